@@ -1,0 +1,1 @@
+"""Importers (TFLite, ONNX) into nnapi.Model, coverage, parity and the `nnapi` command line."""

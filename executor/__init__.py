@@ -1,0 +1,1 @@
+"""The numpy reference executor behind nnapi.Compilation / nnapi.Execution."""

@@ -1,0 +1,1 @@
+"""Numpy reference kernels, one module per op family (see executor/registry.py)."""

@@ -1,0 +1,53 @@
+"""Kernel registry: every OperationCode maps to a kernel or an explicit reason it has none.
+
+Kernel modules live in `executor/kernels/<family>.py` and register with the
+`@kernel(OperationCode.X)` decorator; every module of that package is imported
+by `load_kernels()`, so adding a family is adding a file.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import Callable
+
+from nnapi.codes import OperationCode
+
+KERNELS: dict[OperationCode, Callable] = {}
+
+# Codes that deliberately have no kernel, with the reason (shown by the
+# conformance runner and the coverage report).
+NOT_IMPLEMENTED: dict[OperationCode, str] = {
+    OperationCode.OEM_OPERATION: "OEM_OPERATION is deprecated since feature level 3 and has no defined semantics",
+}
+
+
+def kernel(*codes: OperationCode):
+    """Register a kernel function `fn(ctx) -> list[np.ndarray]` for one or more codes."""
+    def deco(fn):
+        for code in codes:
+            if code in KERNELS:
+                raise ValueError(f"two kernels for {code.name}")
+            KERNELS[code] = fn
+        return fn
+    return deco
+
+
+_loaded = False
+
+
+def load_kernels() -> dict[OperationCode, Callable]:
+    global _loaded
+    if not _loaded:
+        from . import kernels
+        for info in pkgutil.iter_modules(kernels.__path__):
+            importlib.import_module(f"{kernels.__name__}.{info.name}")
+        _loaded = True
+    return KERNELS
+
+
+def missing_reason(code: OperationCode) -> str | None:
+    """None when `code` has a kernel, else why not."""
+    load_kernels()
+    if code in KERNELS:
+        return None
+    return NOT_IMPLEMENTED.get(code, f"no kernel for {code.name} yet")

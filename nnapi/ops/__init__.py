@@ -1,0 +1,34 @@
+"""Operation specs, one module per op family; `SPECS` maps OperationCode -> OpSpec.
+
+Family modules call `register(OpSpec(...))`; every module in this package is
+imported here, so adding a family is adding a file.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from ..codes import OperationCode
+from .base import OpSpec
+
+SPECS: dict[OperationCode, OpSpec] = {}
+
+
+def register(spec: OpSpec) -> OpSpec:
+    if spec.code in SPECS:
+        raise ValueError(f"two specs for {spec.code.name}")
+    SPECS[spec.code] = spec
+    return spec
+
+
+def spec_for(code) -> OpSpec | None:
+    return SPECS.get(OperationCode(code))
+
+
+def _load_families() -> None:
+    for info in pkgutil.iter_modules(__path__):
+        if info.name != "base":
+            importlib.import_module(f"{__name__}.{info.name}")
+
+
+_load_families()

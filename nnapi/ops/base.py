@@ -1,0 +1,364 @@
+"""The declarative operation-spec framework (DESIGN.md, "the one idea").
+
+An OpSpec describes one NNAPI operation once:
+
+* `forms`: the input/output signatures (e.g. CONV_2D's explicit and implicit
+  padding forms). Each argument has a name, a type (a fixed OperandCode such as
+  INT32, or a type variable such as "T" that a type case binds), and may be
+  optional (a trailing input that may be left out), omittable (an operand that
+  may be NO_VALUE), repeated (a variadic list), or need a feature level of its
+  own when present.
+* `type_cases`: which combinations of type-variable bindings are allowed and
+  the feature level each needs.
+* `rules`: extra checks over the concrete operands (bias scale, fixed output
+  quantization, ranks, ...), each returning problem strings.
+* `level_rules`: functions returning the feature level a particular use needs
+  beyond the type case (e.g. rank 5 inputs).
+
+Validation, feature-level computation, and the converters' builder (`arrange`)
+all read the same spec.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Optional, Sequence, Union
+
+import numpy as np
+
+from ..codes import Lifetime, OperandCode, OperationCode
+
+TypeRef = Union[OperandCode, str]
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument (input or output) of an operation form."""
+
+    name: str
+    type: TypeRef
+    optional: bool = False      # trailing input that may be absent
+    omittable: bool = False     # operand may be NO_VALUE (omitted)
+    repeated: bool = False      # a variadic list of operands (at least `min_count`)
+    min_count: int = 1
+    level: int = 1              # feature level this argument needs when present
+    types: Optional[tuple] = None  # for fixed-choice arguments: the allowed codes
+
+
+def arg(name, type, **kw) -> Arg:
+    return Arg(name, type, **kw)
+
+
+def opt(name, type, level=1, **kw) -> Arg:
+    return Arg(name, type, optional=True, level=level, **kw)
+
+
+@dataclass(frozen=True)
+class Form:
+    name: str
+    inputs: tuple
+    outputs: tuple
+    level: int = 1
+
+    def __init__(self, name, inputs, outputs, level=1):
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "inputs", tuple(inputs))
+        object.__setattr__(self, "outputs", tuple(outputs))
+        object.__setattr__(self, "level", level)
+
+
+@dataclass(frozen=True)
+class TypeCase:
+    """An allowed binding of type variables (name -> OperandCode) and the level it needs."""
+
+    level: int
+    binding: tuple
+
+    def __init__(self, level: int, **binding):
+        object.__setattr__(self, "level", level)
+        object.__setattr__(self, "binding", tuple(sorted(binding.items())))
+
+    def as_dict(self) -> dict:
+        return dict(self.binding)
+
+
+def cases(level: int, var: str, *codes, **fixed) -> list[TypeCase]:
+    """Shorthand: one TypeCase per code for `var` (other variables fixed)."""
+    return [TypeCase(level, **{var: c}, **fixed) for c in codes]
+
+
+class OpView:
+    """A read-only view of one operation of a model, by argument name."""
+
+    def __init__(self, model, index: int, spec: "OpSpec", form: Form, in_map: dict, out_map: dict):
+        self.model, self.index, self.spec, self.form = model, index, spec, form
+        self._in, self._out = in_map, out_map
+
+    @property
+    def where(self) -> str:
+        return f"operation {self.index} ({self.spec.code.name})"
+
+    def has(self, name: str) -> bool:
+        idx = self._in.get(name)
+        if idx is None:
+            return False
+        if isinstance(idx, list):
+            return True
+        return not self.model.operands[idx].is_omitted
+
+    def input(self, name: str):
+        idx = self._in.get(name)
+        if idx is None or isinstance(idx, list):
+            return None if idx is None else [self.model.operands[i] for i in idx]
+        op = self.model.operands[idx]
+        return None if op.is_omitted else op
+
+    def inputs(self, name: str) -> list:
+        idx = self._in.get(name, [])
+        return [self.model.operands[i] for i in (idx if isinstance(idx, list) else [idx])]
+
+    def output(self, name: str):
+        idx = self._out.get(name)
+        if idx is None or isinstance(idx, list):
+            return None if idx is None else [self.model.operands[i] for i in idx]
+        return self.model.operands[idx]
+
+    def outputs(self, name: str) -> list:
+        idx = self._out.get(name, [])
+        return [self.model.operands[i] for i in (idx if isinstance(idx, list) else [idx])]
+
+    def const(self, name: str):
+        """The constant value of an input, as a Python scalar or numpy array, or None."""
+        op = self.input(name)
+        if op is None or not op.is_constant:
+            return None
+        v = op.value
+        return v.item() if v is not None and v.ndim == 0 else v
+
+
+Rule = Callable[[OpView], Iterable[str]]
+LevelRule = Callable[[OpView], int]
+
+
+@dataclass
+class OpSpec:
+    code: OperationCode
+    forms: list
+    type_cases: list
+    rules: list = field(default_factory=list)
+    level_rules: list = field(default_factory=list)
+    doc: str = ""
+
+    # -- matching ------------------------------------------------------------
+    def match_form(self, model, inputs: Sequence[int], outputs: Sequence[int]):
+        """The first form whose argument counts and fixed types fit; (form, in_map, out_map) or None."""
+        for form in self.forms:
+            in_map = _bind(form.inputs, inputs, model)
+            if in_map is None:
+                continue
+            out_map = _bind(form.outputs, outputs, model)
+            if out_map is None:
+                continue
+            return form, in_map, out_map
+        return None
+
+    def view(self, model, index: int) -> Optional[OpView]:
+        op = model.operations[index]
+        m = self.match_form(model, op.inputs, op.outputs)
+        if m is None:
+            return None
+        return OpView(model, index, self, *m)
+
+    def arrange(self, form_name: str, **named) -> list:
+        """Lay out operand indexes by argument name for `Model.add_operation` (the builder's half)."""
+        form = next((f for f in self.forms if f.name == form_name), None)
+        if form is None:
+            raise KeyError(f"{self.code.name} has no form {form_name!r}: {[f.name for f in self.forms]}")
+        out, missing = [], False
+        for a in form.inputs:
+            if a.name not in named or named[a.name] is None and a.optional:
+                missing = True
+                if not a.optional:
+                    raise KeyError(f"{self.code.name} ({form_name}): missing input {a.name!r}")
+                continue
+            if missing:
+                raise KeyError(f"{self.code.name}: optional input {a.name!r} given after an absent one")
+            v = named[a.name]
+            out.extend(v if a.repeated else [v])
+        return out
+
+    # -- checking ------------------------------------------------------------
+    def problems(self, model, index: int, feature_level: int = 8) -> list[str]:
+        """Every problem of operation `index` when targeting `feature_level`."""
+        op = model.operations[index]
+        where = f"operation {index} ({self.code.name})"
+        m = self.match_form(model, op.inputs, op.outputs)
+        if m is None:
+            return [f"{where}: {len(op.inputs)} inputs / {len(op.outputs)} outputs of these types match no "
+                    f"signature ({self.signature_summary()})"]
+        view = OpView(model, index, self, *m)
+        problems, level = self._type_problems(view)
+        for rule in self.rules:
+            problems.extend(f"{where}: {p}" for p in rule(view))
+        if not problems:
+            level = max(level, *(r(view) for r in self.level_rules)) if self.level_rules else level
+            if level > feature_level:
+                problems.append(f"{where}: needs feature level {level}, target is {feature_level}")
+        return problems
+
+    def min_level(self, model, index: int) -> int:
+        view = self.view(model, index)
+        if view is None:
+            return self.code.feature_level
+        problems, level = self._type_problems(view)
+        for r in self.level_rules:
+            level = max(level, r(view))
+        return level
+
+    def _type_problems(self, view: OpView) -> tuple[list[str], int]:
+        where = view.where
+        form = view.form
+        level = max(self.code.feature_level, form.level)
+        problems: list[str] = []
+        bound: dict[str, list] = {}
+        for args, mapping in ((form.inputs, view._in), (form.outputs, view._out)):
+            for a in args:
+                idx = mapping.get(a.name)
+                if idx is None:
+                    continue
+                for i in (idx if isinstance(idx, list) else [idx]):
+                    opnd = view.model.operands[i]
+                    if opnd.is_omitted:
+                        if not a.omittable:
+                            problems.append(f"{where}: {a.name} (operand {i}) may not be omitted")
+                        continue
+                    level = max(level, a.level, opnd.type.code.feature_level)
+                    if isinstance(a.type, str):
+                        bound.setdefault(a.type, []).append((a.name, i, opnd.type.code))
+                    elif a.types is not None and opnd.type.code not in a.types:
+                        problems.append(f"{where}: {a.name} (operand {i}) is {opnd.type.code.name}, expected one of "
+                                        f"{[c.name for c in a.types]}")
+        # type variables: every operand bound to one variable has one code
+        actual = {}
+        for var, uses in bound.items():
+            codes = {c for _, _, c in uses}
+            if len(codes) > 1:
+                problems.append(f"{where}: " + ", ".join(f"{n} (operand {i}) is {c.name}" for n, i, c in uses)
+                                + f"; they must have the same type")
+            actual[var] = uses[0][2]
+        if problems:
+            return problems, level
+        best = None
+        for case in self.type_cases:
+            b = case.as_dict()
+            if all(b.get(v) == c for v, c in actual.items()):
+                best = case.level if best is None else min(best, case.level)
+        if best is None:
+            desc = ", ".join(f"{v}={c.name}" for v, c in sorted(actual.items()))
+            problems.append(f"{where}: unsupported operand types ({desc})")
+            return problems, level
+        return problems, max(level, best)
+
+    def signature_summary(self) -> str:
+        parts = []
+        for f in self.forms:
+            req = sum(1 for a in f.inputs if not a.optional)
+            tot = len(f.inputs)
+            rep = any(a.repeated for a in f.inputs)
+            parts.append(f"{f.name}: {req}{'+' if rep else ('' if req == tot else f'-{tot}')} inputs, "
+                         f"{len(f.outputs)}{'+' if any(a.repeated for a in f.outputs) else ''} outputs")
+        return "; ".join(parts)
+
+
+def _bind(args: Sequence[Arg], operands: Sequence[int], model) -> Optional[dict]:
+    """Map argument names to operand indexes, or None when counts or fixed types do not fit."""
+    n = len(operands)
+    required = sum(a.min_count if a.repeated else 1 for a in args if not a.optional)
+    has_repeat = any(a.repeated for a in args)
+    if n < required or (not has_repeat and n > len(args)):
+        return None
+    extra = n - required if has_repeat else 0
+    out: dict = {}
+    pos = 0
+    for a in args:
+        if pos >= n:
+            if not a.optional:
+                return None
+            break
+        if a.repeated:
+            take = a.min_count + extra
+            out[a.name] = list(operands[pos: pos + take])
+            pos += take
+            continue
+        i = operands[pos]
+        if isinstance(a.type, OperandCode):
+            opnd = model.operands[i]
+            if not opnd.is_omitted and opnd.type.code != a.type:
+                return None
+        out[a.name] = i
+        pos += 1
+    if pos != n:
+        return None
+    return out
+
+
+# -- shared rules ---------------------------------------------------------------
+
+def same_quant(*names: str) -> Rule:
+    """The named quantized operands must share scale and zero point."""
+    def rule(v: OpView):
+        ops = [(n, o) for n in names for o in v.inputs(n) + v.outputs(n) if o is not None and not o.is_omitted]
+        ops = [(n, o) for n, o in ops if o.type.code in _QUANT8]
+        if len({(o.type.scale, o.type.zero_point) for _, o in ops}) > 1:
+            yield ("scale/zero point must match: " +
+                   ", ".join(f"{n} scale={o.type.scale:g} zp={o.type.zero_point}" for n, o in ops))
+    return rule
+
+
+_QUANT8 = frozenset({OperandCode.TENSOR_QUANT8_ASYMM, OperandCode.TENSOR_QUANT8_ASYMM_SIGNED})
+
+
+def bias_scale(input_name="input", filter_name="filter", bias_name="bias") -> Rule:
+    """Quantized bias: zero point 0 and scale == input scale x filter scale (per channel when the filter is)."""
+    def rule(v: OpView):
+        inp, flt, bias = v.input(input_name), v.input(filter_name), v.input(bias_name)
+        if inp is None or flt is None or bias is None or inp.type.code not in _QUANT8:
+            return
+        if bias.type.zero_point != 0:
+            yield f"{bias_name} zero point must be 0, got {bias.type.zero_point}"
+        if flt.type.code == OperandCode.TENSOR_QUANT8_SYMM_PER_CHANNEL:
+            return  # per-channel bias scales are implied by the filter's channel scales
+        expected = np.float32(inp.type.scale) * np.float32(flt.type.scale)
+        if abs(bias.type.scale - expected) > 1e-6 * max(1.0, abs(float(expected))) + 1e-12:
+            yield (f"{bias_name} scale {bias.type.scale:g} must equal {input_name} scale x {filter_name} scale "
+                   f"= {float(expected):g}")
+    return rule
+
+
+def rank_in(name: str, ranks: Iterable[int]) -> Rule:
+    allowed = tuple(ranks)
+
+    def rule(v: OpView):
+        for o in v.inputs(name) + v.outputs(name):
+            if o is None or o.is_omitted or o.type.dimensions is None:
+                continue
+            r = len(o.type.dimensions)
+            if r and r not in allowed:
+                yield f"{name} has rank {r}, expected one of {list(allowed)}"
+    return rule
+
+
+def rank_at_most(name: str, max_rank: int) -> Rule:
+    return rank_in(name, range(1, max_rank + 1))
+
+
+def fixed_output_quant(out_name: str, by_code: dict) -> Rule:
+    """Output quantization fixed per type, e.g. LOGISTIC: uint8 scale 1/256 zp 0."""
+    def rule(v: OpView):
+        o = v.output(out_name)
+        if o is None or o.type.code not in by_code:
+            return
+        scale, zp = by_code[o.type.code]
+        if abs(o.type.scale - scale) > 1e-9 or o.type.zero_point != zp:
+            yield (f"{out_name} of type {o.type.code.name} must have scale {scale:g} and zero point {zp}, "
+                   f"got scale {o.type.scale:g} zero point {o.type.zero_point}")
+    return rule
