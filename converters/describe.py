@@ -1,0 +1,93 @@
+"""Human- and machine-readable descriptions of NNAPI models (for `nnapi inspect`)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nnapi import FuseCode, Model, PaddingCode
+from nnapi.codes import Lifetime
+from nnapi.ops import SPECS
+
+# scalar arguments whose integer value names an enum member
+_ENUM_ARGS = {"fuse": FuseCode, "activation": FuseCode, "padding": PaddingCode}
+
+
+def _param_value(name: str, value) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist() if value.size <= 16 else f"<{value.dtype} tensor of {value.size} values>"
+    if name in _ENUM_ARGS:
+        try:
+            return _ENUM_ARGS[name](int(value)).name
+        except ValueError:
+            return value
+    if name == "layout" or name.endswith("_layout"):
+        return "NCHW" if value else "NHWC"
+    return value
+
+
+def operation_params(model: Model, k: int) -> dict:
+    """Constant parameters of operation k by argument name (padding SAME, fuse RELU6, ...)."""
+    op = model.operations[k]
+    spec = SPECS.get(op.code)
+    view = spec.view(model, k) if spec else None
+    if view is None:
+        return {}
+    params = {}
+    for a in view.form.inputs:
+        idx = view._in.get(a.name)
+        if idx is None or isinstance(idx, list):
+            continue
+        opnd = model.operands[idx]
+        if opnd.is_constant and not opnd.type.is_tensor:
+            params[a.name] = _param_value(a.name, opnd.value.item())
+    return params
+
+
+def operand_dict(model: Model, i: int) -> dict:
+    o = model.operands[i]
+    d = {"index": i, "name": o.name, "type": o.type.code.name, "dimensions": list(o.type.dimensions),
+         "lifetime": o.lifetime.value}
+    if o.type.scale or o.type.zero_point:
+        d["scale"], d["zero_point"] = o.type.scale, o.type.zero_point
+    if o.channel_quant is not None:
+        d["channel_quant"] = {"scales": list(o.channel_quant.scales), "channel_dim": o.channel_quant.channel_dim}
+    if o.is_constant and not o.type.is_tensor:
+        d["value"] = o.value.item()
+    return d
+
+
+def model_dict(model: Model) -> dict:
+    subgraphs = [model] + model.referenced_models
+    out = {"feature_level": model.min_feature_level(), "subgraphs": []}
+    for m in subgraphs:
+        out["subgraphs"].append({
+            "name": m.name, "relaxed": m.relaxed, "inputs": list(m.inputs), "outputs": list(m.outputs),
+            "operands": [operand_dict(m, i) for i in range(len(m.operands))],
+            "operations": [{"index": k, "op": op.code.name, "inputs": list(op.inputs), "outputs": list(op.outputs),
+                            "params": operation_params(m, k)} for k, op in enumerate(m.operations)],
+        })
+    return out
+
+
+def model_text(model: Model) -> str:
+    d = model_dict(model)
+    lines = [f"feature level needed: {d['feature_level']}"]
+    for s, sg in enumerate(d["subgraphs"]):
+        title = "main model" if s == 0 else f"subgraph {s}"
+        lines.append(f"\n{title}{' ' + sg['name'] if sg['name'] else ''}"
+                     f"{' (relaxed to float16)' if sg['relaxed'] else ''}: inputs {sg['inputs']}, outputs {sg['outputs']}")
+        lines.append("  operands:")
+        for o in sg["operands"]:
+            t = o["type"] + (f"[{'x'.join(str(x) if x else '?' for x in o['dimensions'])}]" if o["dimensions"] else "")
+            q = f" scale={o['scale']:g} zp={o['zero_point']}" if "scale" in o else ""
+            if "channel_quant" in o:
+                q += f" per-channel(dim {o['channel_quant']['channel_dim']}, {len(o['channel_quant']['scales'])} scales)"
+            v = f" = {o['value']}" if "value" in o else ""
+            life = "" if o["lifetime"] == Lifetime.TEMPORARY_VARIABLE.value else f" {o['lifetime'].lower()}"
+            lines.append(f"    #{o['index']:<4} {t}{q}{life}{v}{'  ' + repr(o['name']) if o['name'] else ''}")
+        lines.append("  operations:")
+        for op in sg["operations"]:
+            params = ", ".join(f"{k}={v}" for k, v in op["params"].items())
+            lines.append(f"    [{op['index']}] {op['op']}({params}) {op['inputs']} -> {op['outputs']}")
+    return "\n".join(lines)

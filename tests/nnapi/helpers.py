@@ -1,0 +1,45 @@
+"""Small model builders shared by the nnapi tests."""
+import numpy as np
+
+import nnapi
+from nnapi import OperandCode as C, OperandType, OperationCode as Op
+
+SHAPE = (1, 3, 5, 2)
+
+
+def f32(dims=SHAPE):
+    return OperandType(C.TENSOR_FLOAT32, dims)
+
+
+def add_model(finish=True, const_b=None):
+    """out = a + b (fuse NONE); b is an input unless const_b is given."""
+    m = nnapi.Model()
+    a = m.add_operand(f32(), name="a")
+    b = m.add_operand(f32(), name="b")
+    fuse = m.add_operand(OperandType(C.INT32), name="fuse")
+    out = m.add_operand(f32(), name="out")
+    m.set_operand_value(fuse, np.int32(0))
+    if const_b is not None:
+        m.set_operand_value(b, const_b)
+    m.add_operation(Op.ADD, [a, b, fuse], [out])
+    m.identify_inputs_and_outputs([a] if const_b is not None else [a, b], [out])
+    if finish:
+        m.finish()
+    return m
+
+
+def execute(model, inputs, out_shapes=None):
+    comp = nnapi.Compilation(model)
+    comp.finish()
+    ex = nnapi.Execution(comp)
+    for k, x in enumerate(inputs):
+        ex.set_input(k, x)
+    outs = []
+    for k, o in enumerate(model.outputs):
+        t = model.operands[o].type
+        shape = out_shapes[k] if out_shapes else t.dimensions
+        buf = np.zeros(shape, dtype=t.dtype)
+        ex.set_output(k, buf)
+        outs.append(buf)
+    ex.compute()
+    return outs
