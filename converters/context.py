@@ -1,0 +1,232 @@
+"""ConversionContext: what a per-op converter uses to emit NNAPI operations.
+
+It owns the one mapping from source tensors to NNAPI operands (types,
+quantization, the int8 -> uint8 rewrite below feature level 4, rank-0
+tensors as shape [1]), constants and scalars, and the emission of operations
+through the op specs' named forms.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+import nnapi
+from nnapi import FuseCode, OperandCode as C, OperandType, OperationCode as Op
+from nnapi.ops import SPECS
+
+from .registry import Reason, Unsupported
+from .source_graph import SourceGraph, SourceNode, SourceTensor
+
+# TFLite fused activations that NNAPI expresses as a FuseCode
+FUSE_CODES = {0: FuseCode.NONE, 1: FuseCode.RELU, 2: FuseCode.RELU1, 3: FuseCode.RELU6}
+FUSED_TANH, FUSED_SIGN_BIT = 4, 5
+
+SIGNED_FROM_LEVEL = 4  # TENSOR_QUANT8_ASYMM_SIGNED exists from feature level 4
+
+
+class ConversionContext:
+    def __init__(self, graph: SourceGraph, model: nnapi.Model, feature_level: int,
+                 input_shapes: Optional[dict] = None, fmt: str = "tflite", graphs: Sequence[SourceGraph] = (),
+                 subgraph_models: Optional[dict] = None):
+        self.graph = graph
+        self.graphs = list(graphs) or [graph]
+        self.model = model
+        self.feature_level = feature_level
+        self.input_shapes = input_shapes or {}
+        self.fmt = fmt
+        self.operand_of: dict[int, int] = {}     # source tensor -> NNAPI operand
+        self.tensor_of: dict[int, int] = {}      # NNAPI operand -> source tensor it mirrors
+        self.free_inputs: list[int] = []         # source tensors read but produced outside this model
+        self.io_rewrites: dict[int, str] = {}    # source tensor -> boundary conversion the user must apply
+        self._scalars: dict = {}
+        self.node: Optional[SourceNode] = None
+        self.subgraph_models = subgraph_models if subgraph_models is not None else {}
+
+    # -- source tensors -----------------------------------------------------------
+    def tensor(self, i: int) -> SourceTensor:
+        return self.graph.tensors[i]
+
+    def shape(self, i: int) -> tuple:
+        """Static shape of tensor i; unknown extents are 0 (rank-0 tensors are [1])."""
+        t = self.tensor(i)
+        if t.name in self.input_shapes:
+            return tuple(self.input_shapes[t.name])
+        if t.shape is None:
+            return ()
+        shape = t.shape
+        if t.shape_signature is not None and len(t.shape_signature) == len(shape):
+            shape = tuple(0 if s == -1 else d for d, s in zip(shape, t.shape_signature))
+        shape = tuple(0 if d < 0 else d for d in shape)
+        return shape if shape else (1,)
+
+    def is_const(self, i: int) -> bool:
+        return i >= 0 and self.tensor(i).is_constant
+
+    def const_value(self, i: int, what: str = "input") -> np.ndarray:
+        """The constant data of tensor i, or Unsupported when it is computed at run time."""
+        if i < 0 or not self.tensor(i).is_constant:
+            name = self.tensor(i).name if i >= 0 else "(absent)"
+            raise Unsupported(Reason.NON_CONSTANT_OPERAND, f"{what} tensor {name!r} must be a constant")
+        return self.tensor(i).data
+
+    def signed_as_unsigned(self) -> bool:
+        return self.feature_level < SIGNED_FROM_LEVEL
+
+    def nnapi_type(self, i: int) -> tuple[OperandType, Optional[tuple]]:
+        """(OperandType, (scales, channel_dim) or None) for source tensor i at this feature level."""
+        t = self.tensor(i)
+        dims = self.shape(i)
+        dt = np.dtype(t.dtype)
+        q = t.quant
+        label = f"tensor {t.name!r}"
+        if dt == np.float32:
+            return OperandType(C.TENSOR_FLOAT32, dims), None
+        if dt == np.float16:
+            return OperandType(C.TENSOR_FLOAT16, dims), None
+        if dt == np.bool_:
+            return OperandType(C.TENSOR_BOOL8, dims), None
+        if dt == np.int32:
+            scale = q.scale if q is not None and not q.per_channel else 0.0
+            return OperandType(C.TENSOR_INT32, dims, scale, 0), None
+        if dt == np.int64:
+            if t.is_constant and t.data.size and (np.abs(t.data.astype(np.float64)) < 2 ** 31).all():
+                return OperandType(C.TENSOR_INT32, dims), None
+            raise Unsupported(Reason.OPERAND_TYPE, f"{label} is int64, which NNAPI has no type for")
+        if dt == np.uint8:
+            if q is None:
+                raise Unsupported(Reason.QUANTIZATION_TYPE, f"{label} is uint8 without quantization parameters")
+            return OperandType(C.TENSOR_QUANT8_ASYMM, dims, q.scale, q.zero_point), None
+        if dt == np.int8:
+            if q is None:
+                raise Unsupported(Reason.QUANTIZATION_TYPE, f"{label} is int8 without quantization parameters")
+            if q.per_channel:
+                if any(z != 0 for z in q.zero_points):
+                    raise Unsupported(Reason.QUANTIZATION_TYPE, f"{label} is per-channel with non-zero zero points")
+                return (OperandType(C.TENSOR_QUANT8_SYMM_PER_CHANNEL, dims),
+                        (tuple(float(s) for s in q.scales), int(q.axis)))
+            if self.signed_as_unsigned():
+                return OperandType(C.TENSOR_QUANT8_ASYMM, dims, q.scale, q.zero_point + 128), None
+            return OperandType(C.TENSOR_QUANT8_ASYMM_SIGNED, dims, q.scale, q.zero_point), None
+        if dt == np.int16:
+            if q is None or q.per_channel:
+                raise Unsupported(Reason.QUANTIZATION_TYPE, f"{label} is int16 without per-tensor quantization")
+            if q.zero_point != 0:
+                raise Unsupported(Reason.QUANTIZATION_TYPE, f"{label} is int16 with zero point {q.zero_point}")
+            return OperandType(C.TENSOR_QUANT16_SYMM, dims, q.scale, 0), None
+        raise Unsupported(Reason.OPERAND_TYPE, f"{label} has type {dt.name}, which NNAPI has no type for")
+
+    def _constant_data(self, i: int, otype: OperandType) -> np.ndarray:
+        t = self.tensor(i)
+        data = t.data
+        if otype.code == C.TENSOR_QUANT8_ASYMM and data.dtype == np.int8:
+            data = (data.astype(np.int16) + 128).astype(np.uint8)  # the uint8 rewrite below level 4
+        elif data.dtype != otype.dtype:
+            data = data.astype(otype.dtype)
+        return data.reshape(otype.dimensions)
+
+    def operand(self, i: int) -> int:
+        """The NNAPI operand that mirrors source tensor i (created on first use)."""
+        if i < 0:
+            raise Unsupported(Reason.INVALID, "a required input is absent")
+        if i in self.operand_of:
+            return self.operand_of[i]
+        t = self.tensor(i)
+        otype, cq = self.nnapi_type(i)
+        if t.is_constant and not otype.is_fully_specified:
+            raise Unsupported(Reason.DYNAMIC_SHAPE, f"constant tensor {t.name!r} has unknown dimensions")
+        idx = self.model.add_operand(otype, name=t.name)
+        if cq is not None:
+            self.model.set_operand_symm_per_channel_quant_params(idx, cq[0], cq[1])
+        if t.is_constant:
+            self.model.set_operand_value(idx, self._constant_data(i, otype))
+        else:
+            self.free_inputs.append(i)
+            self._note_rewrite(i, otype)
+        self.operand_of[i] = idx
+        self.tensor_of[idx] = i
+        return idx
+
+    def output(self, i: int) -> int:
+        """The operand an operation writes for output tensor i."""
+        if i in self.operand_of:
+            raise Unsupported(Reason.INVALID, f"tensor {self.tensor(i).name!r} is written twice")
+        otype, cq = self.nnapi_type(i)
+        idx = self.model.add_operand(otype, name=self.tensor(i).name)
+        if cq is not None:
+            raise Unsupported(Reason.QUANTIZATION_TYPE, f"output tensor {self.tensor(i).name!r} is per-channel")
+        self.operand_of[i] = idx
+        self.tensor_of[idx] = i
+        self._note_rewrite(i, otype)
+        return idx
+
+    def _note_rewrite(self, i: int, otype: OperandType) -> None:
+        if otype.code == C.TENSOR_QUANT8_ASYMM and np.dtype(self.tensor(i).dtype) == np.int8:
+            self.io_rewrites[i] = "int8 -> uint8: add 128 (zero point shifted by 128)"
+
+    def temp_like(self, i: int, name_suffix: str = "pre_activation", **changes) -> int:
+        """A temporary operand with tensor i's type (e.g. before a separate activation)."""
+        otype, _ = self.nnapi_type(i)
+        if changes:
+            otype = OperandType(changes.get("code", otype.code), changes.get("dimensions", otype.dimensions),
+                                changes.get("scale", otype.scale), changes.get("zero_point", otype.zero_point))
+        return self.model.add_operand(otype, name=f"{self.tensor(i).name}/{name_suffix}")
+
+    def temp(self, otype: OperandType, name: str) -> int:
+        return self.model.add_operand(otype, name=name)
+
+    # -- constants -----------------------------------------------------------------
+    def scalar(self, code: C, value) -> int:
+        key = (code, value if not isinstance(value, float) else np.float32(value).tobytes())
+        if key not in self._scalars:
+            idx = self.model.add_operand(OperandType(code))
+            dtype = OperandType(code).dtype
+            self.model.set_operand_value(idx, np.asarray(value, dtype=dtype))
+            self._scalars[key] = idx
+        return self._scalars[key]
+
+    def i32(self, value: int) -> int:
+        return self.scalar(C.INT32, int(value))
+
+    def f32(self, value: float) -> int:
+        return self.scalar(C.FLOAT32, float(value))
+
+    def boolean(self, value: bool) -> int:
+        return self.scalar(C.BOOL, bool(value))
+
+    def const(self, array: np.ndarray, code: Optional[C] = None, name: str = "", scale: float = 0.0,
+              zero_point: int = 0) -> int:
+        array = np.asarray(array)
+        if code is None:
+            code = {np.dtype(np.float32): C.TENSOR_FLOAT32, np.dtype(np.int32): C.TENSOR_INT32,
+                    np.dtype(np.float16): C.TENSOR_FLOAT16, np.dtype(np.bool_): C.TENSOR_BOOL8}[array.dtype]
+        dims = array.shape if array.ndim else (1,)
+        idx = self.model.add_operand(OperandType(code, dims, scale, zero_point), name=name or None)
+        self.model.set_operand_value(idx, np.ascontiguousarray(array).reshape(dims))
+        return idx
+
+    # -- operations ----------------------------------------------------------------
+    def emit(self, code: Op, inputs: Sequence[int], outputs: Sequence[int]) -> int:
+        return self.model.add_operation(code, list(inputs), list(outputs))
+
+    def emit_form(self, code: Op, form: str, outputs: Sequence[int], **named) -> int:
+        """Emit by argument name through the op spec (nobody writes inputs[7] = ...)."""
+        return self.emit(code, SPECS[code].arrange(form, **named), outputs)
+
+    def require_level(self, level: int, what: str) -> None:
+        if self.feature_level < level:
+            raise Unsupported(Reason.FEATURE_LEVEL, f"{what} needs NNAPI feature level {level}", level)
+
+    def activation(self, act: int, out_tensor: int):
+        """(fuse operand, operand the main op writes, finish()) for a TFLite fused activation.
+
+        RELU/RELU_N1_TO_1/RELU6 become the FuseCode input; TANH and SIGN_BIT
+        become a separate operation after the main one (emitted by finish())."""
+        if act in FUSE_CODES:
+            out = self.output(out_tensor)
+            return self.i32(FUSE_CODES[act]), out, (lambda: None)
+        if act == FUSED_TANH:
+            pre = self.temp_like(out_tensor)
+            final = self.output(out_tensor)
+            return self.i32(FuseCode.NONE), pre, (lambda: self.emit(Op.TANH, [pre], [final]))
+        raise Unsupported(Reason.FUSED_ACTIVATION, f"fused activation {act} has no NNAPI equivalent")

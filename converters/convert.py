@@ -1,0 +1,253 @@
+"""The conversion driver shared by the TFLite and ONNX importers: per-node
+checks (a dry run of each converter against a scratch model, judged by the
+NNAPI op specs), partitioning into NNAPI partitions and CPU fallback nodes,
+and building complete NNAPI models."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import nnapi
+from nnapi import NnapiError
+from nnapi.ops import SPECS
+
+from .context import ConversionContext
+from .registry import Reason, Supported, Unsupported, lookup
+from .source_graph import SourceGraph, SourceModel, SourceNode
+
+
+class ConversionError(Exception):
+    """The source model is invalid or a converter produced an invalid NNAPI model."""
+
+
+@dataclass
+class NodeResult:
+    subgraph: int
+    index: int
+    op: str
+    version: int
+    name: str
+    inputs: list
+    outputs: list
+    supported: bool
+    nnapi_ops: list = field(default_factory=list)
+    min_feature_level: Optional[int] = None
+    reason_code: Optional[str] = None
+    reason: Optional[str] = None
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Partition:
+    nodes: list                  # source node indexes (main graph)
+    inputs: list                 # boundary source tensor indexes read from outside
+    outputs: list                # boundary source tensor indexes used outside / graph outputs
+    model: Optional[nnapi.Model] = None
+    operand_map: dict = field(default_factory=dict)
+
+
+@dataclass
+class ConversionResult:
+    source: SourceModel
+    feature_level: int
+    nodes: list                                   # NodeResult per main-graph node
+    model: Optional[nnapi.Model] = None           # the complete model (None when a node is unsupported)
+    operand_map: dict = field(default_factory=dict)  # NNAPI operand -> (tensor index, tensor name)
+    partitions: list = field(default_factory=list)
+    fallback_nodes: list = field(default_factory=list)
+    io_rewrites: dict = field(default_factory=dict)  # tensor name -> boundary conversion
+
+    @property
+    def complete(self) -> bool:
+        return all(n.supported for n in self.nodes)
+
+    @property
+    def unsupported(self) -> list:
+        return [n for n in self.nodes if not n.supported]
+
+    @property
+    def models(self) -> list:
+        if self.model is not None:
+            return [self.model]
+        return [p.model for p in self.partitions if p.model is not None]
+
+
+def _new_context(source: SourceModel, g: int, feature_level: int, input_shapes) -> ConversionContext:
+    ctx = ConversionContext(source.graphs[g], nnapi.Model(name=source.graphs[g].name), feature_level,
+                            input_shapes, source.format, source.graphs)
+    ctx.build_subgraph = lambda k: build_subgraph_model(source, k, feature_level, ctx.subgraph_models)
+    return ctx
+
+
+def _run_converter(node: SourceNode, ctx: ConversionContext) -> list:
+    """Convert one node into ctx.model; returns the indexes of the operations it emitted."""
+    conv = lookup(ctx.fmt, node.op, node.version)
+    before = len(ctx.model.operations)
+    ctx.node = node
+    try:
+        conv.convert(node, ctx)
+    except NnapiError as e:
+        raise Unsupported(Reason.INVALID, f"the converter built an invalid operation: {e.message}") from None
+    return list(range(before, len(ctx.model.operations)))
+
+
+def _spec_reason(problem: str) -> Reason:
+    if "needs feature level" in problem:
+        return Reason.FEATURE_LEVEL
+    if "rank" in problem:
+        return Reason.RANK
+    if "scale" in problem or "zero point" in problem:
+        return Reason.QUANTIZATION_TYPE
+    return Reason.OPERAND_TYPE
+
+
+def check_node(source: SourceModel, g: int, node: SourceNode, feature_level: int, input_shapes=None):
+    """Supported(min level, emitted op names) or Unsupported for one node at `feature_level`."""
+    ctx = _new_context(source, g, feature_level, input_shapes)
+    try:
+        emitted = _run_converter(node, ctx)
+    except Unsupported as u:
+        return u
+    model = ctx.model
+    level = 1
+    for k in emitted:
+        spec = SPECS.get(model.operations[k].code)
+        if spec is None:
+            continue
+        problems = spec.problems(model, k, feature_level)
+        if problems:
+            u = Unsupported(_spec_reason(problems[0]), problems[0])
+            if u.reason is Reason.FEATURE_LEVEL:
+                u.feature_level_needed = spec.min_level(model, k)
+            return u
+        level = max(level, spec.min_level(model, k))
+    for opnd in model.operands:
+        level = max(level, opnd.type.code.feature_level)
+    return Supported(level, [model.operations[k].code.name for k in emitted])
+
+
+def _node_result(g: int, node: SourceNode, graph: SourceGraph, verdict) -> NodeResult:
+    names = lambda idx: [graph.tensors[i].name if i >= 0 else None for i in idx]  # noqa: E731
+    r = NodeResult(g, node.index, node.op, node.version, node.name, names(node.inputs), names(node.outputs),
+                   isinstance(verdict, Supported))
+    if isinstance(verdict, Supported):
+        r.nnapi_ops, r.min_feature_level = verdict.emits, verdict.min_feature_level
+    else:
+        r.reason_code, r.reason = verdict.reason.value, verdict.detail
+        r.min_feature_level = verdict.feature_level_needed
+    return r
+
+
+def check_graph(source: SourceModel, feature_level: int, input_shapes=None, g: int = 0) -> list:
+    graph = source.graphs[g]
+    return [_node_result(g, n, graph, check_node(source, g, n, feature_level, input_shapes)) for n in graph.nodes]
+
+
+def partition(graph: SourceGraph, results: list) -> tuple[list, list]:
+    """Contiguous runs of supported nodes (in execution order) become partitions, as
+    the TFLite delegate forms them on a chain; the rest are CPU fallback nodes."""
+    parts, fallback, run = [], [], []
+    for r in results:
+        if r.supported:
+            run.append(r.index)
+        else:
+            fallback.append(r.index)
+            if run:
+                parts.append(run)
+                run = []
+    if run:
+        parts.append(run)
+    out = []
+    for nodes in parts:
+        inside = set(nodes)
+        produced = {t for k in nodes for t in graph.nodes[k].outputs}
+        inputs, seen = [], set()
+        for k in nodes:
+            for t in graph.nodes[k].inputs:
+                if t >= 0 and t not in produced and not graph.tensors[t].is_constant and t not in seen:
+                    seen.add(t)
+                    inputs.append(t)
+        used_outside = {t for n in graph.nodes if n.index not in inside for t in n.inputs}
+        outputs = [t for k in nodes for t in graph.nodes[k].outputs if t in used_outside or t in graph.outputs]
+        out.append(Partition(nodes, inputs, outputs))
+    return out, fallback
+
+
+def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: int, input_shapes=None,
+                inputs: Optional[list] = None, outputs: Optional[list] = None,
+                subgraph_models: Optional[dict] = None) -> tuple[nnapi.Model, ConversionContext]:
+    """A finished NNAPI model of the given nodes of graph g (all of them when the whole graph)."""
+    graph = source.graphs[g]
+    ctx = _new_context(source, g, feature_level, input_shapes)
+    if subgraph_models is not None:
+        ctx.subgraph_models = subgraph_models
+    inputs = list(graph.inputs) if inputs is None else inputs
+    outputs = list(graph.outputs) if outputs is None else outputs
+    for t in inputs:
+        ctx.operand(t)  # model inputs first, in the source order
+    for k in node_indexes:
+        _run_converter(graph.nodes[k], ctx)
+    missing = [t for t in ctx.free_inputs if t not in inputs]
+    if missing:
+        names = ", ".join(repr(graph.tensors[t].name) for t in missing)
+        raise ConversionError(f"{graph.name}: tensors {names} are read but never produced")
+    for t in outputs:
+        if t not in ctx.operand_of:
+            raise ConversionError(f"{graph.name}: output tensor {graph.tensors[t].name!r} is never produced")
+    model = ctx.model
+    try:
+        model.identify_inputs_and_outputs([ctx.operand_of[t] for t in inputs], [ctx.operand_of[t] for t in outputs])
+        model.finish()
+    except NnapiError as e:
+        raise ConversionError(f"{graph.name}: the converted model is invalid: {e.message}") from None
+    problems = model.validate(feature_level)
+    if problems:
+        raise ConversionError(f"{graph.name}: the converted model does not fit feature level {feature_level}: "
+                              + "; ".join(problems[:5]))
+    return model, ctx
+
+
+def build_subgraph_model(source: SourceModel, k: int, feature_level: int, cache: dict) -> nnapi.Model:
+    """A referenced NNAPI model for source subgraph k (IF/WHILE bodies); built once."""
+    if k in cache:
+        if cache[k] is None:
+            raise Unsupported(Reason.INVALID, f"subgraph {k} refers to itself")
+        return cache[k]
+    cache[k] = None
+    graph = source.graphs[k]
+    for node in graph.nodes:
+        verdict = check_node(source, k, node, feature_level)
+        if isinstance(verdict, Unsupported):
+            raise Unsupported(verdict.reason, f"subgraph {graph.name!r} {node.label()}: {verdict.detail}",
+                              verdict.feature_level_needed)
+    model, _ = build_model(source, k, list(range(len(graph.nodes))), feature_level, subgraph_models=cache)
+    cache[k] = model
+    return model
+
+
+def convert_source(source: SourceModel, feature_level: int = 8, input_shapes=None,
+                   partial: bool = False) -> ConversionResult:
+    nodes = check_graph(source, feature_level, input_shapes)
+    result = ConversionResult(source, feature_level, nodes)
+    graph = source.main
+    if result.complete:
+        model, ctx = build_model(source, 0, list(range(len(graph.nodes))), feature_level, input_shapes)
+        result.model = model
+        result.operand_map = {o: (t, graph.tensors[t].name) for o, t in ctx.tensor_of.items()}
+        result.io_rewrites = {graph.tensors[t].name: v for t, v in ctx.io_rewrites.items()
+                              if t in graph.inputs or t in graph.outputs}
+        result.partitions = [Partition(list(range(len(graph.nodes))), list(graph.inputs), list(graph.outputs),
+                                       model, result.operand_map)]
+        return result
+    parts, fallback = partition(graph, nodes)
+    result.fallback_nodes = fallback
+    if partial:
+        for p in parts:
+            p.model, ctx = build_model(source, 0, p.nodes, feature_level, input_shapes, p.inputs, p.outputs)
+            p.operand_map = {o: (t, graph.tensors[t].name) for o, t in ctx.tensor_of.items()}
+            result.io_rewrites.update({graph.tensors[t].name: v for t, v in ctx.io_rewrites.items()
+                                       if t in p.inputs or t in p.outputs})
+    result.partitions = parts
+    return result

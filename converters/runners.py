@@ -1,0 +1,89 @@
+"""Run source models with their own frameworks (LiteRT, onnxruntime) and NNAPI
+models with the executor, on the same inputs."""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+
+class MissingDependency(Exception):
+    """A reference runtime is not installed; the message has the pip command."""
+
+
+def litert_interpreter(model_bytes: bytes, reference: str = "litert", threads: int = 1,
+                       preserve_all_tensors: bool = False):
+    try:
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    except ImportError:
+        raise MissingDependency("LiteRT is not installed: pip install ai-edge-litert") from None
+    resolver = (OpResolverType.BUILTIN_REF if reference == "litert-ref"
+                else OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    it = Interpreter(model_content=bytes(model_bytes), experimental_op_resolver_type=resolver,
+                     num_threads=threads, experimental_preserve_all_tensors=preserve_all_tensors)
+    return it
+
+
+def run_litert(model_bytes: bytes, inputs: Sequence[np.ndarray], reference: str = "litert") -> list[np.ndarray]:
+    it = litert_interpreter(model_bytes, reference)
+    details = it.get_input_details()
+    for d, x in zip(details, inputs):
+        if tuple(d["shape"]) != tuple(np.shape(x)):
+            it.resize_tensor_input(d["index"], list(np.shape(x)))
+    it.allocate_tensors()
+    for d, x in zip(details, inputs):
+        it.set_tensor(d["index"], np.asarray(x, dtype=d["dtype"]))
+    it.invoke()
+    return [it.get_tensor(d["index"]).copy() for d in it.get_output_details()]
+
+
+def to_nnapi_inputs(result, inputs: Sequence[np.ndarray], model=None) -> list[np.ndarray]:
+    """Apply the boundary conversions the converter documented (int8 -> uint8 below level 4)."""
+    model = model or result.model
+    out = []
+    for k, x in zip(model.inputs, inputs):
+        t = model.operands[k].type
+        if x.dtype == np.int8 and t.dtype == np.uint8:
+            x = (x.astype(np.int16) + 128).astype(np.uint8)
+        out.append(x.astype(t.dtype) if x.dtype != t.dtype else x)
+    return out
+
+
+def from_nnapi_outputs(source_dtypes: Sequence, outputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Undo the uint8 rewrite of int8 outputs so they compare with the source framework's."""
+    res = []
+    for dt, y in zip(source_dtypes, outputs):
+        if np.dtype(dt) == np.int8 and y.dtype == np.uint8:
+            y = (y.astype(np.int16) - 128).astype(np.int8)
+        res.append(y)
+    return res
+
+
+def run_converted(result, inputs: Sequence[np.ndarray], model=None) -> list[np.ndarray]:
+    """Run the converted NNAPI model on source-framework inputs; outputs in the source's types."""
+    from .cli import run_model
+    model = model or result.model
+    graph = result.source.main
+    outs = run_model(model, to_nnapi_inputs(result, inputs, model))
+    dtypes = [graph.tensors[result.operand_map[o][0]].dtype for o in model.outputs]
+    return from_nnapi_outputs(dtypes, outs)
+
+
+def random_source_inputs(graph, seed: int = 0, input_shapes: Optional[dict] = None) -> list[np.ndarray]:
+    """Seeded inputs for a source graph: the quantized range for quantized inputs, [0, 1) for floats."""
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for i in graph.inputs:
+        t = graph.tensors[i]
+        shape = tuple((input_shapes or {}).get(t.name, [max(d, 1) for d in (t.shape or ())]))
+        dt = np.dtype(t.dtype)
+        if dt.kind == "f":
+            arrays.append(rng.random(shape).astype(dt))
+        elif dt == np.bool_:
+            arrays.append(rng.integers(0, 2, shape).astype(bool))
+        elif dt.kind in "iu" and t.quant is not None:
+            info = np.iinfo(dt)
+            arrays.append(rng.integers(info.min, info.max + 1, shape).astype(dt))
+        else:
+            arrays.append(rng.integers(0, 4, shape).astype(dt))
+    return arrays

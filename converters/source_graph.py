@@ -1,0 +1,101 @@
+"""Format-neutral source graphs: what the TFLite and ONNX readers produce and
+what the per-op converters read. Plain dataclasses; constant data are numpy
+views into the model file (no copy of the weights)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Quant:
+    """Affine quantization of a tensor: per tensor (one scale) or per axis."""
+
+    scales: tuple
+    zero_points: tuple
+    axis: Optional[int] = None  # None: per tensor
+
+    @property
+    def per_channel(self) -> bool:
+        return self.axis is not None and len(self.scales) > 1
+
+    @property
+    def scale(self) -> float:
+        return float(self.scales[0])
+
+    @property
+    def zero_point(self) -> int:
+        return int(self.zero_points[0])
+
+
+@dataclass
+class SourceTensor:
+    index: int
+    name: str
+    shape: Optional[tuple]            # None: unknown rank; -1 entries: unknown extents
+    dtype: np.dtype                   # numpy storage dtype
+    quant: Optional[Quant] = None
+    data: Optional[np.ndarray] = None  # constant value (a read-only view) or None
+    is_variable: bool = False
+    shape_signature: Optional[tuple] = None  # TFLite: -1 where the model leaves a dimension dynamic
+
+    @property
+    def is_constant(self) -> bool:
+        return self.data is not None
+
+    @property
+    def rank(self) -> Optional[int]:
+        return None if self.shape is None else len(self.shape)
+
+    def describe(self) -> str:
+        shape = "?" if self.shape is None else "x".join("?" if d < 0 else str(d) for d in self.shape)
+        q = ""
+        if self.quant is not None:
+            q = (f" per-channel(axis {self.quant.axis})" if self.quant.per_channel
+                 else f" scale={self.quant.scale:g} zp={self.quant.zero_point}")
+        return f"{self.name!r} {np.dtype(self.dtype).name}[{shape}]{q}"
+
+
+@dataclass
+class SourceNode:
+    index: int
+    op: str                          # TFLite builtin name (e.g. "CONV_2D") or ONNX op_type
+    inputs: list                     # tensor indexes; -1 = optional input left out
+    outputs: list
+    attrs: dict = field(default_factory=dict)
+    version: int = 1                 # TFLite op version or ONNX opset
+    domain: str = ""                 # ONNX domain; "" for TFLite builtins
+    name: str = ""
+    subgraphs: dict = field(default_factory=dict)  # attribute name -> subgraph index (IF/WHILE bodies)
+
+    def label(self) -> str:
+        return f"node {self.index} ({self.op}{' ' + repr(self.name) if self.name else ''})"
+
+
+@dataclass
+class SourceGraph:
+    name: str
+    tensors: list
+    nodes: list
+    inputs: list
+    outputs: list
+
+
+@dataclass
+class SourceModel:
+    format: str                      # "tflite" or "onnx"
+    graphs: list                     # graphs[0] is the main graph
+    path: Optional[str] = None
+    signatures: list = field(default_factory=list)
+    metadata: dict = field(default_factory=dict)
+    raw: Any = None                  # keeps the file buffer alive for zero-copy views
+
+    @property
+    def main(self) -> SourceGraph:
+        return self.graphs[0]
+
+
+class SourceError(Exception):
+    """The source model is malformed or cannot be read; the message names where."""
