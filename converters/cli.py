@@ -124,9 +124,133 @@ def cmd_run(args) -> int:
     return EXIT_OK
 
 
+def _convert(args, partial: bool):
+    from .load import detect_format, importer, parse_input_shapes
+    from .source_graph import SourceError
+    try:
+        shapes = parse_input_shapes(getattr(args, "input_shape", []))
+        fmt = detect_format(args.model)
+        if fmt == "nnapi":
+            raise CliError(f"{args.model} is already an NNAPI model")
+        result = importer(fmt).convert(args.model, feature_level=args.feature_level, input_shapes=shapes,
+                                       partial=partial)
+    except (SourceError, ValueError) as e:
+        raise CliError(str(e), EXIT_INVALID) from None
+    return result
+
+
+def unsupported_lines(result) -> list[str]:
+    return [f"  node {n.index} {n.op} (v{n.version}) [{n.reason_code}]: {n.reason}" for n in result.unsupported]
+
+
 def cmd_convert(args) -> int:
-    raise CliError("conversion of TFLite/ONNX models is not available in this version yet "
-                   "(see the README's roadmap)", EXIT_UNSUPPORTED)
+    from nnapi.serialize import atomic_write, to_bytes
+    from .convert import ConversionError
+    try:
+        result = _convert(args, args.partial)
+    except ConversionError as e:
+        raise CliError(str(e), EXIT_INVALID) from None
+    out = Path(args.output)
+    if result.complete:
+        atomic_write(out, to_bytes(result.model))
+        m = result.model
+        print(f"wrote {out}: {len(m.operations)} NNAPI operations, {len(m.operands)} operands, "
+              f"feature level {m.min_feature_level()} (target {args.feature_level})")
+        for name, how in result.io_rewrites.items():
+            print(f"  note: model input/output {name!r}: {how}")
+        return EXIT_OK
+    if not args.partial:
+        print(f"nnapi convert: {len(result.unsupported)} of {len(result.nodes)} nodes cannot be converted at "
+              f"feature level {args.feature_level}:", file=sys.stderr)
+        print("\n".join(unsupported_lines(result)), file=sys.stderr)
+        print("use --partial to write the NNAPI partitions and a manifest", file=sys.stderr)
+        return EXIT_UNSUPPORTED
+    return _write_partitions(result, out, args)
+
+
+def _write_partitions(result, out: Path, args) -> int:
+    from nnapi.serialize import atomic_write, to_bytes
+    graph = result.source.main
+    files, manifest = [], {"model": str(args.model), "feature_level": args.feature_level, "partitions": [],
+                           "fallback_nodes": [], "io_rewrites": result.io_rewrites}
+    blobs = []
+    for k, p in enumerate(result.partitions):
+        name = f"{out.stem}.part{k}{out.suffix or '.nnapi'}"
+        blobs.append((out.with_name(name), to_bytes(p.model)))
+        manifest["partitions"].append({
+            "file": name, "nodes": p.nodes,
+            "inputs": [graph.tensors[t].name for t in p.inputs],
+            "outputs": [graph.tensors[t].name for t in p.outputs]})
+    for n in result.unsupported:
+        manifest["fallback_nodes"].append({"index": n.index, "op": n.op, "reason_code": n.reason_code,
+                                           "reason": n.reason, "inputs": n.inputs, "outputs": n.outputs})
+    manifest_path = out.with_name(out.stem + ".partitions.json")
+    try:
+        for path, data in blobs:
+            atomic_write(path, data)
+            files.append(path)
+        atomic_write(manifest_path, json.dumps(manifest, indent=1).encode())
+    except BaseException:
+        for f in files:  # all or nothing: no partial set of partitions left behind
+            f.unlink(missing_ok=True)
+        raise
+    print(f"wrote {len(blobs)} partition(s) and {manifest_path.name}; "
+          f"{len(result.unsupported)} node(s) fall back to the CPU:")
+    print("\n".join(unsupported_lines(result)))
+    return EXIT_OK
+
+
+def cmd_coverage(args) -> int:
+    from .coverage import find_models, report_for_path
+    from .coverage_render import render, render_batch
+    from .load import parse_input_shapes
+    try:
+        shapes = parse_input_shapes(args.input_shape)
+    except ValueError as e:
+        raise CliError(str(e))
+    level = 8 if args.feature_level == "all" else int(args.feature_level)
+    paths = find_models(args.models)
+    if not paths:
+        raise CliError("no .tflite or .onnx models found in " + ", ".join(args.models))
+    reports = _map_with_progress(report_for_path, [(p, level, shapes) for p in paths], args.jobs)
+    if len(args.models) == 1 and len(paths) == 1 and not Path(args.models[0]).is_dir():
+        r = reports[0]
+        if "error" in r:
+            raise CliError(r["error"], EXIT_INVALID if r.get("error_kind") == "invalid_model" else EXIT_INVALID)
+        _write_output(render(r, args.format), args.output)
+    else:
+        _write_output(render_batch(reports, args.format), args.output)
+    if args.fail_under is not None:
+        low = [r for r in reports if "error" not in r and r["summary"]["supported_fraction"] < args.fail_under]
+        if low:
+            for r in low:
+                print(f"nnapi coverage: {r['model']}: {r['summary']['supported_fraction']:.3f} of nodes on NNAPI, "
+                      f"below --fail-under {args.fail_under}", file=sys.stderr)
+            return EXIT_UNSUPPORTED
+    return EXIT_OK
+
+
+def _map_with_progress(fn, arg_tuples, jobs: int) -> list:
+    """Run fn over the arguments (in worker processes when jobs > 1), showing progress on a terminal."""
+    total = len(arg_tuples)
+    show = sys.stderr.isatty() and total > 1
+    results = [None] * total
+    if jobs <= 1 or total <= 1:
+        for k, a in enumerate(arg_tuples):
+            results[k] = fn(*a)
+            if show:
+                print(f"\r[{k + 1}/{total}] {a[0]}", end="", file=sys.stderr, flush=True)
+    else:
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = {pool.submit(fn, *a): k for k, a in enumerate(arg_tuples)}
+            for done, fut in enumerate(as_completed(futures), 1):
+                results[futures[fut]] = fut.result()
+                if show:
+                    print(f"\r[{done}/{total}]", end="", file=sys.stderr, flush=True)
+    if show:
+        print(file=sys.stderr)
+    return results
 
 
 def cmd_not_yet(name):
@@ -177,8 +301,26 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
     s.set_defaults(func=cmd_inspect)
 
-    for name, help_ in (("coverage", "report which nodes of a model NNAPI runs, per feature level"),
-                        ("parity", "compare the converted model with the source framework"),
+    s = sub.add_parser(
+        "coverage", help="report which nodes of a model NNAPI runs, per feature level, and why not",
+        description="Per node: supported or not, the NNAPI operations it becomes, the lowest feature level it "
+                    "needs, and a reason code for unsupported nodes; per feature level 1-8: nodes, fraction of "
+                    "nodes and of MACs on NNAPI, partitions and blocking nodes. Several models or a folder give "
+                    "one summary row per model.")
+    s.add_argument("models", nargs="+", metavar="MODEL", help=".tflite/.onnx files or folders")
+    s.add_argument("--feature-level", default="8", choices=[str(k) for k in range(1, 9)] + ["all"],
+                   help="the feature level the per-node table is for (default 8; 'all' = 8 with every level "
+                        "summarized)")
+    s.add_argument("--format", choices=["text", "json", "markdown", "html"], default="text")
+    s.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically)")
+    s.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel workers for many models")
+    s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
+                   help="pin an input's dimensions (repeatable)")
+    s.add_argument("--fail-under", type=float, metavar="FRACTION",
+                   help="exit 2 when the fraction of supported nodes is below FRACTION (for CI)")
+    s.set_defaults(func=cmd_coverage)
+
+    for name, help_ in (("parity", "compare the converted model with the source framework"),
                         ("bench", "time the executor against LiteRT / onnxruntime")):
         s = sub.add_parser(name, help=help_ + " (coming in a later version)")
         s.add_argument("model", nargs="*", help="model file(s)")

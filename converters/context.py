@@ -220,13 +220,13 @@ class ConversionContext:
     def activation(self, act: int, out_tensor: int):
         """(fuse operand, operand the main op writes, finish()) for a TFLite fused activation.
 
-        RELU/RELU_N1_TO_1/RELU6 become the FuseCode input; TANH and SIGN_BIT
-        become a separate operation after the main one (emitted by finish())."""
+        NONE/RELU/RELU_N1_TO_1/RELU6 become the FuseCode input. TANH and
+        SIGN_BIT are reported: the schema says to apply them, but LiteRT's
+        kernels leave them out, so no conversion could match both."""
         if act in FUSE_CODES:
             out = self.output(out_tensor)
             return self.i32(FUSE_CODES[act]), out, (lambda: None)
-        if act == FUSED_TANH:
-            pre = self.temp_like(out_tensor)
-            final = self.output(out_tensor)
-            return self.i32(FuseCode.NONE), pre, (lambda: self.emit(Op.TANH, [pre], [final]))
-        raise Unsupported(Reason.FUSED_ACTIVATION, f"fused activation {act} has no NNAPI equivalent")
+        name = {FUSED_TANH: "TANH", FUSED_SIGN_BIT: "SIGN_BIT"}.get(act, str(act))
+        raise Unsupported(Reason.FUSED_ACTIVATION,
+                          f"fused activation {name} on {self.tensor(out_tensor).name!r}: LiteRT's kernels ignore it "
+                          f"while the schema applies it, so the result is ambiguous")

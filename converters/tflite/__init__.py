@@ -6,6 +6,8 @@ from typing import Optional
 from ..convert import ConversionResult, convert_source
 from .reader import read_tflite
 
+read = read_tflite
+
 
 def convert(path_or_bytes, feature_level: int = 8, input_shapes: Optional[dict] = None,
             partial: bool = False) -> ConversionResult:
@@ -15,6 +17,8 @@ def convert(path_or_bytes, feature_level: int = 8, input_shapes: Optional[dict] 
     result holds per-node support, the complete model (when every node is
     supported) or, with `partial=True`, one model per NNAPI partition, and the
     mapping from NNAPI operands back to source tensors."""
-    from . import ops  # noqa: F401  (registers the converters)
     source = read_tflite(path_or_bytes)
     return convert_source(source, feature_level, input_shapes, partial)
+
+
+from . import ops  # noqa: E402,F401  (registers the TFLite converters)

@@ -1,0 +1,112 @@
+"""Delegate-coverage reports: which nodes of a model NNAPI runs, at which
+feature level, and why not. Built only on the converters' check results
+(converters/convert.py), so the report and the conversion never disagree.
+
+JSON schema (stable; see README): {"model", "format", "feature_level",
+"summary": {"nodes", "supported_nodes", "supported_fraction", "macs",
+"supported_macs", "partitions"}, "per_feature_level": {"1".."8": summary +
+"blocking_nodes"}, "nodes": [{"subgraph", "index", "op", "version", "name",
+"supported", "nnapi_ops", "min_feature_level", "reason_code", "reason",
+"macs", "inputs", "outputs"}], "partitions": [{"nodes", "inputs",
+"outputs"}], "fallback_nodes": [...]}
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from nnapi.codes import MAX_FEATURE_LEVEL
+
+from .convert import check_graph, partition
+from .load import detect_format, importer
+from .macs import graph_macs
+from .source_graph import SourceError, SourceModel
+
+REPORT_FORMAT = "nnapi-coverage/1"
+
+
+def _tensor_info(graph, i: int) -> dict:
+    if i < 0:
+        return {"name": None}
+    t = graph.tensors[i]
+    info = {"name": t.name, "dtype": np.dtype(t.dtype).name,
+            "shape": None if t.shape is None else list(t.shape), "constant": t.is_constant}
+    if t.quant is not None:
+        info["quantization"] = ({"per_channel_axis": t.quant.axis} if t.quant.per_channel
+                                else {"scale": t.quant.scale, "zero_point": t.quant.zero_point})
+    return info
+
+
+def _summary(results, macs, graph) -> dict:
+    n = len(results)
+    sup = [r for r in results if r.supported]
+    total = int(sum(macs))
+    sup_macs = int(sum(m for r, m in zip(results, macs) if r.supported))
+    parts, _ = partition(graph, results)
+    return {"nodes": n, "supported_nodes": len(sup), "supported_fraction": (len(sup) / n) if n else 1.0,
+            "macs": total, "supported_macs": sup_macs,
+            "supported_macs_fraction": (sup_macs / total) if total else (1.0 if len(sup) == n else 0.0),
+            "partitions": len(parts)}
+
+
+def build_report(source: SourceModel, feature_level: int = MAX_FEATURE_LEVEL, input_shapes=None,
+                 model_name: Optional[str] = None) -> dict:
+    graph = source.main
+    macs = graph_macs(graph)
+    per_level = {}
+    chosen = None
+    for level in range(1, MAX_FEATURE_LEVEL + 1):
+        results = check_graph(source, level, input_shapes)
+        s = _summary(results, macs, graph)
+        s["blocking_nodes"] = [{"index": r.index, "op": r.op, "reason_code": r.reason_code}
+                               for r in results if not r.supported]
+        per_level[str(level)] = s
+        if level == feature_level:
+            chosen = results
+    parts, fallback = partition(graph, chosen)
+    nodes = []
+    for r, m, node in zip(chosen, macs, graph.nodes):
+        d = {"subgraph": r.subgraph, "index": r.index, "op": r.op, "version": r.version, "name": r.name,
+             "supported": r.supported, "nnapi_ops": r.nnapi_ops, "min_feature_level": r.min_feature_level,
+             "reason_code": r.reason_code, "reason": r.reason, "macs": int(m),
+             "inputs": [_tensor_info(graph, i) for i in node.inputs],
+             "outputs": [_tensor_info(graph, i) for i in node.outputs]}
+        nodes.append(d)
+    summary = {k: v for k, v in per_level[str(feature_level)].items() if k != "blocking_nodes"}
+    return {
+        "model": model_name or (Path(source.path).name if source.path else "<model>"),
+        "format": source.format, "report": REPORT_FORMAT, "feature_level": feature_level,
+        "summary": summary, "per_feature_level": per_level, "nodes": nodes,
+        "partitions": [{"nodes": p.nodes, "inputs": [graph.tensors[t].name for t in p.inputs],
+                        "outputs": [graph.tensors[t].name for t in p.outputs]} for p in parts],
+        "fallback_nodes": fallback,
+    }
+
+
+def read_source(path) -> SourceModel:
+    fmt = detect_format(path)
+    if fmt == "nnapi":
+        raise SourceError(f"{path}: coverage reads source models (.tflite, .onnx), not .nnapi files")
+    return importer(fmt).read(path)
+
+
+def report_for_path(path: str, feature_level: int, input_shapes=None) -> dict:
+    """A report, or a row with "error" when the model cannot be read (batch mode never stops)."""
+    try:
+        return build_report(read_source(path), feature_level, input_shapes, model_name=str(path))
+    except SourceError as e:
+        return {"model": str(path), "error": str(e), "error_kind": "invalid_model"}
+    except Exception as e:  # one model's failure is reported in its row and does not stop the batch
+        return {"model": str(path), "error": f"{type(e).__name__}: {e}", "error_kind": "internal_error"}
+
+
+def find_models(paths) -> list[str]:
+    found = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found.extend(str(q) for q in sorted(p.rglob("*")) if q.suffix.lower() in (".tflite", ".onnx"))
+        else:
+            found.append(str(p))
+    return found
