@@ -39,6 +39,9 @@ class ConversionContext:
         self.tensor_of: dict[int, int] = {}      # NNAPI operand -> source tensor it mirrors
         self.free_inputs: list[int] = []         # source tensors read but produced outside this model
         self.io_rewrites: dict[int, str] = {}    # source tensor -> boundary conversion the user must apply
+        # NNAPI operand -> axis permutation: the operand holds np.transpose(source tensor, perm)
+        # (set by importers that change layout, e.g. ONNX NCHW -> NHWC)
+        self.operand_perm: dict[int, tuple] = {}
         self._scalars: dict = {}
         self.node: Optional[SourceNode] = None
         self.subgraph_models = subgraph_models if subgraph_models is not None else {}

@@ -46,6 +46,7 @@ class Partition:
     outputs: list                # boundary source tensor indexes used outside / graph outputs
     model: Optional[nnapi.Model] = None
     operand_map: dict = field(default_factory=dict)
+    operand_perm: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -58,6 +59,7 @@ class ConversionResult:
     partitions: list = field(default_factory=list)
     fallback_nodes: list = field(default_factory=list)
     io_rewrites: dict = field(default_factory=dict)  # tensor name -> boundary conversion
+    operand_perm: dict = field(default_factory=dict)  # NNAPI operand -> perm: operand = transpose(tensor, perm)
 
     @property
     def complete(self) -> bool:
@@ -74,9 +76,14 @@ class ConversionResult:
         return [p.model for p in self.partitions if p.model is not None]
 
 
+# importers may register a ConversionContext subclass per source format (e.g. ONNX layout tracking)
+CONTEXT_CLASSES: dict = {}
+
+
 def _new_context(source: SourceModel, g: int, feature_level: int, input_shapes) -> ConversionContext:
-    ctx = ConversionContext(source.graphs[g], nnapi.Model(name=source.graphs[g].name), feature_level,
-                            input_shapes, source.format, source.graphs)
+    cls = CONTEXT_CLASSES.get(source.format, ConversionContext)
+    ctx = cls(source.graphs[g], nnapi.Model(name=source.graphs[g].name), feature_level,
+              input_shapes, source.format, source.graphs)
     ctx.build_subgraph = lambda k: build_subgraph_model(source, k, feature_level, ctx.subgraph_models)
     return ctx
 
@@ -236,6 +243,7 @@ def convert_source(source: SourceModel, feature_level: int = 8, input_shapes=Non
         model, ctx = build_model(source, 0, list(range(len(graph.nodes))), feature_level, input_shapes)
         result.model = model
         result.operand_map = {o: (t, graph.tensors[t].name) for o, t in ctx.tensor_of.items()}
+        result.operand_perm = dict(ctx.operand_perm)
         result.io_rewrites = {graph.tensors[t].name: v for t, v in ctx.io_rewrites.items()
                               if t in graph.inputs or t in graph.outputs}
         result.partitions = [Partition(list(range(len(graph.nodes))), list(graph.inputs), list(graph.outputs),
@@ -247,6 +255,7 @@ def convert_source(source: SourceModel, feature_level: int = 8, input_shapes=Non
         for p in parts:
             p.model, ctx = build_model(source, 0, p.nodes, feature_level, input_shapes, p.inputs, p.outputs)
             p.operand_map = {o: (t, graph.tensors[t].name) for o, t in ctx.tensor_of.items()}
+            p.operand_perm = dict(ctx.operand_perm)
             result.io_rewrites.update({graph.tensors[t].name: v for t, v in ctx.io_rewrites.items()
                                        if t in p.inputs or t in p.outputs})
     result.partitions = parts

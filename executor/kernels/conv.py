@@ -1,0 +1,155 @@
+"""CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D and FULLY_CONNECTED.
+
+The three convolutions are one grouped correlation: im2col patches (a strided
+view of the padded input) times the filters, as one batched matrix multiply
+with a batch entry per group (CONV_2D: 1 group; DEPTHWISE_CONV_2D: one per
+input channel). Operands are accumulated in the exact domains of conv_quant.py.
+NCHW models run in NHWC and are moved back.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from nnapi.codes import OperationCode as Op
+from nnapi.ops import spec_for
+
+from ..registry import kernel
+from .common import explicit_out_size, from_nhwc, implicit_padding, is_quant, to_nhwc
+from .conv_quant import acc_operand, check_exact, finish
+
+
+# -- arguments --------------------------------------------------------------------
+
+def op_args(ctx) -> tuple[str, dict]:
+    """(form name, {argument name: Value or None}), positions as the operation's spec lays them out."""
+    op = ctx.model.operations[ctx.op_index]
+    form, _, _ = spec_for(ctx.step.code).match_form(ctx.model, op.inputs, op.outputs)
+    return form.name, {a.name: v for a, v in zip(form.inputs, ctx.inputs)}
+
+
+def scalar(args: dict, name: str, default=None):
+    v = args.get(name)
+    return default if v is None else v.array.item()
+
+
+@dataclass(frozen=True)
+class Window:
+    """Where the filter taps land: padding (top, bottom, left, right), strides and dilations (h, w)."""
+
+    pads: tuple
+    strides: tuple
+    dilations: tuple
+
+
+def window(ctx, form: str, args: dict, in_hw: tuple, filter_hw: tuple) -> Window:
+    """The explicit padding as given, or the SAME/VALID padding worked out for this input size."""
+    strides = (scalar(args, "stride_h"), scalar(args, "stride_w"))
+    dilations = (scalar(args, "dilation_h", 1), scalar(args, "dilation_w", 1))
+    if min(strides) < 1 or min(dilations) < 1:
+        ctx.fail(f"strides {strides} and dilations {dilations} must be positive")
+    if form == "explicit":
+        pads = tuple(scalar(args, n) for n in ("pad_top", "pad_bottom", "pad_left", "pad_right"))
+        if min(pads) < 0:
+            ctx.fail(f"negative padding {pads}")
+        return Window(pads, strides, dilations)
+    try:
+        top, bottom, _ = implicit_padding(in_hw[0], strides[0], filter_hw[0], scalar(args, "padding"), dilations[0])
+        left, right, _ = implicit_padding(in_hw[1], strides[1], filter_hw[1], scalar(args, "padding"), dilations[1])
+    except ValueError as e:
+        ctx.fail(str(e))
+    return Window((top, bottom, left, right), strides, dilations)
+
+
+# -- the grouped correlation -------------------------------------------------------------
+
+def correlate(ctx, x: np.ndarray, w: np.ndarray, groups: int, win: Window) -> np.ndarray:
+    """x [N, H, W, C] with w [O, kh, kw, C / groups] -> [N, OH, OW, O]; group g sees channels
+    g*C/groups.. and makes outputs g*O/groups.."""
+    n, h, wd, c = x.shape
+    o, kh, kw, cg = w.shape
+    (pt, pb, pl, pr), (sh, sw), (dh, dw) = win.pads, win.strides, win.dilations
+    oh = explicit_out_size(h, sh, kh, pt, pb, dh)
+    ow = explicit_out_size(wd, sw, kw, pl, pr, dw)
+    if oh <= 0 or ow <= 0:
+        ctx.fail(f"the {kh}x{kw} filter does not fit the padded {h}x{wd} input (output {oh}x{ow})")
+    padded = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+    # every window of the dilated filter's extent, then keep the strided origins and dilated taps
+    span = ((kh - 1) * dh + 1, (kw - 1) * dw + 1)
+    taps = sliding_window_view(padded, span, axis=(1, 2))[:, ::sh, ::sw, :, ::dh, ::dw]  # [N, OH, OW, C, kh, kw]
+    k = kh * kw * cg
+    patches = (taps.reshape(n, oh, ow, groups, cg, kh, kw)
+               .transpose(3, 0, 1, 2, 5, 6, 4).reshape(groups, n * oh * ow, k))
+    filters = w.reshape(groups, o // groups, k).transpose(0, 2, 1)
+    acc = np.matmul(patches, filters)  # [groups, N*OH*OW, O/groups]
+    return acc.transpose(1, 0, 2).reshape(n, oh, ow, o)
+
+
+def _conv(ctx, filters) -> list[np.ndarray]:
+    """Shared body: `filters(ctx, args, flt, channels)` -> (w [O, kh, kw, C/groups], groups)."""
+    form, args = op_args(ctx)
+    inp, flt, bias = args["input"], args["filter"], args["bias"]
+    if inp.array.ndim != 4 or flt.array.ndim != 4 or bias.array.ndim != 1:
+        ctx.fail(f"input {inp.shape} and filter {flt.shape} must be 4-D, bias {bias.shape} 1-D")
+    nchw = bool(scalar(args, "layout", False))
+    x = to_nhwc(acc_operand(inp), nchw)
+    w, groups = filters(ctx, args, flt, x.shape[-1])
+    if bias.shape[0] != w.shape[0]:
+        ctx.fail(f"bias has {bias.shape[0]} values for {w.shape[0]} output channels")
+    if is_quant(inp.code):
+        check_exact(ctx, w[0].size)
+    acc = correlate(ctx, x, w, groups, window(ctx, form, args, x.shape[1:3], w.shape[1:3]))
+    return [from_nhwc(finish(ctx, acc, inp, flt, bias, scalar(args, "fuse")), nchw)]
+
+
+def _dense_filters(ctx, args, flt, channels):
+    if flt.shape[3] != channels:
+        ctx.fail(f"filter depth {flt.shape[3]} does not match the {channels} input channels")
+    return acc_operand(flt), 1
+
+
+def _grouped_filters(ctx, args, flt, channels):
+    groups = scalar(args, "groups")
+    if groups <= 0 or flt.shape[0] % groups or flt.shape[3] * groups != channels:
+        ctx.fail(f"{groups} groups do not split {channels} input channels into filters of depth "
+                 f"{flt.shape[3]} and {flt.shape[0]} outputs")
+    return acc_operand(flt), groups
+
+
+def _depthwise_filters(ctx, args, flt, channels):
+    """[1, kh, kw, C*M] -> [C*M, kh, kw, 1] with one group per input channel."""
+    multiplier = scalar(args, "multiplier")
+    if flt.shape[0] != 1 or multiplier <= 0 or flt.shape[3] != channels * multiplier:
+        ctx.fail(f"filter {list(flt.shape)} must be [1, h, w, {channels} channels x multiplier {multiplier}]")
+    return acc_operand(flt)[0].transpose(2, 0, 1)[..., None], channels
+
+
+@kernel(Op.CONV_2D)
+def conv_2d(ctx):
+    return _conv(ctx, _dense_filters)
+
+
+@kernel(Op.GROUPED_CONV_2D)
+def grouped_conv_2d(ctx):
+    return _conv(ctx, _grouped_filters)
+
+
+@kernel(Op.DEPTHWISE_CONV_2D)
+def depthwise_conv_2d(ctx):
+    return _conv(ctx, _depthwise_filters)
+
+
+@kernel(Op.FULLY_CONNECTED)
+def fully_connected(ctx):
+    inp, weights, bias = ctx.inputs[:3]
+    if weights.array.ndim != 2 or bias.array.ndim != 1 or inp.array.ndim < 2:
+        ctx.fail(f"weights {weights.shape} must be 2-D, bias {bias.shape} 1-D, input {inp.shape} at least 2-D")
+    units, size = weights.shape
+    if size == 0 or inp.array.size % size or bias.shape[0] != units:
+        ctx.fail(f"input {inp.shape} does not flatten to rows of {size}, or bias {bias.shape} is not [{units}]")
+    if is_quant(inp.code):
+        check_exact(ctx, size)
+    acc = acc_operand(inp).reshape(-1, size) @ acc_operand(weights).T  # [batch, units]
+    return [finish(ctx, acc, inp, weights, bias, ctx.scalar(3))]

@@ -1,0 +1,84 @@
+"""TRANSPOSE_CONV_2D: every input pixel scatters input x filter into an output
+window placed at stride-spaced origins; the result is cropped by the padding.
+
+One GEMM gives every (input pixel, output channel, filter tap) product; the
+col2im scatter then adds each filter tap's plane at its strided offset (a loop
+over the filter taps, never over pixels).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from nnapi.codes import OperationCode as Op, PaddingCode
+
+from ..registry import kernel
+from .common import from_nhwc, is_quant, to_nhwc
+from .conv import op_args, scalar
+from .conv_quant import acc_operand, check_exact, finish
+
+
+def _implicit_pads(ctx, out_size: int, stride: int, filter_size: int, padding: int) -> tuple[int, int]:
+    """(head, tail) padding for a requested output size: SAME pads as the forward convolution from
+    `out_size` would, the tail fitted to the last stride (it may be negative); VALID pads nothing."""
+    if padding == PaddingCode.VALID:
+        return 0, 0
+    if padding != PaddingCode.SAME:
+        ctx.fail(f"invalid padding code {padding}")
+    covered = ((out_size + stride - 1) // stride - 1) * stride + filter_size
+    head = max(covered - out_size, 0) // 2
+    return head, covered - out_size - head
+
+
+def _pads(ctx, form: str, args: dict, nchw: bool, filter_hw: tuple, strides: tuple) -> tuple:
+    """(top, bottom, left, right); only the head paddings must be non-negative."""
+    if form == "explicit":
+        pads = tuple(scalar(args, n) for n in ("pad_top", "pad_bottom", "pad_left", "pad_right"))
+    else:
+        shape = args["output_shape"].array.reshape(-1)
+        if shape.size != 4:
+            ctx.fail(f"output shape tensor must have 4 values, got {shape.size}")
+        out_hw = (int(shape[2]), int(shape[3])) if nchw else (int(shape[1]), int(shape[2]))
+        padding = scalar(args, "padding")
+        pads = (_implicit_pads(ctx, out_hw[0], strides[0], filter_hw[0], padding)
+                + _implicit_pads(ctx, out_hw[1], strides[1], filter_hw[1], padding))
+    if pads[0] < 0 or pads[2] < 0:
+        ctx.fail(f"negative top/left padding in {pads}")
+    return pads
+
+
+def scatter(ctx, x: np.ndarray, w: np.ndarray, strides: tuple, pads: tuple) -> np.ndarray:
+    """x [N, H, W, C], w [O, kh, kw, C] -> [N, OH, OW, O] with OH = (H-1)*sh + kh - top - bottom."""
+    n, h, wd, c = x.shape
+    o, kh, kw, _ = w.shape
+    (sh, sw), (top, bottom, left, right) = strides, pads
+    oh, ow = (h - 1) * sh + kh - top - bottom, (wd - 1) * sw + kw - left - right
+    if oh <= 0 or ow <= 0:
+        ctx.fail(f"output size {oh}x{ow} is not positive")
+    cols = (x.reshape(-1, c) @ w.reshape(-1, c).T).reshape(n, h, wd, o, kh, kw)
+    # the buffer holds every scattered tap and the whole (possibly larger, negative-tail) output
+    buf = np.zeros((n, max((h - 1) * sh + kh, top + oh), max((wd - 1) * sw + kw, left + ow), o))
+    for i in range(kh):
+        for j in range(kw):
+            buf[:, i: i + (h - 1) * sh + 1: sh, j: j + (wd - 1) * sw + 1: sw] += cols[..., i, j]
+    return buf[:, top: top + oh, left: left + ow]
+
+
+@kernel(Op.TRANSPOSE_CONV_2D)
+def transpose_conv_2d(ctx):
+    form, args = op_args(ctx)
+    inp, flt, bias = args["input"], args["filter"], args["bias"]
+    if inp.array.ndim != 4 or flt.array.ndim != 4 or bias.array.ndim != 1:
+        ctx.fail(f"input {inp.shape} and filter {flt.shape} must be 4-D, bias {bias.shape} 1-D")
+    nchw = bool(scalar(args, "layout"))
+    x = to_nhwc(acc_operand(inp), nchw)
+    if flt.shape[3] != x.shape[3] or bias.shape[0] != flt.shape[0]:
+        ctx.fail(f"filter {list(flt.shape)} and bias {list(bias.shape)} do not fit {x.shape[3]} input channels")
+    strides = (scalar(args, "stride_h"), scalar(args, "stride_w"))
+    if min(strides) < 1:
+        ctx.fail(f"strides {strides} must be positive")
+    if is_quant(inp.code):
+        # each output sums at most ceil(kh/sh) * ceil(kw/sw) taps of C products
+        check_exact(ctx, x.shape[3] * -(-flt.shape[1] // strides[0]) * -(-flt.shape[2] // strides[1]))
+    pads = _pads(ctx, form, args, nchw, flt.shape[1:3], strides)
+    acc = scatter(ctx, x, acc_operand(flt), strides, pads)
+    return [from_nhwc(finish(ctx, acc, inp, flt, bias, scalar(args, "fuse")), nchw)]

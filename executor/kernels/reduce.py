@@ -1,0 +1,156 @@
+"""MEAN, REDUCE_*, ARGMAX, ARGMIN and TOPK_V2."""
+from __future__ import annotations
+
+import numpy as np
+
+from nnapi.codes import OperationCode as Op
+
+from ..registry import kernel
+from .common import QUANT8, requantize
+
+
+# -- axes and shapes -------------------------------------------------------------
+
+def resolve_axes(ctx, axes, rank: int) -> tuple:
+    """Axes in [-rank, rank) -> sorted distinct non-negative axes (duplicates are allowed)."""
+    axes = np.asarray(axes, dtype=np.int64).reshape(-1)
+    bad = axes[(axes < -rank) | (axes >= rank)]
+    if bad.size:
+        ctx.fail(f"axis {int(bad[0])} is out of range [-{rank}, {rank}) for a rank-{rank} input")
+    return tuple(sorted({int(a) % rank for a in axes}))
+
+
+def reduced_shape(shape, axes, keep: bool) -> tuple:
+    """Reduced axes become 1 (keep) or disappear; reducing everything without keep gives [1]."""
+    if keep:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes) or (1,)
+
+
+def _as_compute(x):
+    """float16 is reduced in float32 (sums and products lose too much in half precision)."""
+    return x.astype(np.float32) if x.dtype == np.float16 else x
+
+
+def _reduce(ctx, fn, keep: bool):
+    """Apply `fn(array, axes) -> array with kept dims` over the axes input; shape and cast the result."""
+    x = ctx.inputs[0].array
+    axes = resolve_axes(ctx, ctx.inputs[1].array, x.ndim)
+    out = fn(x, axes)
+    return [out.reshape(reduced_shape(x.shape, axes, keep)).astype(ctx.out_type().dtype)]
+
+
+def _keep_bool(ctx) -> bool:
+    return bool(ctx.scalar(2))
+
+
+# -- REDUCE_* -----------------------------------------------------------------------
+
+def _extreme(np_fn, limit):
+    """max/min over the raw values (quantized outputs share the input's scale); empty -> the identity."""
+    def fn(x, axes):
+        info = np.finfo(x.dtype) if x.dtype.kind == "f" else np.iinfo(x.dtype)
+        return np_fn(x, axis=axes, keepdims=True, initial=getattr(info, limit))
+    return fn
+
+
+@kernel(Op.REDUCE_MAX)
+def reduce_max(ctx):
+    return _reduce(ctx, _extreme(np.max, "min"), _keep_bool(ctx))
+
+
+@kernel(Op.REDUCE_MIN)
+def reduce_min(ctx):
+    return _reduce(ctx, _extreme(np.min, "max"), _keep_bool(ctx))
+
+
+@kernel(Op.REDUCE_SUM)
+def reduce_sum(ctx):
+    return _reduce(ctx, lambda x, axes: np.sum(_as_compute(x), axis=axes, keepdims=True), _keep_bool(ctx))
+
+
+@kernel(Op.REDUCE_PROD)
+def reduce_prod(ctx):
+    return _reduce(ctx, lambda x, axes: np.prod(_as_compute(x), axis=axes, keepdims=True), _keep_bool(ctx))
+
+
+@kernel(Op.REDUCE_ALL)
+def reduce_all(ctx):
+    return _reduce(ctx, lambda x, axes: np.all(x, axis=axes, keepdims=True), _keep_bool(ctx))
+
+
+@kernel(Op.REDUCE_ANY)
+def reduce_any(ctx):
+    return _reduce(ctx, lambda x, axes: np.any(x, axis=axes, keepdims=True), _keep_bool(ctx))
+
+
+# -- MEAN ----------------------------------------------------------------------------
+
+def _quant_mean(ctx, x, axes, count: int) -> np.ndarray:
+    inp, out = ctx.inputs[0], ctx.out_type()
+    raw = x.astype(np.int64)
+    if (out.scale, out.zero_point) == (inp.scale, inp.zero_point):
+        # Android's reference divides the raw (zero point included) sum and truncates toward zero
+        total = raw.sum(axis=axes, keepdims=True)
+        return np.sign(total) * (np.abs(total) // count)
+    # different output quantization: exact integer sum, then the fixed-point rescale
+    acc = (raw - inp.zero_point).sum(axis=axes, keepdims=True)
+    return requantize(acc, inp.scale / (count * out.scale), out.zero_point, out.code)
+
+
+@kernel(Op.MEAN)
+def mean(ctx):
+    def fn(x, axes):
+        count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+        if count == 0 and x.size:
+            ctx.fail("MEAN over zero elements")
+        if ctx.inputs[0].code in QUANT8:
+            return _quant_mean(ctx, x, axes, max(count, 1))
+        return np.mean(_as_compute(x), axis=axes, keepdims=True)
+    return _reduce(ctx, fn, ctx.scalar(2) > 0)
+
+
+# -- ARGMAX / ARGMIN ------------------------------------------------------------------
+
+def _arg_select(ctx, np_fn):
+    x = ctx.inputs[0].array
+    axis = resolve_axes(ctx, ctx.scalar(1), x.ndim)[0]
+    if x.shape[axis] == 0:
+        ctx.fail(f"the input is empty along axis {axis}")
+    index = np_fn(x, axis=axis)  # numpy returns the first (smallest) index on ties
+    return [np.asarray(index, dtype=np.int32).reshape(index.shape or (1,))]
+
+
+@kernel(Op.ARGMAX)
+def argmax(ctx):
+    return _arg_select(ctx, np.argmax)
+
+
+@kernel(Op.ARGMIN)
+def argmin(ctx):
+    return _arg_select(ctx, np.argmin)
+
+
+# -- TOPK_V2 ----------------------------------------------------------------------------
+
+def top_k_indices(x: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k largest entries of the last axis, descending, ties by smaller index first.
+
+    A stable ascending sort of the reversed row keeps tied entries in decreasing
+    original index; reading it backwards gives descending values with ties in
+    increasing original index (and works for unsigned types, unlike negating).
+    """
+    n = x.shape[-1]
+    order = np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1][..., :k]
+    return n - 1 - order
+
+
+@kernel(Op.TOPK_V2)
+def topk_v2(ctx):
+    x = ctx.inputs[0].array
+    k = ctx.scalar(1)
+    if x.ndim < 1 or not 1 <= k <= x.shape[-1]:
+        ctx.fail(f"k = {k} must be in [1, {x.shape[-1] if x.ndim else 0}] (the size of the last dimension)")
+    idx = top_k_indices(x, k)
+    return [np.take_along_axis(x, idx, axis=-1), idx.astype(np.int32)]
+

@@ -1,0 +1,198 @@
+"""Convolutions and fully connected: CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D,
+TRANSPOSE_CONV_2D, FULLY_CONNECTED.
+
+Type variables: T = input and output, W = filter (weights), B = bias.
+"""
+from __future__ import annotations
+
+from ..codes import OperandCode as C, OperationCode as Op
+from . import register
+from .base import Form, OpSpec, TypeCase, arg, bias_scale, opt, rank_in
+
+Q8, Q8S, PER_CHANNEL = C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED, C.TENSOR_QUANT8_SYMM_PER_CHANNEL
+
+# -- type cases ------------------------------------------------------------------
+
+_DENSE_CASES = [
+    TypeCase(1, T=C.TENSOR_FLOAT32, W=C.TENSOR_FLOAT32, B=C.TENSOR_FLOAT32),
+    TypeCase(1, T=Q8, W=Q8, B=C.TENSOR_INT32),
+    TypeCase(3, T=C.TENSOR_FLOAT16, W=C.TENSOR_FLOAT16, B=C.TENSOR_FLOAT16),
+    TypeCase(4, T=Q8S, W=Q8S, B=C.TENSOR_INT32),
+]
+# the convolutions also take symmetric per-channel filters (feature level 3, signed input level 4)
+_CONV_CASES = _DENSE_CASES + [
+    TypeCase(3, T=Q8, W=PER_CHANNEL, B=C.TENSOR_INT32),
+    TypeCase(4, T=Q8S, W=PER_CHANNEL, B=C.TENSOR_INT32),
+]
+# operations introduced at feature level 3 have every case from there on
+_LEVEL3_CASES = [TypeCase(max(3, c.level), **c.as_dict()) for c in _CONV_CASES]
+
+# -- argument lists ----------------------------------------------------------------
+
+_TENSORS = [arg("input", "T"), arg("filter", "W"), arg("bias", "B")]
+_EXPLICIT_PAD = [arg(n, C.INT32) for n in ("pad_left", "pad_right", "pad_top", "pad_bottom")]
+_STRIDES = [arg("stride_w", C.INT32), arg("stride_h", C.INT32)]
+_OPTIONAL_TAIL = [opt("layout", C.BOOL, level=3), opt("dilation_w", C.INT32, level=3),
+                  opt("dilation_h", C.INT32, level=3)]
+_OUT = [arg("output", "T")]
+
+
+def _forms(middle: list, tail: list) -> list[Form]:
+    """The explicit-padding form first, then the implicit one (told apart by count and types)."""
+    return [Form("explicit", _TENSORS + _EXPLICIT_PAD + _STRIDES + middle + tail, _OUT),
+            Form("implicit", _TENSORS + [arg("padding", C.INT32)] + _STRIDES + middle + tail, _OUT)]
+
+
+# -- rules -------------------------------------------------------------------------
+
+def _dims(operand):
+    """Known dimensions of an operand (0 = unknown), or None when absent or of unknown rank."""
+    if operand is None or not operand.type.dimensions:
+        return None
+    return operand.type.dimensions
+
+
+def _channels(operand, v):
+    """Channel count of a 4-D activation operand, when its layout and size are known (else None or 0)."""
+    dims, nchw = _dims(operand), v.const("layout") if v.has("layout") else False
+    if dims is None or len(dims) != 4 or nchw is None:
+        return None
+    return dims[1] if nchw else dims[3]
+
+
+def _per_channel_dim(channel_dim: int):
+    """A per-channel filter needs its scales, along the output-channel dimension."""
+    def rule(v):
+        flt = v.input("filter")
+        if flt is None or flt.type.code != PER_CHANNEL:
+            return
+        if flt.channel_quant is None:
+            yield "per-channel filter has no per-channel quantization parameters"
+        elif flt.channel_quant.channel_dim != channel_dim:
+            yield f"per-channel filter must have channelDim {channel_dim}, got {flt.channel_quant.channel_dim}"
+    return rule
+
+
+def _bias_matches(out_axis: int, filter_name="filter"):
+    """The bias has one value per output channel (filter dimension `out_axis`)."""
+    def rule(v):
+        flt, bias = _dims(v.input(filter_name)), _dims(v.input("bias"))
+        if flt and bias and len(flt) > out_axis and flt[out_axis] and bias[0] and flt[out_axis] != bias[0]:
+            yield f"bias has {bias[0]} values, the filter has {flt[out_axis]} output channels"
+    return rule
+
+
+def _conv_channels(in_per_filter):
+    """Input and output channel counts agree with the filter; `in_per_filter(view, filter dims)`
+    gives the input channel count the filter implies (None when unknown)."""
+    def rule(v):
+        flt = _dims(v.input("filter"))
+        if not flt or len(flt) != 4:
+            return
+        c_in, c_out = _channels(v.input("input"), v), _channels(v.output("output"), v)
+        want = in_per_filter(v, flt)
+        if c_in and want and c_in != want:
+            yield f"input has {c_in} channels, the filter expects {want}"
+        if c_out and flt[0] and c_out != flt[0]:
+            yield f"output has {c_out} channels, the filter has {flt[0]}"
+    return rule
+
+
+def _dilation_pairs(v):
+    if v.has("dilation_w") != v.has("dilation_h"):
+        yield "dilation factors must be given for both width and height"
+
+
+def _depthwise_filter(v):
+    """Filter [1, h, w, depth_out] with depth_out = input channels x multiplier = output channels."""
+    flt = _dims(v.input("filter"))
+    if not flt or len(flt) != 4:
+        return
+    if flt[0] not in (0, 1):
+        yield f"filter must have shape [1, height, width, depth_out], got {list(flt)}"
+    c_in, c_out, mult = _channels(v.input("input"), v), _channels(v.output("output"), v), v.const("multiplier")
+    if c_in and flt[3] and isinstance(mult, int) and c_in * mult != flt[3]:
+        yield f"depth_out {flt[3]} must be input channels {c_in} x depth multiplier {mult}"
+    if c_out and flt[3] and c_out != flt[3]:
+        yield f"output has {c_out} channels, the filter has {flt[3]}"
+
+
+def _groups_divide(v):
+    flt, groups = _dims(v.input("filter")), v.const("groups")
+    if isinstance(groups, int) and groups <= 0:
+        yield f"number of groups must be positive, got {groups}"
+    elif flt and isinstance(groups, int) and flt[0] and flt[0] % groups:
+        yield f"depth_out {flt[0]} is not a multiple of the {groups} groups"
+
+
+def _output_scale_level(filter_name="filter"):
+    """Before feature level 3, a QUANT8_ASYMM output needs output_scale > input_scale x filter_scale."""
+    def level(v) -> int:
+        inp, flt, out = v.input("input"), v.input(filter_name), v.output("output")
+        if inp is None or flt is None or out is None or inp.type.code != Q8 or flt.type.code != Q8:
+            return 1
+        return 1 if out.type.scale > inp.type.scale * flt.type.scale else 3
+    return level
+
+
+def _conv_rules(out_axis: int, channel_dim: int) -> list:
+    return [rank_in("input", [4]), rank_in("output", [4]), rank_in("filter", [4]), rank_in("bias", [1]),
+            bias_scale(), _per_channel_dim(channel_dim), _bias_matches(out_axis), _dilation_pairs]
+
+
+# -- specs -------------------------------------------------------------------------
+
+register(OpSpec(
+    code=Op.CONV_2D,
+    forms=_forms([arg("fuse", C.INT32)], _OPTIONAL_TAIL),
+    type_cases=_CONV_CASES,
+    rules=_conv_rules(0, 0) + [_conv_channels(lambda v, f: f[3])],
+    level_rules=[_output_scale_level()],
+    doc="output[b, y, x, o] = fuse(sum_{i, j, c} input[b, y*sh + i*dh - pt, x*sw + j*dw - pl, c] "
+        "* filter[o, i, j, c] + bias[o]); filter [depth_out, h, w, depth_in]",
+))
+
+register(OpSpec(
+    code=Op.DEPTHWISE_CONV_2D,
+    forms=_forms([arg("multiplier", C.INT32), arg("fuse", C.INT32)], _OPTIONAL_TAIL),
+    type_cases=_CONV_CASES,
+    rules=_conv_rules(3, 3) + [_depthwise_filter],
+    level_rules=[_output_scale_level()],
+    doc="each input channel c is correlated with its own `multiplier` filters; output channel "
+        "c * multiplier + m; filter [1, h, w, depth_out]",
+))
+
+register(OpSpec(
+    code=Op.GROUPED_CONV_2D,
+    forms=_forms([arg("groups", C.INT32), arg("fuse", C.INT32)], [arg("layout", C.BOOL)]),
+    type_cases=_LEVEL3_CASES,
+    rules=_conv_rules(0, 0) + [_groups_divide,
+                               _conv_channels(lambda v, f: f[3] * v.const("groups")
+                                              if isinstance(v.const("groups"), int) else None)],
+    doc="input channels and filters split into `groups` independent CONV_2Ds; filter "
+        "[depth_out, h, w, depth_in / groups]",
+))
+
+register(OpSpec(
+    code=Op.TRANSPOSE_CONV_2D,
+    forms=[Form("explicit", _TENSORS + _EXPLICIT_PAD + _STRIDES + [arg("fuse", C.INT32), arg("layout", C.BOOL)],
+                _OUT),
+           Form("implicit", _TENSORS + [arg("output_shape", C.TENSOR_INT32), arg("padding", C.INT32)] + _STRIDES
+                + [arg("fuse", C.INT32), arg("layout", C.BOOL)], _OUT)],
+    type_cases=_LEVEL3_CASES,
+    rules=_conv_rules(0, 0) + [_conv_channels(lambda v, f: f[3]), rank_in("output_shape", [1])],
+    doc="the gradient of CONV_2D: every input pixel scatters input x filter into a stride-spaced "
+        "output window; filter [depth_out, h, w, depth_in]",
+))
+
+register(OpSpec(
+    code=Op.FULLY_CONNECTED,
+    forms=[Form("default", [arg("input", "T"), arg("weights", "W"), arg("bias", "B"), arg("fuse", C.INT32)],
+                _OUT)],
+    type_cases=_DENSE_CASES,
+    rules=[rank_in("input", [2, 3, 4]), rank_in("weights", [2]), rank_in("bias", [1]), rank_in("output", [2]),
+           bias_scale(filter_name="weights"), _bias_matches(0, "weights")],
+    level_rules=[_output_scale_level("weights")],
+    doc="input flattened to [batch, input_size] (input_size = weights' second dimension); "
+        "output = fuse(input @ weights^T + bias)",
+))

@@ -1,0 +1,141 @@
+"""Detection and region operations: box transforms, NMS, proposals, SSD
+post-processing, keypoints and region pooling (all feature level 3+).
+
+Type variables used throughout:
+  T  the main data tensor (scores, feature map, heatmap),
+  R  box coordinates (rois, image info): float like T, or QUANT16_ASYMM with
+     the fixed scale 0.125 / zero point 0 when T is quantized,
+  S  float scalar parameters: FLOAT32, or FLOAT16 when T is TENSOR_FLOAT16.
+"""
+from __future__ import annotations
+
+from ..codes import OperandCode as C, OperationCode as Op
+from . import register
+from .base import Form, OpSpec, TypeCase, arg, rank_in, same_quant
+
+_BOX_SCALE = 0.125  # the one quantization NNAPI allows for QUANT16 box coordinates
+
+
+def _cases(**quant_only) -> list[TypeCase]:
+    """Float32 / float16 / quant8 (level 3) / quant8 signed (level 4) bindings of T, R and S.
+
+    `quant_only` adds variables that follow T in the float cases but have a
+    fixed code in the quantized ones (GENERATE_PROPOSALS' QUANT16_SYMM anchors).
+    """
+    def floats(code):
+        return {k: code for k in quant_only}
+    return [
+        TypeCase(3, T=C.TENSOR_FLOAT32, R=C.TENSOR_FLOAT32, S=C.FLOAT32, **floats(C.TENSOR_FLOAT32)),
+        TypeCase(3, T=C.TENSOR_FLOAT16, R=C.TENSOR_FLOAT16, S=C.FLOAT16, **floats(C.TENSOR_FLOAT16)),
+        TypeCase(3, T=C.TENSOR_QUANT8_ASYMM, R=C.TENSOR_QUANT16_ASYMM, S=C.FLOAT32, **quant_only),
+        TypeCase(4, T=C.TENSOR_QUANT8_ASYMM_SIGNED, R=C.TENSOR_QUANT16_ASYMM, S=C.FLOAT32, **quant_only),
+    ]
+
+
+def box_quant(*names: str):
+    """QUANT16 box operands (inputs or outputs) must use scale 0.125 and zero point 0."""
+    def rule(v):
+        for n in names:
+            for o in v.inputs(n) + v.outputs(n):
+                if o is None or o.is_omitted:
+                    continue
+                if o.type.code in (C.TENSOR_QUANT16_ASYMM, C.TENSOR_QUANT16_SYMM) and (
+                        o.type.scale != _BOX_SCALE or o.type.zero_point != 0):
+                    yield (f"{n} of type {o.type.code.name} must have scale {_BOX_SCALE} and zero point 0, "
+                           f"got scale {o.type.scale:g} zero point {o.type.zero_point}")
+    return rule
+
+
+def _ranks(**ranks):
+    return [rank_in(name, (r,)) for name, r in ranks.items()]
+
+
+register(OpSpec(
+    code=Op.AXIS_ALIGNED_BBOX_TRANSFORM,
+    forms=[Form("default",
+                [arg("rois", "R"), arg("deltas", "T"), arg("batches", C.TENSOR_INT32), arg("image_info", "R")],
+                [arg("output", "R")])],
+    # deltas are quant8 (either signedness) while every box is QUANT16_ASYMM
+    type_cases=[TypeCase(3, T=C.TENSOR_FLOAT32, R=C.TENSOR_FLOAT32),
+                TypeCase(3, T=C.TENSOR_FLOAT16, R=C.TENSOR_FLOAT16),
+                TypeCase(3, T=C.TENSOR_QUANT8_ASYMM, R=C.TENSOR_QUANT16_ASYMM),
+                TypeCase(4, T=C.TENSOR_QUANT8_ASYMM_SIGNED, R=C.TENSOR_QUANT16_ASYMM)],
+    rules=[box_quant("rois", "image_info", "output"),
+           *_ranks(rois=2, deltas=2, batches=1, image_info=2, output=2)],
+    doc="rois [n, 4] (x1, y1, x2, y2) moved by per-class deltas (dx, dy, dw, dh), clipped to the image",
+))
+
+register(OpSpec(
+    code=Op.BOX_WITH_NMS_LIMIT,
+    forms=[Form("default",
+                [arg("scores", "T"), arg("rois", "R"), arg("batches", C.TENSOR_INT32),
+                 arg("score_threshold", "S"), arg("max_detections", C.INT32), arg("nms_kernel", C.INT32),
+                 arg("iou_threshold", "S"), arg("sigma", "S"), arg("nms_score_threshold", "S")],
+                [arg("out_scores", "T"), arg("out_rois", "R"), arg("out_classes", C.TENSOR_INT32),
+                 arg("out_batches", C.TENSOR_INT32)])],
+    type_cases=_cases(),
+    rules=[box_quant("rois", "out_rois"), same_quant("scores", "out_scores"),
+           *_ranks(scores=2, rois=2, batches=1)],
+    doc="per-class hard / linear / gaussian NMS over rois grouped by batch; class 0 is background",
+))
+
+register(OpSpec(
+    code=Op.DETECTION_POSTPROCESSING,
+    forms=[Form("default",
+                [arg("scores", "T"), arg("deltas", "T"), arg("anchors", "T"),
+                 arg("scale_y", "S"), arg("scale_x", "S"), arg("scale_h", "S"), arg("scale_w", "S"),
+                 arg("use_regular_nms", C.BOOL), arg("max_detections", C.INT32),
+                 arg("max_classes_per_detection", C.INT32), arg("max_detections_per_class", C.INT32),
+                 arg("score_threshold", "S"), arg("iou_threshold", "S"), arg("background_in_label", C.BOOL)],
+                [arg("out_scores", "T"), arg("out_boxes", "T"), arg("out_classes", C.TENSOR_INT32),
+                 arg("num_detections", C.TENSOR_INT32)])],
+    type_cases=[TypeCase(3, T=C.TENSOR_FLOAT32, S=C.FLOAT32), TypeCase(3, T=C.TENSOR_FLOAT16, S=C.FLOAT16)],
+    rules=_ranks(scores=3, deltas=3, anchors=2),
+    doc="TFLite SSD post-processing: decode center-size boxes, then regular or fast NMS",
+))
+
+register(OpSpec(
+    code=Op.GENERATE_PROPOSALS,
+    forms=[Form("default",
+                [arg("scores", "T"), arg("deltas", "T"), arg("anchors", "A"), arg("image_info", "R"),
+                 arg("height_stride", "S"), arg("width_stride", "S"), arg("pre_nms_max", C.INT32),
+                 arg("post_nms_max", C.INT32), arg("iou_threshold", "S"), arg("min_size", "S"),
+                 arg("layout", C.BOOL)],
+                [arg("out_scores", "T"), arg("out_rois", "R"), arg("out_batches", C.TENSOR_INT32)])],
+    # quantized anchors are QUANT16_SYMM, while image info and the output rois are QUANT16_ASYMM
+    type_cases=_cases(A=C.TENSOR_QUANT16_SYMM),
+    rules=[box_quant("anchors", "image_info", "out_rois"), same_quant("scores", "out_scores"),
+           *_ranks(scores=4, deltas=4, anchors=2, image_info=2)],
+    doc="RPN proposals: anchors shifted over the feature map, transformed, filtered, hard NMS",
+))
+
+register(OpSpec(
+    code=Op.HEATMAP_MAX_KEYPOINT,
+    forms=[Form("default", [arg("heatmap", "T"), arg("boxes", "R"), arg("layout", C.BOOL)],
+                [arg("out_scores", "T"), arg("out_keypoints", "R")])],
+    type_cases=_cases(),
+    rules=[box_quant("boxes", "out_keypoints"), *_ranks(heatmap=4, boxes=2)],
+    doc="per box and keypoint: heatmap argmax refined by a quadratic fit, mapped into the box",
+))
+
+_ROI_HEAD = [arg("input", "T"), arg("rois", "R"), arg("batches", C.TENSOR_INT32),
+             arg("out_height", C.INT32), arg("out_width", C.INT32),
+             arg("height_stride", "S"), arg("width_stride", "S")]
+
+register(OpSpec(
+    code=Op.ROI_ALIGN,
+    forms=[Form("default", _ROI_HEAD + [arg("height_ratio", C.INT32), arg("width_ratio", C.INT32),
+                                        arg("layout", C.BOOL)],
+                [arg("output", "T")])],
+    type_cases=_cases(),
+    rules=[box_quant("rois"), *_ranks(input=4, rois=2)],
+    doc="average of bilinear samples per output bin of each region (sampling ratio 0 = adaptive)",
+))
+
+register(OpSpec(
+    code=Op.ROI_POOLING,
+    forms=[Form("default", _ROI_HEAD + [arg("layout", C.BOOL)], [arg("output", "T")])],
+    type_cases=_cases(),
+    rules=[box_quant("rois"), same_quant("input", "output"), *_ranks(input=4, rois=2)],
+    doc="max over each output bin of each region (bins rounded outward)",
+))

@@ -1,0 +1,139 @@
+"""Tensor operations of feature levels 4-7: FILL, RANK (4), BATCH_MATMUL, PACK (6),
+MIRROR_PAD, REVERSE (7)."""
+from __future__ import annotations
+
+from ..codes import OperandCode as C, OperationCode as Op
+from . import register
+from .base import Form, OpSpec, TypeCase, arg, cases, opt, rank_in, same_quant
+
+_DATA = (C.TENSOR_FLOAT16, C.TENSOR_FLOAT32, C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED, C.TENSOR_INT32)
+
+
+def _rank(operand):
+    """Known rank of a tensor operand, or None."""
+    return None if operand is None or operand.type.rank is None else operand.type.rank
+
+
+def _dims_fit(dims: tuple, expected: tuple) -> bool:
+    """Declared `dims` (0 = unknown, empty = unknown rank) fit `expected` (None entries = anything)."""
+    if not dims:
+        return True
+    return len(dims) == len(expected) and all(d == 0 or e is None or d == e for d, e in zip(dims, expected))
+
+
+def _same_rank(a: str, b: str, delta: int = 0):
+    """rank(b) == rank(a) + delta when both are known."""
+    def rule(v):
+        for x in v.inputs(a) + v.outputs(a):
+            for y in v.inputs(b) + v.outputs(b):
+                rx, ry = _rank(x), _rank(y)
+                if rx is not None and ry is not None and ry != rx + delta:
+                    yield f"{b} has rank {ry}, expected rank of {a} ({rx}){f' + {delta}' if delta else ''}"
+    return rule
+
+
+def _const_in(name: str, allowed, what: str):
+    """A constant scalar argument must be one of `allowed` (a set or a function of the view)."""
+    def rule(v):
+        value = v.const(name)
+        ok = allowed(v) if callable(allowed) else allowed
+        if value is not None and ok is not None and int(value) not in ok:
+            yield f"{name} {value} {what}"
+    return rule
+
+
+# -- FILL, RANK (feature level 4) --------------------------------------------------
+
+register(OpSpec(
+    code=Op.FILL,
+    forms=[Form("default", [arg("shape", C.TENSOR_INT32), arg("value", "V")], [arg("output", "T")])],
+    type_cases=[TypeCase(4, T=C.TENSOR_FLOAT16, V=C.FLOAT16), TypeCase(4, T=C.TENSOR_FLOAT32, V=C.FLOAT32),
+                TypeCase(4, T=C.TENSOR_INT32, V=C.INT32)],
+    rules=[rank_in("shape", (1,))],
+    doc="output of the given shape, every element = value",
+))
+
+register(OpSpec(
+    code=Op.RANK,
+    forms=[Form("default", [arg("input", "T")], [arg("output", C.INT32)])],
+    type_cases=cases(4, "T", C.TENSOR_FLOAT16, C.TENSOR_FLOAT32, C.TENSOR_INT32, C.TENSOR_QUANT8_ASYMM,
+                     C.TENSOR_QUANT16_SYMM, C.TENSOR_BOOL8, C.TENSOR_QUANT8_SYMM_PER_CHANNEL,
+                     C.TENSOR_QUANT16_ASYMM, C.TENSOR_QUANT8_SYMM, C.TENSOR_QUANT8_ASYMM_SIGNED),
+    doc="output = the number of dimensions of input (an INT32 scalar)",
+))
+
+
+# -- BATCH_MATMUL, PACK (feature level 6) -------------------------------------------
+
+register(OpSpec(
+    code=Op.BATCH_MATMUL,
+    forms=[Form("default", [arg("x", "T"), arg("y", "T"), opt("adj_x", C.BOOL), opt("adj_y", C.BOOL)],
+                [arg("output", "T")])],
+    # the NNAPI docs list no TENSOR_QUANT8_ASYMM here, only the signed variant
+    type_cases=cases(6, "T", C.TENSOR_FLOAT16, C.TENSOR_FLOAT32, C.TENSOR_QUANT8_ASYMM_SIGNED, C.TENSOR_INT32),
+    rules=[rank_in("x", (2, 3, 4)), rank_in("y", (2, 3, 4)), rank_in("output", (2, 3, 4)),
+           _same_rank("x", "y"), _same_rank("x", "output")],
+    doc="output[..., :, :] = adj(x)[..., :, :] @ adj(y)[..., :, :], batch dimensions broadcast",
+))
+
+
+def _pack_axes(v):
+    """PACK's axis may be 0 .. rank(inputs) (inclusive)."""
+    r = next((_rank(o) for o in v.inputs("inputs") if _rank(o) is not None), None)
+    return None if r is None else set(range(r + 1))
+
+
+def _pack_shapes(v):
+    dims = [o.type.dimensions for o in v.inputs("inputs") if o.type.dimensions]
+    for d in dims[1:]:
+        if not _dims_fit(d, tuple(x or None for x in dims[0])):
+            yield f"inputs must all have the same dimensions, got {list(dims[0])} and {list(d)}"
+            return
+
+
+register(OpSpec(
+    code=Op.PACK,
+    forms=[Form("default", [arg("axis", C.INT32), arg("inputs", "T", repeated=True)], [arg("output", "T")])],
+    type_cases=cases(6, "T", *_DATA),
+    rules=[same_quant("inputs", "output"), _pack_shapes,
+           _same_rank("inputs", "output", 1), _const_in("axis", _pack_axes, "is out of range [0, rank(inputs)]")],
+    doc="output = the inputs stacked along a new dimension `axis`",
+))
+
+
+# -- MIRROR_PAD, REVERSE (feature level 7) -------------------------------------------
+
+def _paddings_shape(v):
+    pads, inp = v.input("paddings"), v.input("input")
+    if pads is not None and not _dims_fit(pads.type.dimensions, (_rank(inp), 2)):
+        yield f"paddings must have shape [rank(input), 2], got {list(pads.type.dimensions)}"
+
+
+register(OpSpec(
+    code=Op.MIRROR_PAD,
+    forms=[Form("default", [arg("input", "T"), arg("paddings", C.TENSOR_INT32), arg("mode", C.INT32)],
+                [arg("output", "T")])],
+    type_cases=cases(7, "T", *_DATA),
+    rules=[same_quant("input", "output"), _same_rank("input", "output"), _paddings_shape,
+           _const_in("mode", {0, 1}, "is not a mirror pad mode (0 REFLECT, 1 SYMMETRIC)")],
+    doc="output = input padded with its mirror image (REFLECT excludes the edge, SYMMETRIC repeats it)",
+))
+
+
+def _reverse_axis(v):
+    axis = v.input("axis")
+    if axis is not None and not _dims_fit(axis.type.dimensions, (1,)):
+        yield f"axis must have shape [1], got {list(axis.type.dimensions)}"
+    value, r = v.const("axis"), _rank(v.input("input"))
+    if value is not None and r is not None and value.size == 1 and not 0 <= int(value.reshape(-1)[0]) < r:
+        yield f"axis {int(value.reshape(-1)[0])} is out of range [0, {r})"
+
+
+register(OpSpec(
+    code=Op.REVERSE,
+    forms=[Form("default", [arg("input", "T"), arg("axis", C.TENSOR_INT32)], [arg("output", "T")])],
+    type_cases=cases(7, "T", *_DATA),
+    rules=[same_quant("input", "output"), rank_in("input", range(1, 9)), _same_rank("input", "output"),
+           _reverse_axis],
+    doc="output = input reversed along the one dimension given by axis",
+))

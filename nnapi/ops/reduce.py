@@ -1,0 +1,92 @@
+"""Reductions and index selection: MEAN, REDUCE_*, ARGMAX, ARGMIN, TOPK_V2."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..codes import OperandCode as C, OperationCode as Op
+from . import register
+from .base import Form, OpSpec, TypeCase, arg, cases, rank_at_most, same_quant
+
+_FLOATS = (C.TENSOR_FLOAT32, C.TENSOR_FLOAT16)
+
+
+def _rank(operand):
+    """Known rank of an operand, or None."""
+    return None if operand is None else operand.type.rank
+
+
+def axes_in_range(input_name: str, axes_name: str):
+    """Constant axes must lie in [-rank, rank) of the input (when its rank is known)."""
+    def rule(v):
+        rank, axes = _rank(v.input(input_name)), v.const(axes_name)
+        if rank is None or axes is None:
+            return
+        bad = [int(a) for a in np.ravel(axes) if not -rank <= int(a) < rank]
+        if bad:
+            yield f"{axes_name} {bad} out of range [-{rank}, {rank}) for a rank-{rank} {input_name}"
+    return rule
+
+
+def rank_at_least(name: str, low: int):
+    def rule(v):
+        rank = _rank(v.input(name))
+        if rank is not None and rank < low:
+            yield f"{name} has rank {rank}, expected at least {low}"
+    return rule
+
+
+# -- MEAN and REDUCE_* ------------------------------------------------------------
+
+def _reduction(code, keep_type, type_cases, rules=(), doc=""):
+    return register(OpSpec(
+        code=code,
+        forms=[Form("default", [arg("input", "T"), arg("axes", C.TENSOR_INT32), arg("keep_dims", keep_type)],
+                    [arg("output", "T")])],
+        type_cases=type_cases,
+        rules=[rank_at_most("input", 4), axes_in_range("input", "axes"), *rules],
+        doc=doc,
+    ))
+
+
+# The NDK asks MEAN's quantized output to share the input's scale; Android's
+# validator does not check it and the kernel requantizes, so no rule here.
+_reduction(Op.MEAN, C.INT32,
+           [TypeCase(2, T=C.TENSOR_FLOAT32), TypeCase(2, T=C.TENSOR_QUANT8_ASYMM),
+            TypeCase(3, T=C.TENSOR_FLOAT16), TypeCase(4, T=C.TENSOR_QUANT8_ASYMM_SIGNED)],
+           doc="mean over the given axes; keep_dims > 0 keeps them with length 1")
+
+for _code, _verb in ((Op.REDUCE_ALL, "logical and"), (Op.REDUCE_ANY, "logical or")):
+    _reduction(_code, C.BOOL, [TypeCase(3, T=C.TENSOR_BOOL8)], doc=f"{_verb} over the given axes")
+
+for _code, _verb in ((Op.REDUCE_MAX, "maximum"), (Op.REDUCE_MIN, "minimum")):
+    _reduction(_code, C.BOOL,
+               cases(3, "T", *_FLOATS, C.TENSOR_QUANT8_ASYMM) + [TypeCase(4, T=C.TENSOR_QUANT8_ASYMM_SIGNED)],
+               rules=[same_quant("input", "output")], doc=f"{_verb} over the given axes")
+
+for _code, _verb in ((Op.REDUCE_PROD, "product"), (Op.REDUCE_SUM, "sum")):
+    _reduction(_code, C.BOOL, cases(3, "T", *_FLOATS), doc=f"{_verb} over the given axes")
+
+
+# -- ARGMAX / ARGMIN / TOPK_V2 --------------------------------------------------
+
+_SELECTABLE = cases(3, "T", *_FLOATS, C.TENSOR_INT32, C.TENSOR_QUANT8_ASYMM) + \
+    [TypeCase(4, T=C.TENSOR_QUANT8_ASYMM_SIGNED)]
+
+for _code, _verb in ((Op.ARGMAX, "largest"), (Op.ARGMIN, "smallest")):
+    register(OpSpec(
+        code=_code,
+        forms=[Form("default", [arg("input", "T"), arg("axis", C.INT32)], [arg("output", C.TENSOR_INT32)])],
+        type_cases=_SELECTABLE,
+        rules=[rank_at_least("input", 1), axes_in_range("input", "axis")],
+        doc=f"index of the {_verb} element along axis (ties: the smallest index)",
+    ))
+
+register(OpSpec(
+    code=Op.TOPK_V2,
+    forms=[Form("default", [arg("input", "T"), arg("k", C.INT32)],
+                [arg("values", "T"), arg("indices", C.TENSOR_INT32)])],
+    type_cases=_SELECTABLE,
+    rules=[rank_at_least("input", 1), same_quant("input", "values")],
+    doc="the k largest values along the last axis, in descending order (ties: smaller index first), "
+        "and their indices",
+))
