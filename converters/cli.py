@@ -253,6 +253,36 @@ def _map_with_progress(fn, arg_tuples, jobs: int) -> list:
     return results
 
 
+def cmd_parity(args) -> int:
+    from . import parity
+    from .load import parse_input_shapes
+    from .parity_render import render
+    from .runners import MissingDependency
+    from .source_graph import SourceError
+    try:
+        shapes = parse_input_shapes(args.input_shape)
+    except ValueError as e:
+        raise CliError(str(e))
+    show = sys.stderr.isatty()
+    progress = (lambda msg: print(f"\r{msg}", end="", file=sys.stderr, flush=True)) if show else None
+    try:
+        report = parity.check(args.model, converted=args.converted, feature_level=args.feature_level,
+                              reference=args.reference, inputs=args.inputs, seed=args.seed, samples=args.samples,
+                              layerwise=args.layerwise, partial=args.partial, input_shapes=shapes,
+                              atol=args.atol, rtol=args.rtol, max_lsb=args.max_lsb, progress=progress)
+    except MissingDependency as e:
+        raise CliError(str(e), EXIT_MISSING_DEPENDENCY) from None
+    except parity.ParityError as e:
+        raise CliError(str(e), e.exit_code) from None
+    except SourceError as e:
+        raise CliError(str(e), EXIT_INVALID) from None
+    finally:
+        if show:
+            print("\r", end="", file=sys.stderr)
+    _write_output(render(report, args.format), args.output)
+    return EXIT_OK if report.passed else EXIT_MISMATCH
+
+
 def cmd_not_yet(name):
     def run(args) -> int:
         raise CliError(f"`nnapi {name}` is not available in this version yet (see the README's roadmap)",
@@ -320,8 +350,33 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit 2 when the fraction of supported nodes is below FRACTION (for CI)")
     s.set_defaults(func=cmd_coverage)
 
-    for name, help_ in (("parity", "compare the converted model with the source framework"),
-                        ("bench", "time the executor against LiteRT / onnxruntime")):
+    s = sub.add_parser(
+        "parity", help="compare the converted model with the source framework, down to the first divergent layer",
+        description="Runs the source model with its framework (LiteRT for .tflite, onnxruntime for .onnx) and the "
+                    "converted NNAPI model with the executor on the same seeded inputs (or --inputs), and compares "
+                    "every output. Default tolerances: float32 max|diff| <= 1e-5 + 1e-4*max|ref|; float16/relaxed "
+                    "5*2^-10*(1 + max|ref|); quantized 1 stored unit. Exit 0 within tolerance, 1 mismatch, "
+                    "2 unsupported (without --partial), 3 invalid model or input, 4 reference not installed.")
+    s.add_argument("model", help="the source model (.tflite or .onnx)")
+    s.add_argument("--model", dest="converted", metavar="CONVERTED.nnapi",
+                   help="check this already-converted file instead of converting afresh")
+    s.add_argument("--feature-level", type=int, default=8, choices=range(1, 9), metavar="N")
+    s.add_argument("--reference", choices=["litert", "litert-ref", "onnxruntime"],
+                   help="reference runtime (default: litert for .tflite, onnxruntime for .onnx)")
+    s.add_argument("--inputs", metavar="FILE.npz", help="input arrays by input name")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--samples", type=int, default=1, metavar="K", help="number of seeded random samples")
+    s.add_argument("--layerwise", action="store_true", help="find the first NNAPI operation that diverges")
+    s.add_argument("--partial", action="store_true", help="check each NNAPI partition of a partly supported model")
+    s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS")
+    s.add_argument("--atol", type=float)
+    s.add_argument("--rtol", type=float)
+    s.add_argument("--max-lsb", type=int, metavar="L", help="allowed stored-unit difference for quantized outputs")
+    s.add_argument("--format", choices=["text", "json", "html"], default="text")
+    s.add_argument("-o", "--output", metavar="FILE")
+    s.set_defaults(func=cmd_parity)
+
+    for name, help_ in (("bench", "time the executor against LiteRT / onnxruntime"),):
         s = sub.add_parser(name, help=help_ + " (coming in a later version)")
         s.add_argument("model", nargs="*", help="model file(s)")
         s.set_defaults(func=cmd_not_yet(name))

@@ -87,3 +87,73 @@ def random_source_inputs(graph, seed: int = 0, input_shapes: Optional[dict] = No
         else:
             arrays.append(rng.integers(0, 4, shape).astype(dt))
     return arrays
+
+
+def run_traced(model, inputs: Sequence[np.ndarray]) -> tuple[list[np.ndarray], dict]:
+    """Run with the executor keeping every intermediate: (outputs, {operand index: array}) of the main model."""
+    import nnapi
+    from executor.runtime import RunState, compile_model
+    compiled = compile_model(model)
+    trace: dict = {}
+    outs = compiled.run(list(inputs), RunState(nnapi.DEFAULT_LOOP_TIMEOUT_S, trace))
+    main = {o: v.array for (mid, o), v in trace.items() if mid == id(model)}
+    for i, x in zip(model.inputs, inputs):
+        main[i] = x
+    return [None if v is None else v.array for v in outs], main
+
+
+def litert_all_tensors(model_bytes: bytes, inputs: Sequence[np.ndarray], reference: str = "litert",
+                       graph=None) -> tuple[list[np.ndarray], dict]:
+    """LiteRT outputs and every tensor of the main subgraph (preserve_all_tensors): {tensor index: array}."""
+    it = litert_interpreter(model_bytes, reference, preserve_all_tensors=True)
+    details = it.get_input_details()
+    for d, x in zip(details, inputs):
+        if tuple(d["shape"]) != tuple(np.shape(x)):
+            it.resize_tensor_input(d["index"], list(np.shape(x)))
+    it.allocate_tensors()
+    for d, x in zip(details, inputs):
+        it.set_tensor(d["index"], np.asarray(x, dtype=d["dtype"]))
+    it.invoke()
+    outs = [it.get_tensor(d["index"]).copy() for d in it.get_output_details()]
+    tensors = {}
+    count = len(graph.tensors) if graph is not None else len(it.get_tensor_details())
+    for i in range(count):
+        try:
+            tensors[i] = it.get_tensor(i).copy()
+        except ValueError:
+            continue  # tensors without data (e.g. optional or freed)
+    return outs, tensors
+
+
+def run_onnxruntime(model_bytes: bytes, inputs: Sequence[np.ndarray], graph=None,
+                    extra_outputs: Sequence[str] = (), threads: int = 1) -> tuple[list[np.ndarray], dict]:
+    """onnxruntime CPU outputs, plus named intermediate tensors exposed as extra graph outputs
+    ({tensor index: array} when `graph` is given)."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise MissingDependency("onnxruntime is not installed: pip install onnxruntime") from None
+    data = bytes(model_bytes)
+    if extra_outputs:
+        import onnx
+        m = onnx.load_from_string(data)
+        have = {o.name for o in m.graph.output}
+        for name in extra_outputs:
+            if name and name not in have:
+                m.graph.output.append(onnx.ValueInfoProto(name=name))
+                have.add(name)
+        data = m.SerializeToString()
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
+    feeds = {i.name: x for i, x in zip(sess.get_inputs(), inputs)}
+    names = [o.name for o in sess.get_outputs()]
+    by_name = dict(zip(names, sess.run(names, feeds)))
+    n_main = len(names) - (len(names) - len(graph.outputs) if graph is not None and extra_outputs else 0)
+    tensors = {}
+    if graph is not None:
+        index = {t.name: t.index for t in graph.tensors}
+        tensors = {index[n]: v for n, v in by_name.items() if n in index}
+    return [by_name[n] for n in names[:n_main]], tensors

@@ -1,0 +1,266 @@
+"""Read an .onnx model into a SourceModel with the `onnx` package.
+
+- Shapes come from `onnx.shape_inference.infer_shapes` (after pinning the
+  dynamic input dimensions given in `input_shapes`); unknown extents are -1.
+- Initializers are numpy views over their raw_data (no copy); external data
+  is read only from files inside the model's folder.
+- Constant nodes become constant tensors (they have no NNAPI counterpart).
+- Every attribute is decoded to a plain Python value (TensorProto -> numpy,
+  bytes -> str); subgraph attributes (If/Loop bodies) stay GraphProto for the
+  control-flow converters.
+- node.version is the opset the model imports for the node's domain.
+- Nodes are put in topological order; a malformed protobuf, a dangling input,
+  a cycle, a missing initializer or an unknown domain raise SourceError naming
+  the node or tensor.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional, Union
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from ..source_graph import SourceError, SourceGraph, SourceModel, SourceNode, SourceTensor
+
+STANDARD_DOMAINS = ("", "ai.onnx")
+
+
+def _np_dtype(elem_type: int, where: str) -> np.dtype:
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
+    except (KeyError, ValueError, TypeError):
+        raise SourceError(f"{where}: unsupported ONNX element type {elem_type}") from None
+
+
+class _Reader:
+    def __init__(self, proto: onnx.ModelProto, where: str, folder: Optional[Path]):
+        self.proto, self.where, self.folder = proto, where, folder
+
+    # -- constants ------------------------------------------------------------------
+    def _external(self, t: TensorProto, label: str) -> memoryview:
+        info = {e.key: e.value for e in t.external_data}
+        loc = info.get("location", "")
+        if self.folder is None:
+            raise SourceError(f"{self.where}: {label} uses external data {loc!r}, which needs the model "
+                              f"read from a file path")
+        base = self.folder.resolve()
+        target = (base / loc).resolve()  # resolves '..' and symlinks
+        if not loc or Path(loc).is_absolute() or (base != target and base not in target.parents):
+            raise SourceError(f"{self.where}: {label} external data location {loc!r} leaves the model's "
+                              f"folder; only files inside {str(base)!r} are read")
+        try:
+            offset, length = int(info.get("offset", 0)), info.get("length")
+            with open(target, "rb") as f:
+                f.seek(offset)
+                data = f.read(-1 if length is None else int(length))
+        except (OSError, ValueError) as e:
+            raise SourceError(f"{self.where}: {label} external data {loc!r} cannot be read ({e})") from None
+        return memoryview(data)
+
+    def array(self, t: TensorProto, label: str) -> np.ndarray:
+        dtype = _np_dtype(t.data_type, f"{self.where}: {label}")
+        shape = tuple(int(d) for d in t.dims)
+        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        if any(d < 0 for d in shape):
+            raise SourceError(f"{self.where}: {label} has negative dimensions {list(shape)}")
+        if t.data_location == TensorProto.EXTERNAL:
+            raw = self._external(t, label)
+        elif t.HasField("raw_data"):
+            raw = t.raw_data
+        else:
+            raw = None
+        if raw is not None and dtype.kind != "O":
+            if len(raw) != count * dtype.itemsize:
+                raise SourceError(f"{self.where}: {label} shape {list(shape)} needs {count * dtype.itemsize} "
+                                  f"bytes of {dtype.name}, it has {len(raw)}")
+            arr = np.frombuffer(raw, dtype=dtype).reshape(shape)  # a view, no copy
+        else:
+            try:
+                arr = numpy_helper.to_array(t)
+            except Exception as e:  # onnx raises several types for inconsistent typed fields
+                raise SourceError(f"{self.where}: {label} cannot be decoded: {e}") from None
+            if arr.size != count:
+                raise SourceError(f"{self.where}: {label} shape {list(shape)} has {count} elements, "
+                                  f"its data has {arr.size} (missing initializer data?)")
+        if arr.flags.writeable:
+            arr.flags.writeable = False
+        return arr
+
+    def attr_value(self, a: onnx.AttributeProto, label: str):
+        v = helper.get_attribute_value(a)
+        if isinstance(v, bytes):
+            return v.decode("utf-8", "replace")
+        if isinstance(v, TensorProto):
+            return self.array(v, f"{label} attribute {a.name!r}")
+        if isinstance(v, list):
+            return [x.decode("utf-8", "replace") if isinstance(x, bytes)
+                    else self.array(x, f"{label} attribute {a.name!r}") if isinstance(x, TensorProto) else x
+                    for x in v]
+        return v  # int, float, GraphProto (kept for If/Loop), or list of GraphProto
+
+    # -- graph ----------------------------------------------------------------------
+    def read(self) -> SourceModel:
+        opsets = {}
+        for o in self.proto.opset_import:
+            opsets[o.domain or ""] = int(o.version)
+        if "ai.onnx" in opsets:
+            opsets.setdefault("", opsets["ai.onnx"])
+        if "" not in opsets:
+            raise SourceError(f"{self.where}: the model imports no default ONNX opset")
+        graph = self.read_graph(self.proto.graph, opsets)
+        meta = {"ir_version": self.proto.ir_version, "opsets": opsets, "producer": self.proto.producer_name}
+        return SourceModel("onnx", [graph], self.where if self.folder else None, metadata=meta, raw=self.proto)
+
+    def read_graph(self, g: onnx.GraphProto, opsets: dict) -> SourceGraph:
+        types = {}  # tensor name -> TypeProto.tensor_type
+        for vi in list(g.input) + list(g.value_info) + list(g.output):
+            if vi.type.HasField("tensor_type"):
+                types[vi.name] = vi.type.tensor_type
+        tensors: list[SourceTensor] = []
+        index: dict[str, int] = {}
+
+        def add(name: str, data=None) -> int:
+            if name in index:
+                return index[name]
+            if data is not None:
+                t = SourceTensor(len(tensors), name, tuple(data.shape), data.dtype, data=data)
+            else:
+                tt = types.get(name)
+                dtype = _np_dtype(tt.elem_type, f"tensor {name!r}") if tt is not None and tt.elem_type else np.dtype(np.float32)
+                shape = None
+                if tt is not None and tt.HasField("shape"):
+                    shape = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else -1
+                                  for d in tt.shape.dim)
+                t = SourceTensor(len(tensors), name, shape, dtype)
+            tensors.append(t)
+            index[name] = t.index
+            return t.index
+
+        for init in g.initializer:
+            if init.name in index:
+                raise SourceError(f"{self.where}: initializer {init.name!r} is defined twice")
+            add(init.name, self.array(init, f"initializer {init.name!r}"))
+        for sp in g.sparse_initializer:
+            raise SourceError(f"{self.where}: sparse initializer {sp.values.name!r} is not supported")
+        inputs = [add(vi.name) for vi in g.input if vi.name not in index]  # inputs with initializers are constants
+
+        producer: dict[str, int] = {}
+        nodes_in = []
+        for k, n in enumerate(g.node):
+            label = f"node {k} ({n.op_type}{' ' + repr(n.name) if n.name else ''})"
+            domain = n.domain or ""
+            if domain not in opsets:
+                raise SourceError(f"{self.where}: {label} uses domain {n.domain!r}, which the model does not "
+                                  f"import (opsets: {sorted(opsets)})")
+            attrs = {a.name: self.attr_value(a, label) for a in n.attribute}
+            for o in n.output:
+                if o and (o in producer or o in index):
+                    raise SourceError(f"{self.where}: {label} output {o!r} is already produced elsewhere")
+                if o:
+                    producer[o] = k
+            nodes_in.append((k, n, label, domain, attrs))
+
+        order = self._topological(nodes_in, producer, index)
+        nodes = []
+        for k in order:
+            _, n, label, domain, attrs = nodes_in[k]
+            if n.op_type == "Constant" and domain in STANDARD_DOMAINS:
+                add(n.output[0], self._constant(attrs, label))
+                continue
+            ins = [add(x) if x else -1 for x in n.input]
+            outs = [add(x) if x else -1 for x in n.output]
+            nodes.append(SourceNode(len(nodes), n.op_type, ins, outs, attrs, opsets[domain], domain, n.name))
+        outputs = []
+        for vi in g.output:
+            if vi.name not in index:
+                raise SourceError(f"{self.where}: graph output {vi.name!r} is not produced by any node, "
+                                  f"graph input or initializer")
+            outputs.append(index[vi.name])
+        return SourceGraph(g.name or "main", tensors, nodes, inputs, outputs)
+
+    def _topological(self, nodes_in, producer: dict, known: dict) -> list:
+        """Node order where every input is produced first; SourceError on a dangling input or a cycle."""
+        graph_inputs = set(known)
+        waiting, users = {}, {}
+        for k, n, label, _, _ in nodes_in:
+            deps = set()
+            for x in n.input:
+                if not x or x in graph_inputs:
+                    continue
+                if x not in producer:
+                    raise SourceError(f"{self.where}: {label} input {x!r} is not produced by any node, graph "
+                                      f"input or initializer")
+                deps.add(producer[x])
+            waiting[k] = len(deps)
+            for d in deps:
+                users.setdefault(d, []).append(k)
+        ready = [k for k, c in waiting.items() if c == 0]
+        ready.reverse()
+        order = []
+        while ready:
+            k = ready.pop()
+            order.append(k)
+            for u in reversed(users.get(k, [])):
+                waiting[u] -= 1
+                if waiting[u] == 0:
+                    ready.append(u)
+        if len(order) != len(nodes_in):
+            stuck = next(k for k, c in waiting.items() if c > 0)
+            raise SourceError(f"{self.where}: {nodes_in[stuck][2]} is part of a cycle (its inputs depend on "
+                              f"its own outputs)")
+        return order
+
+    def _constant(self, attrs: dict, label: str) -> np.ndarray:
+        for key, dtype in (("value", None), ("value_float", np.float32), ("value_floats", np.float32),
+                           ("value_int", np.int64), ("value_ints", np.int64)):
+            if key in attrs:
+                arr = np.asarray(attrs[key], dtype=dtype)
+                arr.flags.writeable = False
+                return arr
+        raise SourceError(f"{self.where}: {label} has no supported value attribute ({sorted(attrs)})")
+
+
+def _pin_inputs(proto: onnx.ModelProto, input_shapes: dict) -> None:
+    for vi in proto.graph.input:
+        if vi.name in input_shapes and vi.type.HasField("tensor_type"):
+            dims = vi.type.tensor_type.shape.dim
+            want = list(input_shapes[vi.name])
+            if len(dims) and len(dims) != len(want):
+                raise SourceError(f"input {vi.name!r} has rank {len(dims)}, input_shapes gives {want}")
+            del dims[:]
+            for d in want:
+                dims.add().dim_value = int(d)
+
+
+def read_onnx(source: Union[str, Path, bytes, bytearray, memoryview],
+              input_shapes: Optional[dict] = None) -> SourceModel:
+    """A SourceModel of an .onnx file (path) or its bytes; `input_shapes` pins dynamic input dimensions."""
+    if isinstance(source, (str, Path)):
+        where, folder = str(source), Path(source).parent
+        try:
+            data = Path(source).read_bytes()
+        except OSError as e:
+            raise SourceError(f"{where}: cannot read ({e.strerror})") from None
+    else:
+        where, folder, data = "<bytes>", None, bytes(source)
+    try:
+        proto = onnx.ModelProto.FromString(data)
+    except Exception as e:  # google.protobuf DecodeError and friends
+        raise SourceError(f"{where}: not a valid ONNX protobuf ({type(e).__name__}: {e})") from None
+    if not proto.HasField("graph"):
+        raise SourceError(f"{where}: the ONNX model has no graph")
+    if input_shapes:
+        _pin_inputs(proto, input_shapes)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto)
+    except Exception:  # inference is best effort: declared shapes still count
+        inferred = proto
+    try:
+        return _Reader(inferred, where, folder).read()
+    except SourceError:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError) as e:
+        raise SourceError(f"{where}: malformed ONNX model: {type(e).__name__}: {e}") from None

@@ -1,0 +1,272 @@
+"""Numerical parity: the converted NNAPI model (run by the executor) against
+the source model run by its own framework, per output and, with
+`layerwise=True`, down to the first NNAPI operation whose output leaves the
+tolerance.
+
+`check(...) -> ParityReport`; `ParityReport.as_dict()` has the stable JSON
+schema documented in the README: model, reference, passed, samples, outputs
+[{name, shape, dtype, max_abs_error, max_rel_error, mean_abs_error, cosine,
+lsb_histogram, passed}], first_divergence (null or {operation_index,
+nnapi_op, source_tensor, max_abs_error, inputs}), partitions (partial only).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+import nnapi
+
+from .convert import ConversionResult
+from .load import detect_format, importer
+from .runners import (MissingDependency, from_nnapi_outputs, litert_all_tensors, random_source_inputs,
+                      run_onnxruntime, run_traced, to_nnapi_inputs)
+from .source_graph import SourceError
+from .tolerance import within_tolerance
+
+
+class ParityError(Exception):
+    """The check could not run (bad inputs file, unsupported model without partial, ...)."""
+
+    def __init__(self, message: str, exit_code: int = 3):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@dataclass
+class OutputParity:
+    name: str
+    shape: list
+    dtype: str
+    max_abs_error: float = 0.0
+    max_rel_error: float = 0.0
+    mean_abs_error: float = 0.0
+    cosine: float = 1.0
+    lsb_histogram: Optional[dict] = None
+    exact_fraction: Optional[float] = None
+    passed: bool = True
+    allowed: float = 0.0
+    diffs: Optional[np.ndarray] = field(default=None, repr=False)
+
+
+@dataclass
+class ParityReport:
+    model: str
+    reference: str
+    samples: int
+    outputs: list
+    first_divergence: Optional[dict] = None
+    partitions: Optional[list] = None
+    feature_level: int = 8
+    converted_from: Optional[str] = None
+
+    @property
+    def passed(self) -> bool:
+        parts_ok = all(p["passed"] for p in self.partitions) if self.partitions else True
+        return all(o.passed for o in self.outputs) and parts_ok
+
+    def as_dict(self) -> dict:
+        outs = []
+        for o in self.outputs:
+            d = {k: v for k, v in o.__dict__.items() if k != "diffs"}
+            outs.append(d)
+        d = {"model": self.model, "reference": self.reference, "passed": self.passed, "samples": self.samples,
+             "feature_level": self.feature_level, "outputs": outs, "first_divergence": self.first_divergence}
+        if self.partitions is not None:
+            d["partitions"] = self.partitions
+        if self.converted_from:
+            d["converted_model"] = self.converted_from
+        return d
+
+
+def compare(name: str, ref: np.ndarray, got: np.ndarray, quantized: bool, relaxed: bool, tol: dict) -> OutputParity:
+    o = OutputParity(name, list(ref.shape), str(ref.dtype))
+    if got is None or ref.shape != got.shape:
+        o.passed = False
+        o.max_abs_error = float("inf")
+        o.shape = list(ref.shape)
+        return o
+    ok, err, allowed = within_tolerance(ref, got, quantized, relaxed, **tol)
+    r, g = ref.astype(np.float64).ravel(), got.astype(np.float64).ravel()
+    d = np.abs(r - g)
+    o.passed, o.max_abs_error, o.allowed = ok and ref.dtype == got.dtype, err, allowed
+    if r.size:
+        o.mean_abs_error = float(d.mean())
+        o.max_rel_error = float((d / np.maximum(np.abs(r), 1e-12)).max())
+        nr, ng = np.linalg.norm(r), np.linalg.norm(g)
+        o.cosine = float(r @ g / (nr * ng)) if nr and ng else (1.0 if nr == ng else 0.0)
+    if quantized:
+        o.lsb_histogram = {"0": int((d == 0).sum()), "1": int((d == 1).sum()), "2": int((d == 2).sum()),
+                           ">2": int((d > 2).sum())}
+        o.exact_fraction = float((d == 0).mean()) if d.size else 1.0
+    o.diffs = d
+    return o
+
+
+def _merge(a: OutputParity, b: OutputParity) -> OutputParity:
+    """Worst case over samples."""
+    a.max_abs_error = max(a.max_abs_error, b.max_abs_error)
+    a.max_rel_error = max(a.max_rel_error, b.max_rel_error)
+    a.mean_abs_error = max(a.mean_abs_error, b.mean_abs_error)
+    a.cosine = min(a.cosine, b.cosine)
+    a.passed = a.passed and b.passed
+    if a.lsb_histogram and b.lsb_histogram:
+        a.lsb_histogram = {k: a.lsb_histogram[k] + b.lsb_histogram[k] for k in a.lsb_histogram}
+        total = sum(a.lsb_histogram.values())
+        a.exact_fraction = a.lsb_histogram["0"] / total if total else 1.0
+    if a.diffs is not None and b.diffs is not None:
+        a.diffs = np.concatenate([a.diffs, b.diffs])
+    return a
+
+
+def _to_source_layout(result: ConversionResult, operand: int, value: np.ndarray, tensor_dtype) -> np.ndarray:
+    """Undo the converter's layout permutation and int8 -> uint8 rewrite for one operand."""
+    perm = result.operand_perm.get(operand) if result is not None else None
+    if perm is not None:
+        value = np.transpose(value, np.argsort(perm))
+    return from_nnapi_outputs([tensor_dtype], [value])[0]
+
+
+def _reference_run(fmt: str, data: bytes, graph, inputs, reference: str, want_all: bool):
+    if fmt == "tflite":
+        return litert_all_tensors(data, inputs, reference, graph)
+    names = [t.name for t in graph.tensors if not t.is_constant] if want_all else []
+    return run_onnxruntime(data, inputs, graph, names)
+
+
+def _inputs_for(graph, inputs_file: Optional[str], seed: int, samples: int, input_shapes):
+    if inputs_file is None:
+        return [random_source_inputs(graph, seed + k, input_shapes) for k in range(samples)]
+    try:
+        data = np.load(inputs_file, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise ParityError(f"{inputs_file}: cannot read inputs ({e})") from None
+    arrays = []
+    for k, i in enumerate(graph.inputs):
+        t = graph.tensors[i]
+        key = t.name if t.name in data.files else f"input{k}"
+        if key not in data.files:
+            raise ParityError(f"{inputs_file}: no array for input {t.name!r} (have {sorted(data.files)})")
+        arr = np.asarray(data[key])
+        if arr.dtype != t.dtype:
+            raise ParityError(f"{inputs_file}: input {t.name!r} has dtype {arr.dtype}, the model needs {t.dtype}")
+        arrays.append(arr)
+    return [arrays]
+
+
+def _converted_from_file(path: str, source) -> ConversionResult:
+    """A ConversionResult view of a saved .nnapi model: operands map back to tensors by name."""
+    model = nnapi.load(path)
+    graph = source.main
+    by_name = {t.name: t.index for t in graph.tensors}
+    operand_map = {i: (by_name[o.name], o.name) for i, o in enumerate(model.operands) if o.name in by_name}
+    if len(model.inputs) != len(graph.inputs) or len(model.outputs) != len(graph.outputs):
+        raise ParityError(f"{path}: {len(model.inputs)} inputs / {len(model.outputs)} outputs, the source model "
+                          f"has {len(graph.inputs)} / {len(graph.outputs)}")
+    return ConversionResult(source, model.min_feature_level(), [], model=model, operand_map=operand_map)
+
+
+def check(model_path: str, *, converted: Optional[str] = None, feature_level: int = 8,
+          reference: Optional[str] = None, inputs: Optional[str] = None, seed: int = 0, samples: int = 1,
+          layerwise: bool = False, partial: bool = False, input_shapes: Optional[dict] = None,
+          atol: Optional[float] = None, rtol: Optional[float] = None, max_lsb: Optional[int] = None,
+          progress: Optional[Callable[[str], None]] = None) -> ParityReport:
+    fmt = detect_format(model_path)
+    if fmt not in ("tflite", "onnx"):
+        raise ParityError(f"{model_path}: parity needs the source model (.tflite or .onnx)")
+    reference = reference or ("litert" if fmt == "tflite" else "onnxruntime")
+    if (fmt == "tflite") != reference.startswith("litert"):
+        raise ParityError(f"reference {reference!r} cannot run a {fmt} model")
+    imp = importer(fmt)
+    source = imp.read(model_path)
+    data = Path(model_path).read_bytes()
+    if converted:
+        result = _converted_from_file(converted, source)
+    else:
+        result = imp.convert(model_path, feature_level=feature_level, input_shapes=input_shapes, partial=partial)
+        if not result.complete and not partial:
+            lines = "; ".join(f"node {n.index} {n.op}: {n.reason}" for n in result.unsupported)
+            raise ParityError(f"{len(result.unsupported)} node(s) cannot be converted: {lines}", exit_code=2)
+    graph = source.main
+    tol = {"atol": atol, "rtol": rtol, "max_lsb": max_lsb}
+    report = ParityReport(Path(model_path).name, reference, 0, [], feature_level=feature_level,
+                          converted_from=converted)
+    sample_inputs = _inputs_for(graph, inputs, seed, samples, input_shapes)
+    report.samples = len(sample_inputs)
+    for k, ins in enumerate(sample_inputs):
+        if progress:
+            progress(f"sample {k + 1}/{len(sample_inputs)}")
+        want_all = layerwise or (result.model is None)
+        ref_outs, ref_tensors = _reference_run(fmt, data, graph, ins, reference, want_all)
+        if result.model is None:
+            report.partitions = _check_partitions(result, ref_tensors, tol, report.partitions)
+            continue
+        got_outs, trace = run_traced(result.model, to_nnapi_inputs(result, ins))
+        for j, (o, ref) in enumerate(zip(result.model.outputs, ref_outs)):
+            t = graph.tensors[graph.outputs[j]]
+            got = _to_source_layout(result, o, got_outs[j], t.dtype) if got_outs[j] is not None else None
+            par = compare(t.name, ref, got, t.quant is not None and ref.dtype.kind in "iu", result.model.relaxed, tol)
+            report.outputs[j:j + 1] = [_merge(report.outputs[j], par) if j < len(report.outputs) else par]
+        if layerwise and report.first_divergence is None:
+            report.first_divergence = first_divergence(result, trace, ref_tensors, tol)
+    return report
+
+
+def first_divergence(result: ConversionResult, trace: dict, ref_tensors: dict, tol: dict) -> Optional[dict]:
+    """The first operation (execution order) whose output mirrors a source tensor and leaves the tolerance."""
+    from nnapi.validate import execution_order
+    model, graph = result.model, result.source.main
+    errors: dict[int, float] = {}
+    for k in execution_order(model):
+        op = model.operations[k]
+        for o in op.outputs:
+            if o not in result.operand_map or o not in trace:
+                continue
+            t_index, t_name = result.operand_map[o]
+            ref = ref_tensors.get(t_index)
+            if ref is None:
+                continue
+            t = graph.tensors[t_index]
+            got = _to_source_layout(result, o, trace[o], t.dtype)
+            par = compare(t_name, ref, got.reshape(ref.shape) if got.size == ref.size else got,
+                          t.quant is not None and ref.dtype.kind in "iu", model.relaxed, tol)
+            errors[o] = par.max_abs_error
+            if not par.passed:
+                ins = [{"operand": i, "source_tensor": result.operand_map[i][1], "max_abs_error": errors[i]}
+                       for i in op.inputs if i in errors]
+                return {"operation_index": k, "nnapi_op": op.code.name, "source_tensor": t_name,
+                        "max_abs_error": par.max_abs_error, "allowed": par.allowed, "inputs": ins}
+    return None
+
+
+def _check_partitions(result: ConversionResult, ref_tensors: dict, tol: dict, previous) -> list:
+    """Each partition on its own, fed with the framework's tensors at its boundary."""
+    graph = result.source.main
+    out = previous or [None] * len(result.partitions)
+    for k, p in enumerate(result.partitions):
+        ins = [ref_tensors[t] for t in p.inputs]
+        fake = ConversionResult(result.source, result.feature_level, [], model=p.model, operand_map=p.operand_map,
+                                operand_perm=p.operand_perm)
+        got, _ = run_traced(p.model, to_nnapi_inputs(fake, ins, p.model))
+        entry = out[k] or {"index": k, "nodes": p.nodes, "passed": True, "outputs": []}
+        for j, (o, t_index) in enumerate(zip(p.model.outputs, p.outputs)):
+            t = graph.tensors[t_index]
+            g = _to_source_layout(fake, o, got[j], t.dtype)
+            par = compare(t.name, ref_tensors[t_index], g, t.quant is not None and g.dtype.kind in "iu",
+                          p.model.relaxed, tol)
+            d = {kk: v for kk, v in par.__dict__.items() if kk != "diffs"}
+            if j < len(entry["outputs"]):
+                prev = entry["outputs"][j]
+                d["max_abs_error"] = max(d["max_abs_error"], prev["max_abs_error"])
+                d["passed"] = d["passed"] and prev["passed"]
+                entry["outputs"][j] = d
+            else:
+                entry["outputs"].append(d)
+            entry["passed"] = entry["passed"] and d["passed"]
+        out[k] = entry
+    return out
+
+
+__all__ = ["check", "compare", "ParityReport", "OutputParity", "ParityError", "MissingDependency", "SourceError"]

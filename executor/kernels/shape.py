@@ -1,0 +1,211 @@
+"""Shape and data-movement kernels: CONCATENATION, RESHAPE, SQUEEZE, EXPAND_DIMS,
+TRANSPOSE, SLICE, STRIDED_SLICE, SPLIT, TILE, GATHER, CHANNEL_SHUFFLE.
+
+The padding and depth/space/batch rearrangements are in shape_space.py.
+Values are moved, never recomputed (except CONCATENATION's requantization), so
+every dtype is handled alike, float16 included. Results may be numpy views of
+the inputs: kernels never write into their inputs.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from nnapi.codes import OperationCode as Op
+
+from ..registry import kernel
+from .common import QUANT8, requantize
+
+
+# -- helpers shared by the shape kernels (shape_space.py imports them too) -----
+
+def int_values(ctx, i: int, what: str, length: int | None = None) -> list[int]:
+    """The int32 tensor input `i` as a Python list, optionally checked to hold `length` entries."""
+    values = [int(v) for v in ctx.inputs[i].array.reshape(-1)]
+    if length is not None and len(values) != length:
+        ctx.fail(f"{what} has {len(values)} entries, expected {length}")
+    return values
+
+
+def norm_axis(ctx, axis: int, rank: int, what: str = "axis") -> int:
+    """Resolve a possibly negative axis into [0, rank), failing outside [-rank, rank)."""
+    if not -rank <= axis < rank:
+        ctx.fail(f"{what} {axis} out of range for rank {rank}")
+    return axis % rank
+
+
+# -- CONCATENATION ------------------------------------------------------------------
+
+def _to_output_quant(ctx, value) -> np.ndarray:
+    """A quant8 input in the output's scale/zero point: (q - zp_in) * s_in / s_out + zp_out, fixed point."""
+    out = ctx.out_type()
+    if value.code not in QUANT8 or (value.scale, value.zero_point) == (out.scale, out.zero_point):
+        return value.array
+    acc = value.array.astype(np.int64) - value.zero_point
+    real = float(np.float32(value.scale)) / float(np.float32(out.scale))
+    return requantize(acc, real, out.zero_point, out.code).astype(out.dtype)
+
+
+@kernel(Op.CONCATENATION)
+def concatenation(ctx):
+    values = ctx.inputs[:-1]
+    rank = values[0].array.ndim
+    axis = norm_axis(ctx, ctx.scalar(len(ctx.inputs) - 1), rank)
+    base = values[0].shape
+    for k, v in enumerate(values[1:], 1):
+        if v.array.ndim != rank or any(a != b for d, (a, b) in enumerate(zip(v.shape, base)) if d != axis):
+            ctx.fail(f"input {k} has shape {list(v.shape)}, incompatible with input 0 {list(base)} "
+                     f"outside axis {axis}")
+    return [np.concatenate([_to_output_quant(ctx, v) for v in values], axis=axis)]
+
+
+# -- reshaping ------------------------------------------------------------------------
+
+@kernel(Op.RESHAPE)
+def reshape(ctx):
+    x = ctx.inputs[0].array
+    shape = int_values(ctx, 1, "shape")
+    if shape.count(-1) > 1 or any(d < -1 for d in shape):
+        ctx.fail(f"invalid shape {shape}: entries must be >= 0, with at most one -1")
+    known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+    if -1 in shape:
+        if known == 0 or x.size % known:
+            ctx.fail(f"cannot infer the -1 of shape {shape} for {x.size} elements")
+        shape[shape.index(-1)] = x.size // known
+    elif known != x.size:
+        ctx.fail(f"shape {shape} has {known} elements, the input has {x.size}")
+    return [x.reshape(shape)]
+
+
+@kernel(Op.SQUEEZE)
+def squeeze(ctx):
+    x = ctx.inputs[0].array
+    axes = int_values(ctx, 1, "axes") if ctx.has(1) else []
+    if not axes:  # omitted or empty: every size-1 dimension
+        axes = [d for d, n in enumerate(x.shape) if n == 1]
+    axes = {norm_axis(ctx, a, x.ndim, "squeeze axis") for a in axes}
+    for a in sorted(axes):
+        if x.shape[a] != 1:
+            ctx.fail(f"cannot squeeze dimension {a} of size {x.shape[a]}")
+    shape = [n for d, n in enumerate(x.shape) if d not in axes]
+    return [x.reshape(shape or [1])]  # squeezing everything leaves shape [1]
+
+
+@kernel(Op.EXPAND_DIMS)
+def expand_dims(ctx):
+    x = ctx.inputs[0].array
+    axis = norm_axis(ctx, ctx.scalar(1), x.ndim + 1)
+    return [np.expand_dims(x, axis)]
+
+
+@kernel(Op.TRANSPOSE)
+def transpose(ctx):
+    x = ctx.inputs[0].array
+    perm = int_values(ctx, 1, "perm") if ctx.has(1) else []
+    if not perm:  # omitted or empty: reverse the dimensions
+        return [x.transpose()]
+    if len(perm) != x.ndim:
+        ctx.fail(f"perm {perm} has {len(perm)} entries, the input has rank {x.ndim}")
+    if sorted(perm) != list(range(x.ndim)):
+        ctx.fail(f"perm {perm} is not a permutation of 0..{x.ndim - 1}")
+    return [x.transpose(perm)]
+
+
+# -- slicing --------------------------------------------------------------------------
+
+@kernel(Op.SLICE)
+def slice_(ctx):
+    x = ctx.inputs[0].array
+    begin = int_values(ctx, 1, "begin", x.ndim)
+    size = int_values(ctx, 2, "size", x.ndim)
+    index = []
+    for d, (b, s, n) in enumerate(zip(begin, size, x.shape)):
+        end = n if s == -1 else b + s
+        if b < 0 or s < -1 or end > n:
+            ctx.fail(f"dimension {d}: begin {b} size {s} outside [0, {n}]")
+        index.append(slice(b, end))
+    return [x[tuple(index)]]
+
+
+def _clamp_index(i: int, n: int, forward: bool) -> int:
+    """A begin/end index resolved like TFLite's StridedSlice (negative counts from the end, clamped)."""
+    if i < 0:
+        i += n
+    return min(max(i, 0), n) if forward else min(max(i, -1), n - 1)
+
+
+def _strided_range(ctx, d: int, n: int, begin: int, end: int, stride: int, masks) -> tuple[int, int]:
+    """(start, count) of dimension `d` of a strided slice."""
+    begin_mask, end_mask, shrink = masks
+    if stride == 0:
+        ctx.fail(f"dimension {d}: stride is 0")
+    forward = stride > 0
+    start = (0 if forward else n - 1) if begin_mask >> d & 1 else _clamp_index(begin, n, forward)
+    stop = (n if forward else -1) if end_mask >> d & 1 else _clamp_index(end, n, forward)
+    count = max(0, -(-(stop - start) // stride))  # ceil division
+    if shrink >> d & 1 and (count != 1 or not forward):
+        ctx.fail(f"dimension {d}: shrink_axis_mask needs a slice of size 1 with a positive stride, "
+                 f"got begin {begin} end {end} stride {stride}")
+    return start, count
+
+
+@kernel(Op.STRIDED_SLICE)
+def strided_slice(ctx):
+    x = ctx.inputs[0].array
+    begins, ends, strides = (int_values(ctx, i, name, x.ndim) for i, name in
+                             ((1, "begin"), (2, "end"), (3, "strides")))
+    masks = tuple(ctx.scalar(i) for i in (4, 5, 6))
+    index, shape = [], []
+    for d, n in enumerate(x.shape):
+        start, count = _strided_range(ctx, d, n, begins[d], ends[d], strides[d], masks)
+        # an explicit index array avoids numpy's reading of a -1 stop as "the last element"
+        index.append(start + strides[d] * np.arange(count))
+        if not masks[2] >> d & 1:
+            shape.append(count)
+    return [x[np.ix_(*index)].reshape(shape or [1])]
+
+
+# -- splitting and repeating -------------------------------------------------------------
+
+@kernel(Op.SPLIT)
+def split(ctx):
+    x = ctx.inputs[0].array
+    axis = norm_axis(ctx, ctx.scalar(1), x.ndim)
+    parts = ctx.scalar(2)
+    if parts != len(ctx.outputs) or parts < 1 or x.shape[axis] % parts:
+        ctx.fail(f"cannot split dimension {axis} of size {x.shape[axis]} into {parts} equal parts "
+                 f"for {len(ctx.outputs)} outputs")
+    return np.split(x, parts, axis=axis)
+
+
+@kernel(Op.TILE)
+def tile(ctx):
+    x = ctx.inputs[0].array
+    multiples = int_values(ctx, 1, "multiples", x.ndim)
+    if any(m < 0 for m in multiples):
+        ctx.fail(f"multiples {multiples} must be non-negative")
+    return [np.tile(x, multiples)]
+
+
+@kernel(Op.GATHER)
+def gather(ctx):
+    x = ctx.inputs[0].array
+    axis = norm_axis(ctx, ctx.scalar(1), x.ndim)
+    indices = ctx.inputs[2].array
+    bad = (indices < 0) | (indices >= x.shape[axis])
+    if bad.any():
+        ctx.fail(f"index {int(indices[bad][0])} out of range [0, {x.shape[axis]}) along axis {axis}")
+    return [np.take(x, indices, axis=axis)]
+
+
+@kernel(Op.CHANNEL_SHUFFLE)
+def channel_shuffle(ctx):
+    x = ctx.inputs[0].array
+    groups = ctx.scalar(1)
+    axis = norm_axis(ctx, ctx.scalar(2), x.ndim)
+    channels = x.shape[axis]
+    if groups < 1 or channels % groups:
+        ctx.fail(f"{channels} channels cannot be divided into {groups} groups")
+    # view the channels as [groups, group_size] and read them as [group_size, groups]
+    moved = np.moveaxis(x, axis, -1)
+    shuffled = moved.reshape(*moved.shape[:-1], groups, channels // groups).swapaxes(-1, -2)
+    return [np.moveaxis(shuffled.reshape(moved.shape), -1, axis)]

@@ -1,0 +1,165 @@
+"""Hand-computed checks of the shape and data-movement operations (nnapi/ops/shape.py,
+executor/kernels/shape.py, executor/kernels/shape_space.py), through the public API."""
+import numpy as np
+import pytest
+
+import nnapi
+from nnapi import NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
+
+F32, I32, Q8 = C.TENSOR_FLOAT32, C.TENSOR_INT32, C.TENSOR_QUANT8_ASYMM
+NO_VALUE = object()  # marks an omitted (NO_VALUE) operand in build()
+
+
+def build(code, inputs, outputs, finish=True):
+    """One-operation model. `inputs`: (OperandType, constant value or None for a model input or
+    NO_VALUE for an omitted operand); `outputs`: OperandTypes. Returns the model."""
+    m = nnapi.Model()
+    ins, model_inputs = [], []
+    for otype, value in inputs:
+        i = m.add_operand(otype)
+        ins.append(i)
+        if value is None:
+            model_inputs.append(i)
+        elif value is NO_VALUE:
+            m.set_operand_value(i, None)
+        else:
+            m.set_operand_value(i, np.asarray(value, dtype=otype.dtype))
+    outs = [m.add_operand(t) for t in outputs]
+    m.add_operation(code, ins, outs)
+    m.identify_inputs_and_outputs(model_inputs, outs)
+    if finish:
+        m.finish()
+    return m
+
+
+def run(model, *arrays):
+    comp = nnapi.Compilation(model)
+    comp.finish()
+    ex = nnapi.Execution(comp)
+    for k, a in enumerate(arrays):
+        ex.set_input(k, a)
+    outs = []
+    for k, o in enumerate(model.outputs):
+        t = model.operands[o].type
+        outs.append(np.zeros(t.dimensions, dtype=t.dtype))
+        ex.set_output(k, outs[-1])
+    ex.compute()
+    return outs
+
+
+def scalar(value, code=C.INT32):
+    return OperandType(code), value
+
+
+def tensor(values, code=I32):
+    values = np.asarray(values)
+    return OperandType(code, values.shape), values
+
+
+def test_concat_requantizes_quant8_inputs_to_the_output_scale():
+    # reals: a = [1, 2] (scale 0.5, zp 0), b = [1, 3] (scale 1, zp 10); output scale 0.25, zp 0
+    m = build(Op.CONCATENATION,
+              [(OperandType(Q8, [2], 0.5, 0), None), (OperandType(Q8, [2], 1.0, 10), None), scalar(0)],
+              [OperandType(Q8, [4], 0.25, 0)])
+    out, = run(m, np.array([2, 4], np.uint8), np.array([11, 13], np.uint8))
+    np.testing.assert_array_equal(out, [4, 8, 4, 12])
+    assert m.min_feature_level() == 3  # differing quantization needs feature level 3
+
+
+def test_reshape_infers_the_minus_one():
+    m = build(Op.RESHAPE, [(OperandType(F32, [2, 3]), None), tensor([-1, 2])], [OperandType(F32, [3, 2])])
+    out, = run(m, np.arange(6, dtype=np.float32).reshape(2, 3))
+    np.testing.assert_array_equal(out, [[0, 1], [2, 3], [4, 5]])
+
+
+def test_squeeze_omitted_axes_squeezes_every_unit_dimension():
+    m = build(Op.SQUEEZE, [(OperandType(F32, [1, 3, 1]), None), (OperandType(I32, [1]), NO_VALUE)],
+              [OperandType(F32, [3])])
+    out, = run(m, np.array([[[1], [2], [3]]], np.float32))
+    np.testing.assert_array_equal(out, [1, 2, 3])
+
+
+def test_squeeze_of_a_non_unit_dimension_fails():
+    m = build(Op.SQUEEZE, [(OperandType(F32, [1, 3]), None), tensor([-1])], [OperandType(F32, [1])])
+    with pytest.raises(NnapiError) as e:
+        run(m, np.zeros((1, 3), np.float32))
+    assert e.value.code == ResultCode.OP_FAILED
+
+
+def test_strided_slice_with_negative_stride_masks_and_shrink():
+    # row 1 (shrunk), columns from the last one backwards to the start (end_mask bit 1)
+    m = build(Op.STRIDED_SLICE,
+              [(OperandType(F32, [2, 3]), None), tensor([1, -1]), tensor([2, 0]), tensor([1, -1]),
+               scalar(0), scalar(2), scalar(1)],
+              [OperandType(F32, [3])])
+    out, = run(m, np.array([[1, 2, 3], [4, 5, 6]], np.float32))
+    np.testing.assert_array_equal(out, [6, 5, 4])
+
+
+def test_pad_quant8_pads_with_the_zero_point():
+    m = build(Op.PAD, [(OperandType(Q8, [2], 0.5, 3), None), tensor([[1, 2]])], [OperandType(Q8, [5], 0.5, 3)])
+    out, = run(m, np.array([7, 9], np.uint8))
+    np.testing.assert_array_equal(out, [3, 7, 9, 3, 3])
+    assert m.min_feature_level() == 3  # a non-zero zero point pads correctly only since level 3
+
+
+def test_pad_v2_uses_the_given_value():
+    m = build(Op.PAD_V2, [(OperandType(F32, [1, 2]), None), tensor([[0, 1], [1, 0]]), scalar(9.5, C.FLOAT32)],
+              [OperandType(F32, [2, 3])])
+    out, = run(m, np.array([[1, 2]], np.float32))
+    np.testing.assert_array_equal(out, [[9.5, 1, 2], [9.5, 9.5, 9.5]])
+
+
+def test_gather_negative_axis_and_out_of_range_index():
+    x = np.array([[1, 2, 3], [4, 5, 6]], np.float32)
+    m = build(Op.GATHER, [(OperandType(F32, [2, 3]), None), scalar(-1), (OperandType(I32, [2]), None)],
+              [OperandType(F32, [2, 2])])
+    out, = run(m, x, np.array([2, 0], np.int32))
+    np.testing.assert_array_equal(out, [[3, 1], [6, 4]])
+    with pytest.raises(NnapiError) as e:
+        run(m, x, np.array([3, 0], np.int32))
+    assert e.value.code == ResultCode.OP_FAILED
+
+
+def test_depth_to_space_nchw():
+    # NCHW [1, 4, 1, 1]: the four channels become one 2x2 image
+    m = build(Op.DEPTH_TO_SPACE, [(OperandType(F32, [1, 4, 1, 1]), None), scalar(2), scalar(True, C.BOOL)],
+              [OperandType(F32, [1, 1, 2, 2])])
+    out, = run(m, np.array([1, 2, 3, 4], np.float32).reshape(1, 4, 1, 1))
+    np.testing.assert_array_equal(out.reshape(2, 2), [[1, 2], [3, 4]])
+
+
+def test_space_to_batch_quant8_pads_with_the_zero_point():
+    # NHWC [1, 1, 3, 1] padded to width 4 on the right, blocks [1, 2] -> batches of even / odd columns
+    m = build(Op.SPACE_TO_BATCH_ND,
+              [(OperandType(Q8, [1, 1, 3, 1], 1.0, 128), None), tensor([1, 2]), tensor([[0, 0], [0, 1]])],
+              [OperandType(Q8, [2, 1, 2, 1], 1.0, 128)])
+    out, = run(m, np.array([10, 20, 30], np.uint8).reshape(1, 1, 3, 1))
+    np.testing.assert_array_equal(out.reshape(2, 2), [[10, 30], [20, 128]])
+
+
+def test_channel_shuffle_and_split():
+    m = build(Op.CHANNEL_SHUFFLE, [(OperandType(F32, [1, 6]), None), scalar(2), scalar(-1)],
+              [OperandType(F32, [1, 6])])
+    out, = run(m, np.arange(6, dtype=np.float32).reshape(1, 6))
+    np.testing.assert_array_equal(out, [[0, 3, 1, 4, 2, 5]])  # out[k * 2 + g] = in[g * 3 + k]
+    m = build(Op.SPLIT, [(OperandType(I32, [6]), None), scalar(0), scalar(3)], [OperandType(I32, [2])] * 3)
+    outs = run(m, np.arange(6, dtype=np.int32))
+    assert [o.tolist() for o in outs] == [[0, 1], [2, 3], [4, 5]]
+
+
+def test_validate_reports_a_too_low_feature_level():
+    m = build(Op.SQUEEZE, [(OperandType(F32, [1, 3]), None), tensor([0])], [OperandType(F32, [3])])
+    assert m.min_feature_level() == 2
+    assert m.validate(feature_level=2) == []
+    problems = m.validate(feature_level=1)
+    assert len(problems) == 1 and "needs feature level 2" in problems[0]
+
+
+def test_finish_rejects_an_unsupported_type():
+    # TRANSPOSE has no TENSOR_INT32 signature
+    m = build(Op.TRANSPOSE, [(OperandType(I32, [2, 3]), None), tensor([1, 0])], [OperandType(I32, [3, 2])],
+              finish=False)
+    with pytest.raises(NnapiError) as e:
+        m.finish()
+    assert e.value.code == ResultCode.BAD_DATA
