@@ -283,11 +283,27 @@ def cmd_parity(args) -> int:
     return EXIT_OK if report.passed else EXIT_MISMATCH
 
 
-def cmd_not_yet(name):
-    def run(args) -> int:
-        raise CliError(f"`nnapi {name}` is not available in this version yet (see the README's roadmap)",
-                       EXIT_UNSUPPORTED)
-    return run
+def cmd_bench(args) -> int:
+    from .bench import bench
+    from .load import parse_input_shapes
+    from .runners import MissingDependency
+    from .source_graph import SourceError
+    try:
+        r = bench(args.model, args.vs, args.threads, args.runs, args.warmup, parse_input_shapes(args.input_shape))
+    except MissingDependency as e:
+        raise CliError(str(e), EXIT_MISSING_DEPENDENCY) from None
+    except (SourceError, ValueError) as e:
+        raise CliError(str(e), EXIT_UNSUPPORTED if "cannot be converted" in str(e) else EXIT_INVALID) from None
+    if args.format == "json":
+        text = json.dumps(r, indent=1)
+    else:
+        text = (f"{r['model']}: ours {r['ours_ms_median']:.3f} ms (IQR {r['ours_ms_spread']:.3f})"
+                + (f", {r['reference']} {r['reference_ms_median']:.3f} ms (IQR {r['reference_ms_spread']:.3f}), "
+                   f"ratio {r['ratio']:.2f}x" if r["reference"] else "")
+                + f"; {r['macs']:,} MACs, {r['gflops']:.2f} GFLOP/s; planned peak {r['planned_peak_bytes']:,} B, "
+                  f"peak RSS {r['peak_rss_bytes'] / 2**20:.1f} MiB")
+    _write_output(text, args.output)
+    return EXIT_OK
 
 
 def cmd_demo(args) -> int:
@@ -376,10 +392,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", metavar="FILE")
     s.set_defaults(func=cmd_parity)
 
-    for name, help_ in (("bench", "time the executor against LiteRT / onnxruntime"),):
-        s = sub.add_parser(name, help=help_ + " (coming in a later version)")
-        s.add_argument("model", nargs="*", help="model file(s)")
-        s.set_defaults(func=cmd_not_yet(name))
+    s = sub.add_parser(
+        "bench", help="time the executor against LiteRT / onnxruntime in the same process run",
+        description="Median and interquartile spread of the executor's latency and the reference's, their ratio, "
+                    "achieved GFLOP/s from the model's MACs, the executor's planned peak of intermediate bytes and "
+                    "the process's peak RSS. Timings are only meaningful as ratios measured in the same run.")
+    s.add_argument("model", help=".tflite, .onnx or .nnapi model")
+    s.add_argument("--vs", choices=["litert", "litert-ref", "onnxruntime"], help="reference runtime to time against")
+    s.add_argument("--threads", type=int, default=1, help="reference threads (default 1)")
+    s.add_argument("--runs", type=int, default=20)
+    s.add_argument("--warmup", type=int, default=3)
+    s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS")
+    s.add_argument("--format", choices=["text", "json"], default="text")
+    s.add_argument("-o", "--output", metavar="FILE")
+    s.set_defaults(func=cmd_bench)
 
     s = sub.add_parser("demo", help="the main job on a bundled sample model")
     s.set_defaults(func=cmd_demo)

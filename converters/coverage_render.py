@@ -133,7 +133,12 @@ def render_html(r: dict) -> str:
                 f"<h2>Graph</h2><p>{legend} <span class='chip part'>partition</span></p>{_svg(r)}"
                 f"<h2>Per feature level</h2>"
                 + _html_table(["FL", "nodes", "fraction", "MACs", "partitions", "blocking nodes"], _level_rows(r))
-                + "<h2>Nodes</h2>" + _html_table(["#", "op", "NNAPI", "becomes", "min FL", "reason"], _node_rows(r)))
+                + "<h2>Nodes</h2>" + _html_table(["#", "op", "NNAPI", "becomes", "min FL", "reason"], _node_rows(r))
+                + "<h2>Partitions</h2>"
+                + _html_table(["partition", "nodes", "inputs", "outputs"],
+                              [(k, p["nodes"], ", ".join(p["inputs"]), ", ".join(p["outputs"]))
+                               for k, p in enumerate(r["partitions"])])
+                + f"<p>CPU fallback nodes: {html.escape(str(r['fallback_nodes']))}</p>")
     style = ("body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}"
              "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}"
              "th{background:#eee}.chip{color:white;padding:2px 8px;border-radius:4px;margin-right:6px}"

@@ -1,0 +1,84 @@
+"""ONNX quantization as tensor annotations.
+
+ONNX carries scales and zero points as operands of QuantizeLinear,
+DequantizeLinear and the QLinear* ops. `annotate` copies them onto the
+SourceTensors they describe (SourceTensor.quant), so every converter sees a
+quantized tensor exactly as in TFLite and one converter serves the float,
+QLinear and QDQ forms of an op (the QLinear ops list which inputs are data).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..source_graph import Quant, SourceError
+
+# op -> (annotated tensors as (tensor position, scale position, zero-point position, is_output),
+#        data input positions the plain converter reads)
+QLINEAR = {
+    "QLinearConv": ([(0, 1, 2, False), (3, 4, 5, False), (0, 6, 7, True)], (0, 3, 8)),
+    "QLinearMatMul": ([(0, 1, 2, False), (3, 4, 5, False), (0, 6, 7, True)], (0, 3)),
+    "QLinearAdd": ([(0, 1, 2, False), (3, 4, 5, False), (0, 6, 7, True)], (0, 3)),
+    "QLinearMul": ([(0, 1, 2, False), (3, 4, 5, False), (0, 6, 7, True)], (0, 3)),
+    "QLinearSigmoid": ([(0, 1, 2, False), (0, 3, 4, True)], (0,)),
+    "QLinearAveragePool": ([(0, 1, 2, False), (0, 3, 4, True)], (0,)),
+    "QuantizeLinear": ([(0, 1, 2, True)], (0,)),
+    "DequantizeLinear": ([(0, 1, 2, False)], (0,)),
+}
+
+
+def data_inputs(node) -> list:
+    """The tensors a converter treats as the op's inputs (QLinear ops drop their scale/zp operands)."""
+    spec = QLINEAR.get(node.op)
+    if spec is None:
+        return list(node.inputs)
+    return [node.inputs[k] if k < len(node.inputs) else -1 for k in spec[1]]
+
+
+def _const(graph, node, pos, what):
+    if pos >= len(node.inputs) or node.inputs[pos] < 0:
+        return None
+    t = graph.tensors[node.inputs[pos]]
+    if not t.is_constant:
+        raise SourceError(f"{node.label()}: {what} {t.name!r} must be a constant")
+    return t.data
+
+
+def _quant(graph, node, sp, zp, axis_attr, rank):
+    scale = _const(graph, node, sp, "scale")
+    if scale is None:
+        raise SourceError(f"{node.label()}: scale input {sp} is absent")
+    zero = _const(graph, node, zp, "zero point")
+    scales = np.asarray(scale, np.float64).ravel()
+    zeros = np.zeros(scales.shape, np.int64) if zero is None else np.asarray(zero, np.int64).ravel()
+    if scales.size == 1 and zeros.size == 1:
+        return Quant((float(scales[0]),), (int(zeros[0]),)), (None if zero is None else zero.dtype)
+    axis = axis_attr % rank if rank else 0
+    if zeros.size == 1:
+        zeros = np.repeat(zeros, scales.size)
+    return Quant(tuple(float(s) for s in scales), tuple(int(z) for z in zeros), axis), \
+        (None if zero is None else zero.dtype)
+
+
+def annotate(graph) -> None:
+    """Set tensor.quant (and the quantized dtype) from Q/DQ/QLinear operands; biases get scale x scale."""
+    for node in graph.nodes:
+        spec = QLINEAR.get(node.op)
+        if spec is None:
+            continue
+        ios, _ = spec
+        for tpos, sp, zp, is_out in ios:
+            tensors = node.outputs if is_out else node.inputs
+            if tpos >= len(tensors) or tensors[tpos] < 0:
+                continue
+            t = graph.tensors[tensors[tpos]]
+            axis = node.attrs.get("axis", 1) if node.op in ("QuantizeLinear", "DequantizeLinear") else 0
+            q, zdtype = _quant(graph, node, sp, zp, axis, t.rank or 0)
+            if node.op == "QuantizeLinear" and zdtype is not None:
+                t.dtype = np.dtype(zdtype)  # shape inference already typed it; the zero point decides
+            if t.quant is None:
+                t.quant = q
+        if node.op == "QLinearConv" and len(node.inputs) > 8 and node.inputs[8] >= 0:
+            x, w = graph.tensors[node.inputs[0]].quant, graph.tensors[node.inputs[3]].quant
+            b = graph.tensors[node.inputs[8]]
+            scales = tuple(x.scale * s for s in w.scales)
+            b.quant = Quant(scales, (0,) * len(scales), 0 if len(scales) > 1 else None)

@@ -1,0 +1,210 @@
+"""Helpers shared by the shape, data-movement, reduction and lookup converters
+(shape.py, slicing.py, static.py, reduce.py, lookup.py): static values and
+shapes, axis handling, constant folding and the small emission patterns
+(reshape, slice, concatenate, tile, gather) the lowerings are built from."""
+from __future__ import annotations
+
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from nnapi import OperandCode as C, OperandType, OperationCode as Op
+
+from ...registry import Reason, Unsupported
+
+# TFLite tensor types the context maps to NNAPI (others, e.g. INT4, read as raw bytes and must not pass)
+_KNOWN_TYPES = {"FLOAT32", "FLOAT16", "INT32", "UINT8", "INT64", "BOOL", "INT16", "INT8"}
+
+
+def check_types(ctx, node) -> None:
+    """Reject tensors whose TFLite type the reader could only keep as raw bytes."""
+    for i in list(node.inputs) + list(node.outputs):
+        if i < 0:
+            continue
+        t = ctx.tensor(i)
+        kind = getattr(t, "tflite_type", None)
+        if kind is not None and kind not in _KNOWN_TYPES:
+            raise Unsupported(Reason.OPERAND_TYPE, f"tensor {t.name!r} has type {kind}, which NNAPI has no type for")
+
+
+def name(ctx, i: int) -> str:
+    return repr(ctx.tensor(i).name)
+
+
+# -- static shapes and values -----------------------------------------------------------
+
+def static_shape(ctx, i: int) -> tuple:
+    """The fully known shape of tensor i (rank 0 reads as [1]), or DYNAMIC_SHAPE."""
+    t = ctx.tensor(i)
+    shape = ctx.shape(i)
+    dynamic = t.shape is None or (t.shape_signature is not None and -1 in t.shape_signature
+                                  and t.name not in ctx.input_shapes)
+    if dynamic or any(d <= 0 for d in (t.shape or ())) and not t.is_constant:
+        raise Unsupported(Reason.DYNAMIC_SHAPE, f"tensor {t.name!r} has no static shape ({t.describe()})")
+    return shape
+
+
+def true_rank(ctx, i: int) -> int:
+    """The source rank (0 for scalars, which NNAPI holds as [1])."""
+    t = ctx.tensor(i)
+    if t.shape is None:
+        raise Unsupported(Reason.DYNAMIC_SHAPE, f"tensor {t.name!r} has unknown rank")
+    return len(t.shape)
+
+
+# op name -> fn(node, ctx) -> list of output arrays, for nodes whose outputs are known statically
+FOLDERS: dict[str, Callable] = {}
+
+
+def folder(*ops: str):
+    def deco(fn):
+        for op in ops:
+            FOLDERS[op] = fn
+        return fn
+    return deco
+
+
+def _producer(ctx, i: int):
+    for node in ctx.graph.nodes:
+        if i in node.outputs:
+            return node
+    return None
+
+
+def static_value(ctx, i: int, what: str) -> np.ndarray:
+    """The value of tensor i when known before run time: a constant, or the output of a
+    foldable node (SHAPE, RANK, RANGE, FILL, ONE_HOT) whose own inputs are static."""
+    if i < 0:
+        raise Unsupported(Reason.INVALID, f"{what} is absent")
+    t = ctx.tensor(i)
+    if t.is_constant:
+        return np.asarray(t.data)
+    node = _producer(ctx, i)
+    if node is not None and node.op in FOLDERS:
+        try:
+            values = FOLDERS[node.op](node, ctx)
+        except Unsupported:
+            values = None
+        if values is not None:
+            return values[node.outputs.index(i)]
+    raise Unsupported(Reason.NON_CONSTANT_OPERAND, f"{what} tensor {t.name!r} must be a constant")
+
+
+def int_list(ctx, i: int, what: str) -> list[int]:
+    return [int(v) for v in static_value(ctx, i, what).reshape(-1)]
+
+
+def norm_axis(axis: int, rank: int, what: str) -> int:
+    if not -rank <= axis < rank:
+        raise Unsupported(Reason.INVALID, f"{what} {axis} is out of range for rank {rank}")
+    return axis % rank
+
+
+def reject_attr(node, key: str, ok, why: str) -> None:
+    """Unsupported(ATTRIBUTE) when attribute `key` is present and not `ok(value)`."""
+    if key in node.attrs and node.attrs[key] is not None and not ok(node.attrs[key]):
+        raise Unsupported(Reason.ATTRIBUTE, f"{node.op} {key}={node.attrs[key]!r}: {why}")
+
+
+# -- operands -------------------------------------------------------------------------
+
+def temp(ctx, like: int, shape: Sequence[int], suffix: str) -> int:
+    """An intermediate operand with tensor `like`'s type and quantization and the given shape."""
+    return ctx.temp_like(like, suffix, dimensions=tuple(int(d) for d in shape) or (1,))
+
+
+def bind_output(ctx, t: int, otype: OperandType, note: Optional[str] = None) -> int:
+    """The operand for output tensor t with a type chosen here (int64 -> int32, raw uint8 flags).
+
+    Works around ConversionContext.output, which only knows the tensor's own type."""
+    if t in ctx.operand_of:
+        raise Unsupported(Reason.INVALID, f"tensor {ctx.tensor(t).name!r} is written twice")
+    idx = ctx.model.add_operand(otype, name=ctx.tensor(t).name)
+    ctx.operand_of[t] = idx
+    ctx.tensor_of[idx] = t
+    if note:
+        ctx.io_rewrites[t] = note
+    return idx
+
+
+def constant_type(ctx, t: int, array: np.ndarray) -> tuple[OperandType, np.ndarray]:
+    """(NNAPI type, data) for a folded value of tensor t (int64 -> int32 when it fits)."""
+    array = np.asarray(array)
+    dims = array.shape or (1,)
+    if array.dtype == np.int64:
+        if array.size and np.abs(array).max() >= 2 ** 31:
+            raise Unsupported(Reason.OPERAND_TYPE, f"tensor {ctx.tensor(t).name!r}: int64 values do not fit int32")
+        return OperandType(C.TENSOR_INT32, dims), array.astype(np.int32).reshape(dims)
+    otype, cq = ctx.nnapi_type(t)
+    if cq is not None:
+        raise Unsupported(Reason.QUANTIZATION_TYPE, f"tensor {ctx.tensor(t).name!r} is per-channel")
+    if otype.code == C.TENSOR_QUANT8_ASYMM and array.dtype == np.int8:
+        array = (array.astype(np.int16) + 128).astype(np.uint8)  # the context's uint8 rewrite
+    otype = OperandType(otype.code, dims, otype.scale, otype.zero_point)
+    return otype, array.astype(otype.dtype).reshape(dims)
+
+
+def constant_output(ctx, t: int, array: np.ndarray) -> None:
+    """Fold output tensor t into a constant operand: no operation is emitted, consumers read the
+    constant. A graph output cannot be a constant in NNAPI, so there one copy is emitted."""
+    otype, data = constant_type(ctx, t, array)
+    if t not in ctx.graph.outputs:
+        idx = ctx.model.add_operand(otype, name=ctx.tensor(t).name)
+        ctx.model.set_operand_value(idx, data)
+        ctx.operand_of[t] = idx
+        ctx.tensor_of[idx] = t
+        return
+    value = ctx.const(data, otype.code, f"{ctx.tensor(t).name}/folded", otype.scale, otype.zero_point)
+    out = bind_output(ctx, t, otype)
+    if otype.code == C.TENSOR_INT32:  # RESHAPE takes int32 only from level 6, ADD from level 4
+        zero = ctx.const(np.zeros(1, np.int32), C.TENSOR_INT32, f"{ctx.tensor(t).name}/zero")
+        ctx.emit_form(Op.ADD, "default", [out], input1=value, input2=zero, fuse=ctx.i32(0))
+    else:
+        ctx.emit_form(Op.RESHAPE, "default", [out], input=value, shape=ctx.const(np.array(data.shape, np.int32)))
+
+
+# -- emission patterns ---------------------------------------------------------------------
+
+def reshape(ctx, x: int, out: int, shape: Sequence[int]) -> None:
+    ctx.emit_form(Op.RESHAPE, "default", [out], input=x, shape=ctx.const(np.asarray(shape, np.int32)))
+
+
+def concat(ctx, parts: Sequence[int], axis: int, out: int) -> None:
+    ctx.emit(Op.CONCATENATION, list(parts) + [ctx.i32(axis)], [out])
+
+
+def strided_slice(ctx, x: int, out: int, begin, end, strides, end_mask: int = 0, shrink: int = 0) -> None:
+    vec = lambda v: ctx.const(np.asarray(v, np.int32))  # noqa: E731
+    ctx.emit_form(Op.STRIDED_SLICE, "default", [out], input=x, begin=vec(begin), end=vec(end), strides=vec(strides),
+                  begin_mask=ctx.i32(0), end_mask=ctx.i32(end_mask), shrink_axis_mask=ctx.i32(shrink))
+
+
+def slice_static(ctx, x: int, out: int, begin: Sequence[int], size: Sequence[int]) -> None:
+    """x[begin : begin + size] (non-negative, in range): SLICE from level 3, else STRIDED_SLICE (level 2)."""
+    if ctx.feature_level >= 3:
+        vec = lambda v: ctx.const(np.asarray(v, np.int32))  # noqa: E731
+        ctx.emit_form(Op.SLICE, "default", [out], input=x, begin=vec(begin), size=vec(size))
+    else:
+        strided_slice(ctx, x, out, begin, [b + s for b, s in zip(begin, size)], [1] * len(begin))
+
+
+def gather_const(ctx, x: int, axis: int, indices: Sequence[int], out: int) -> None:
+    ctx.emit_form(Op.GATHER, "default", [out], input=x, axis=ctx.i32(axis),
+                  indices=ctx.const(np.asarray(indices, np.int32)))
+
+
+def tile(ctx, like: int, x: int, shape: Sequence[int], multiples: Sequence[int], out: int) -> None:
+    """np.tile(x, multiples) of a static-shape x: TILE from level 3, else one CONCATENATION of
+    copies per repeated axis (level 1; exact, concatenation only moves values)."""
+    if ctx.feature_level >= 3 or all(m == 1 for m in multiples):
+        ctx.emit_form(Op.TILE, "default", [out], input=x, multiples=ctx.const(np.asarray(multiples, np.int32)))
+        return
+    if any(m < 1 for m in multiples):
+        raise Unsupported(Reason.FEATURE_LEVEL, "TILE with a zero multiple needs NNAPI feature level 3", 3)
+    shape = list(shape)
+    axes = [a for a, m in enumerate(multiples) if m > 1]
+    for k, a in enumerate(axes):
+        shape[a] *= multiples[a]
+        dst = out if k == len(axes) - 1 else temp(ctx, like, shape, f"tile{a}")
+        concat(ctx, [x] * multiples[a], a, dst)
+        x = dst

@@ -1,0 +1,136 @@
+"""AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D: vectorized sliding windows over an NHWC view.
+
+Padding never contributes: the average and L2 pools divide by the number of
+real input elements under the window (as TFLite/Android do), the max pool pads
+with the lowest value. Quantized pools work on the stored integers (input and
+output share scale and zero point).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from nnapi.codes import OperationCode as Op
+
+from ..registry import kernel
+from .common import QUANT8, apply_fuse, explicit_out_size, from_nhwc, implicit_padding, to_nhwc
+
+
+@dataclass(frozen=True)
+class PoolParams:
+    pads: tuple        # (top, bottom, left, right)
+    strides: tuple     # (h, w)
+    filter: tuple      # (h, w)
+    fuse: int
+    nchw: bool
+
+
+def pool_params(ctx) -> PoolParams:
+    """Read the explicit (10-11 inputs) or implicit (7-8 inputs) padding signature and check it."""
+    if ctx.inputs[0].array.ndim != 4:
+        ctx.fail(f"input must be 4-D, got shape {list(ctx.inputs[0].shape)}")
+    explicit = len(ctx.inputs) >= 10
+    nchw = bool(ctx.scalar(10 if explicit else 7, False))
+    if explicit:
+        left, right, top, bottom, sw, sh, fw, fh, fuse = (ctx.scalar(i) for i in range(1, 10))
+    else:
+        padding, sw, sh, fw, fh, fuse = (ctx.scalar(i) for i in range(1, 7))
+    if min(sw, sh) <= 0 or min(fw, fh) <= 0:
+        ctx.fail(f"strides ({sw}, {sh}) and filter size ({fw}, {fh}) must be positive")
+    if not explicit:
+        shape = ctx.inputs[0].shape
+        h, w = (shape[2], shape[3]) if nchw else (shape[1], shape[2])
+        try:
+            top, bottom, _ = implicit_padding(h, sh, fh, padding)
+            left, right, _ = implicit_padding(w, sw, fw, padding)
+        except ValueError as e:
+            ctx.fail(str(e))
+    if min(left, right, top, bottom) < 0:
+        ctx.fail(f"padding ({left}, {right}, {top}, {bottom}) must not be negative")
+    if max(left, right) >= fw or max(top, bottom) >= fh:
+        ctx.fail(f"padding ({left}, {right}, {top}, {bottom}) must be smaller than the filter ({fw}, {fh})")
+    return PoolParams((top, bottom, left, right), (sh, sw), (fh, fw), fuse, nchw)
+
+
+def _windows(x: np.ndarray, p: PoolParams, pad_value) -> np.ndarray:
+    """(N, OH, OW, C, FH, FW) strided view of the windows over a padded NHWC array."""
+    top, bottom, left, right = p.pads
+    padded = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)), constant_values=pad_value)
+    win = sliding_window_view(padded, p.filter, axis=(1, 2))
+    return win[:, ::p.strides[0], ::p.strides[1]]
+
+
+def _counts(h: int, w: int, p: PoolParams) -> np.ndarray:
+    """Number of real (unpadded) input elements under each window, shape (OH, OW, 1)."""
+    ones = np.ones((1, h, w, 1), dtype=np.int64)
+    return _windows(ones, p, 0).sum(axis=(-2, -1))[0]
+
+
+def _run_pool(ctx, reduce):
+    """Shared driver: layout, shape checks, zero-sized batches, fuse and output type."""
+    p = pool_params(ctx)
+    inp = ctx.inputs[0]
+    x = to_nhwc(inp.array, p.nchw)
+    n, h, w, c = x.shape
+    if min(h, w, c) <= 0:
+        ctx.fail(f"only the batch dimension may be zero, got shape {list(inp.shape)}")
+    oh = explicit_out_size(h, p.strides[0], p.filter[0], p.pads[0], p.pads[1])
+    ow = explicit_out_size(w, p.strides[1], p.filter[1], p.pads[2], p.pads[3])
+    if oh <= 0 or ow <= 0:
+        ctx.fail(f"the {p.filter} filter does not fit the padded {h}x{w} input")
+    out = ctx.out_type()
+    if n == 0:
+        raw = np.zeros((0, oh, ow, c), dtype=out.dtype)
+    else:
+        try:
+            raw = apply_fuse(reduce(x, p, inp.code), p.fuse, out.code, out.scale, out.zero_point)
+        except ValueError as e:  # an invalid fuse code
+            ctx.fail(str(e))
+    return [from_nhwc(np.asarray(raw).astype(out.dtype), p.nchw)]
+
+
+def _float(x: np.ndarray) -> np.ndarray:
+    """float16 is computed in float32 (as Android does) and cast back by the caller."""
+    return x.astype(np.float32) if x.dtype == np.float16 else x
+
+
+def _window_mean(values: np.ndarray, p: PoolParams) -> np.ndarray:
+    counts = _counts(values.shape[1], values.shape[2], p)
+    return _windows(values, p, 0).sum(axis=(-2, -1)) / counts.astype(values.dtype)
+
+
+def _average(x, p: PoolParams, code):
+    if code not in QUANT8:
+        return _window_mean(_float(x), p)
+    sums = _windows(x.astype(np.int64), p, 0).sum(axis=(-2, -1))
+    counts = _counts(x.shape[1], x.shape[2], p)
+    # integer mean rounded half away from zero, like TFLite's (sum +- count/2) / count
+    return np.sign(sums) * ((np.abs(sums) + counts // 2) // counts)
+
+
+def _max(x, p: PoolParams, code):
+    lowest = np.iinfo(x.dtype).min if code in QUANT8 else -np.inf
+    return _windows(_float(x), p, lowest).max(axis=(-2, -1))
+
+
+def _l2(x, p: PoolParams, code):
+    xf = _float(x)
+    return np.sqrt(_window_mean(xf * xf, p))
+
+
+@kernel(Op.AVERAGE_POOL_2D)
+def average_pool_2d(ctx):
+    return _run_pool(ctx, _average)
+
+
+@kernel(Op.MAX_POOL_2D)
+def max_pool_2d(ctx):
+    return _run_pool(ctx, _max)
+
+
+@kernel(Op.L2_POOL_2D)
+def l2_pool_2d(ctx):
+    return _run_pool(ctx, _l2)
+

@@ -1,0 +1,109 @@
+"""RESIZE_BILINEAR and RESIZE_NEAREST_NEIGHBOR over the spatial axes of an NHWC view.
+
+Source coordinates are computed once per output row and column in float32,
+exactly as the Android reference (TFLite reference kernels) does, then the
+pixels are gathered with fancy indexing: no loop over pixels.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from nnapi.codes import OperandCode as C, OperationCode as Op
+
+from ..registry import kernel
+from .common import QUANT8, from_nhwc, round_half_away, to_nhwc
+
+_F32 = np.float32
+
+
+def _resize_args(ctx):
+    """(nhwc input, out_h, out_w, nchw, align_corners, half_pixel_centers), validated."""
+    nchw = bool(ctx.scalar(3, False))
+    align = bool(ctx.scalar(4, False))
+    half = bool(ctx.scalar(5, False))
+    if align and half:
+        ctx.fail("align_corners and half_pixel_centers cannot both be true")
+    inp = ctx.inputs[0]
+    if inp.array.ndim != 4:
+        ctx.fail(f"input must be 4-D, got shape {list(inp.shape)}")
+    x = to_nhwc(inp.array, nchw)
+    _, h, w, c = x.shape
+    if min(h, w, c) <= 0:
+        ctx.fail(f"only the batch dimension may be zero, got shape {list(inp.shape)}")
+    if ctx.inputs[1].code == C.INT32:
+        out_w, out_h = ctx.scalar(1), ctx.scalar(2)
+    else:  # scales: floor(in_size * scale) in float32 (float16 scales are widened first)
+        sw, sh = _F32(ctx.scalar(1)), _F32(ctx.scalar(2))
+        out_w = _floor_size(_F32(w) * sw)
+        out_h = _floor_size(_F32(h) * sh)
+    if out_h <= 0 or out_w <= 0:
+        ctx.fail(f"output size {out_h}x{out_w} must be positive")
+    return x, out_h, out_w, nchw, align, half
+
+
+def _floor_size(v) -> int:
+    return math.floor(v) if np.isfinite(v) else 0
+
+
+def _scale(in_size: int, out_size: int, align: bool):
+    """Source pixels per output pixel, in float32."""
+    if align and out_size > 1:
+        return _F32(in_size - 1) / _F32(out_size - 1)
+    return _F32(in_size) / _F32(out_size)
+
+
+def _nearest_index(in_size, out_size, align, half) -> np.ndarray:
+    pos = np.arange(out_size, dtype=_F32)
+    if half:
+        pos = pos + _F32(0.5)
+    src = pos * _scale(in_size, out_size, align)
+    idx = np.floor(src)
+    if align:  # roundf: src >= 0, so halves round up (src - floor is exact in float32)
+        idx = idx + (src - idx >= _F32(0.5))
+    idx = np.minimum(idx.astype(np.int64), in_size - 1)
+    return np.maximum(idx, 0) if half else idx
+
+
+def _bilinear_axis(in_size, out_size, align, half):
+    """(lower index, upper index, fractional weight) per output position, as float32 like TFLite."""
+    pos = np.arange(out_size, dtype=_F32)
+    scale = _scale(in_size, out_size, align)
+    src = (pos + _F32(0.5)) * scale - _F32(0.5) if half else pos * scale
+    floor = np.floor(src)
+    lo = np.maximum(floor.astype(np.int64), 0)
+    hi = np.minimum(np.ceil(src).astype(np.int64), in_size - 1)
+    return lo, hi, src - lo.astype(_F32)
+
+
+def _finish(ctx, out_nhwc, nchw):
+    return [from_nhwc(out_nhwc.astype(ctx.out_type().dtype), nchw)]
+
+
+@kernel(Op.RESIZE_NEAREST_NEIGHBOR)
+def resize_nearest_neighbor(ctx):
+    x, out_h, out_w, nchw, align, half = _resize_args(ctx)
+    iy = _nearest_index(x.shape[1], out_h, align, half)
+    ix = _nearest_index(x.shape[2], out_w, align, half)
+    return _finish(ctx, x[:, iy[:, None], ix[None, :], :], nchw)
+
+
+@kernel(Op.RESIZE_BILINEAR)
+def resize_bilinear(ctx):
+    x, out_h, out_w, nchw, align, half = _resize_args(ctx)
+    y0, y1, dy = _bilinear_axis(x.shape[1], out_h, align, half)
+    x0, x1, dx = _bilinear_axis(x.shape[2], out_w, align, half)
+    xf = x.astype(_F32)
+    dy = dy[None, :, None, None]
+    dx = dx[None, None, :, None]
+    one = _F32(1)
+
+    def px(rows, cols):
+        return xf[:, rows[:, None], cols[None, :], :]
+    # the reference kernel's float32 evaluation order, so quantized results round identically
+    out = (px(y0, x0) * (one - dy) * (one - dx) + px(y1, x0) * dy * (one - dx)
+           + px(y0, x1) * (one - dy) * dx + px(y1, x1) * dy * dx)
+    if ctx.inputs[0].code in QUANT8:
+        out = round_half_away(out)  # the reference rounds to nearest (CTS values are bit-exact)
+    return _finish(ctx, out, nchw)

@@ -1,0 +1,100 @@
+"""2-D pooling (AVERAGE/MAX/L2_POOL_2D) and image resizing (RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR)."""
+from __future__ import annotations
+
+from ..codes import FuseCode, OperandCode as C, OperationCode as Op, PaddingCode
+from . import register
+from .base import Form, OpSpec, TypeCase, arg, cases, opt, rank_in, same_quant
+
+_F32, _F16 = C.TENSOR_FLOAT32, C.TENSOR_FLOAT16
+_Q8, _Q8S = C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED
+
+# -- pooling ----------------------------------------------------------------------
+
+_EXPLICIT = [arg("input", "T"),
+             arg("pad_left", C.INT32), arg("pad_right", C.INT32),
+             arg("pad_top", C.INT32), arg("pad_bottom", C.INT32),
+             arg("stride_w", C.INT32), arg("stride_h", C.INT32),
+             arg("filter_w", C.INT32), arg("filter_h", C.INT32),
+             arg("fuse", C.INT32), opt("layout", C.BOOL, level=3)]
+_IMPLICIT = [arg("input", "T"), arg("padding", C.INT32),
+             arg("stride_w", C.INT32), arg("stride_h", C.INT32),
+             arg("filter_w", C.INT32), arg("filter_h", C.INT32),
+             arg("fuse", C.INT32), opt("layout", C.BOOL, level=3)]
+
+_POOL_FORMS = [Form("explicit", _EXPLICIT, [arg("output", "T")]),
+               Form("implicit", _IMPLICIT, [arg("output", "T")])]
+
+_POOL_QUANT_CASES = [TypeCase(1, T=_F32), TypeCase(1, T=_Q8), TypeCase(3, T=_F16), TypeCase(4, T=_Q8S)]
+
+
+def _pool_constants(v):
+    """Checks on constant window parameters (run-time values are checked by the kernel)."""
+    for name in ("stride_w", "stride_h", "filter_w", "filter_h"):
+        value = v.const(name)
+        if value is not None and value <= 0:
+            yield f"{name} must be positive, got {value}"
+    for name in ("pad_left", "pad_right", "pad_top", "pad_bottom"):
+        value = v.const(name)
+        if value is not None and value < 0:
+            yield f"{name} must not be negative, got {value}"
+    if v.form.name == "implicit" and v.const("padding") not in (None, PaddingCode.SAME, PaddingCode.VALID):
+        yield f"padding must be SAME (1) or VALID (2), got {v.const('padding')}"
+    if v.const("fuse") not in (None, *FuseCode):
+        yield f"invalid fuse code {v.const('fuse')}"
+
+
+def _pool(code, type_cases, doc):
+    return register(OpSpec(
+        code=code,
+        forms=_POOL_FORMS,
+        type_cases=type_cases,
+        rules=[rank_in("input", [4]), same_quant("input", "output"), _pool_constants],
+        doc=doc,
+    ))
+
+
+_pool(Op.AVERAGE_POOL_2D, _POOL_QUANT_CASES,
+      "mean over each filter window (padding excluded from the count), then fuse")
+_pool(Op.MAX_POOL_2D, _POOL_QUANT_CASES, "max over each filter window, then fuse")
+_pool(Op.L2_POOL_2D, [TypeCase(1, T=_F32), TypeCase(3, T=_F16)],
+      "sqrt(mean of squares) over each filter window, then fuse")
+
+
+# -- resizing ---------------------------------------------------------------------
+# The output size is two INT32 sizes, or (feature level 3) two float scales of
+# the input tensor's float type (FLOAT32 for quantized inputs): type variable S.
+
+_RESIZE_CASES = (
+    [TypeCase(1, T=_F32, S=C.INT32), TypeCase(3, T=_F32, S=C.FLOAT32)]
+    + cases(3, "S", C.INT32, C.FLOAT16, T=_F16)
+    + cases(3, "S", C.INT32, C.FLOAT32, T=_Q8)
+    + cases(4, "S", C.INT32, C.FLOAT32, T=_Q8S)
+)
+
+
+def _resize_args(layout_optional: bool) -> list:
+    layout = opt("layout", C.BOOL, level=3) if layout_optional else arg("layout", C.BOOL)
+    return [arg("input", "T"), arg("width", "S"), arg("height", "S"), layout,
+            opt("align_corners", C.BOOL, level=4), opt("half_pixel_centers", C.BOOL, level=4)]
+
+
+def _corner_flags(v):
+    """align_corners and half_pixel_centers are mutually exclusive."""
+    if v.const("align_corners") and v.const("half_pixel_centers"):
+        yield "align_corners and half_pixel_centers cannot both be true"
+
+
+def _resize(code, layout_optional, doc):
+    return register(OpSpec(
+        code=code,
+        forms=[Form("default", _resize_args(layout_optional), [arg("output", "T")])],
+        type_cases=_RESIZE_CASES,
+        rules=[rank_in("input", [4]), same_quant("input", "output"), _corner_flags],
+        doc=doc,
+    ))
+
+
+_resize(Op.RESIZE_BILINEAR, True,
+        "bilinear resize of the spatial dimensions to (height, width) sizes or scales")
+_resize(Op.RESIZE_NEAREST_NEIGHBOR, False,
+        "nearest-neighbor resize of the spatial dimensions to (height, width) sizes or scales")
