@@ -1,0 +1,65 @@
+"""MAXIMUM, MINIMUM, comparisons, LOGICAL_AND/OR/NOT and SELECT kernels (numpy broadcasting)."""
+from __future__ import annotations
+
+import numpy as np
+
+from nnapi.codes import OperationCode as Op
+
+from ..registry import kernel
+from .common import QUANT8, dequantize
+from .unary import requantize_to
+
+_COMPARE = {Op.EQUAL: np.equal, Op.NOT_EQUAL: np.not_equal, Op.GREATER: np.greater,
+            Op.GREATER_EQUAL: np.greater_equal, Op.LESS: np.less, Op.LESS_EQUAL: np.less_equal}
+_LOGICAL = {Op.LOGICAL_AND: np.logical_and, Op.LOGICAL_OR: np.logical_or}
+
+
+def _broadcast_or_fail(ctx, *values):
+    try:
+        return np.broadcast_shapes(*(v.shape for v in values))
+    except ValueError:
+        ctx.fail("input shapes " + " and ".join(str(list(v.shape)) for v in values) + " do not broadcast")
+
+
+@kernel(Op.MAXIMUM, Op.MINIMUM)
+def max_min(ctx):
+    a, b, out = ctx.inputs[0], ctx.inputs[1], ctx.out_type()
+    _broadcast_or_fail(ctx, a, b)
+    fn = np.maximum if ctx.step.code == Op.MAXIMUM else np.minimum
+    if a.code in QUANT8:
+        # the output may have its own scale: bring both inputs to it first (monotonic, so order is kept)
+        return [fn(requantize_to(a, out), requantize_to(b, out)).astype(out.dtype)]
+    return [fn(a.array, b.array).astype(out.dtype)]
+
+
+@kernel(*_COMPARE)
+def compare(ctx):
+    """Quantized inputs may have different scales: compare their real values (float32, as Android)."""
+    a, b = ctx.inputs[0], ctx.inputs[1]
+    _broadcast_or_fail(ctx, a, b)
+    x, y = a.array, b.array
+    if a.code in QUANT8:
+        x, y = dequantize(x, a.scale, a.zero_point), dequantize(y, b.scale, b.zero_point)
+    return [_COMPARE[ctx.step.code](x, y)]
+
+
+@kernel(*_LOGICAL)
+def logical(ctx):
+    _broadcast_or_fail(ctx, ctx.inputs[0], ctx.inputs[1])
+    return [_LOGICAL[ctx.step.code](ctx.inputs[0].array, ctx.inputs[1].array)]
+
+
+@kernel(Op.LOGICAL_NOT)
+def logical_not(ctx):
+    return [np.logical_not(ctx.inputs[0].array)]
+
+
+@kernel(Op.SELECT)
+def select(ctx):
+    cond, a, b, out = ctx.inputs[0], ctx.inputs[1], ctx.inputs[2], ctx.out_type()
+    if not cond.shape == a.shape == b.shape:
+        ctx.fail(f"condition {list(cond.shape)}, input1 {list(a.shape)} and input2 {list(b.shape)} "
+                 f"must have the same shape")
+    if a.code in QUANT8:
+        return [np.where(cond.array, requantize_to(a, out), requantize_to(b, out)).astype(out.dtype)]
+    return [np.where(cond.array, a.array, b.array).astype(out.dtype)]
