@@ -23,7 +23,7 @@ def _level_rows(r: dict):
     for lv in LEVELS:
         s = r["per_feature_level"][lv]
         yield (lv, f"{s['supported_nodes']}/{s['nodes']}", _pct(s["supported_fraction"]),
-               _pct(s["supported_macs_fraction"]), str(s["partitions"]),
+               _pct(s["supported_macs_fraction"]) if s["macs"] else "-", str(s["partitions"]),
                ", ".join(f"{b['index']}:{b['op']}" for b in s["blocking_nodes"][:6])
                + (" ..." if len(s["blocking_nodes"]) > 6 else ""))
 
