@@ -1,7 +1,8 @@
 """Regenerate the bundled sample models:  python -m samples.make_samples
 
 demo.nnapi: a small float32 NNAPI model, y = relu6((x + bias) * gain) - shift,
-built with the public nnapi.Model API (used by `nnapi demo`).
+built with the public nnapi.Model API (used by the inspect/run tests).
+demo.tflite: the same computation as a TFLite model (the demo's fallback sample).
 """
 from __future__ import annotations
 
@@ -47,9 +48,24 @@ def build_demo_model() -> nnapi.Model:
     return m
 
 
+def build_demo_tflite() -> bytes:
+    from converters.tflite.authoring import GraphBuilder
+    bias, gain, shift = demo_constants()
+    g = GraphBuilder()
+    x = g.input("x", SHAPE)
+    t1, t2, y = (g.tensor(n, SHAPE) for n in ("x_plus_bias", "scaled", "y"))
+    g.op("ADD", [x, g.const("bias", bias)], [t1], "AddOptions")
+    g.op("MUL", [t1, g.const("gain", gain)], [t2], "MulOptions", fused_activation_function="RELU6")
+    g.op("SUB", [t2, g.const("shift", shift)], [y], "SubOptions")
+    g.output(y)
+    return g.finish()
+
+
 def main() -> None:
+    from nnapi.serialize import atomic_write
     nnapi.save(build_demo_model(), HERE / "demo.nnapi")
-    print(f"wrote {HERE / 'demo.nnapi'}")
+    atomic_write(HERE / "demo.tflite", build_demo_tflite())
+    print(f"wrote {HERE / 'demo.nnapi'} and {HERE / 'demo.tflite'}")
 
 
 if __name__ == "__main__":
