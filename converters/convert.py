@@ -12,6 +12,7 @@ from nnapi import NnapiError
 from nnapi.ops import SPECS
 
 from .context import ConversionContext
+from .folding import fold_source
 from .registry import Reason, Supported, Unsupported, lookup
 from .source_graph import SourceGraph, SourceModel, SourceNode
 
@@ -34,6 +35,7 @@ class NodeResult:
     min_feature_level: Optional[int] = None
     reason_code: Optional[str] = None
     reason: Optional[str] = None
+    note: str = ""
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -110,8 +112,15 @@ def _spec_reason(problem: str) -> Reason:
     return Reason.OPERAND_TYPE
 
 
+def prepare_source(source: SourceModel, input_shapes=None) -> None:
+    """Fold what is known before run time (once per source model)."""
+    fold_source(source, lambda g: _new_context(source, g, 8, input_shapes))
+
+
 def check_node(source: SourceModel, g: int, node: SourceNode, feature_level: int, input_shapes=None):
     """Supported(min level, emitted op names) or Unsupported for one node at `feature_level`."""
+    if node.folded:
+        return Supported(1, [], "folded into constants at conversion")
     ctx = _new_context(source, g, feature_level, input_shapes)
     try:
         emitted = _run_converter(node, ctx)
@@ -140,7 +149,7 @@ def _node_result(g: int, node: SourceNode, graph: SourceGraph, verdict) -> NodeR
     r = NodeResult(g, node.index, node.op, node.version, node.name, names(node.inputs), names(node.outputs),
                    isinstance(verdict, Supported))
     if isinstance(verdict, Supported):
-        r.nnapi_ops, r.min_feature_level = verdict.emits, verdict.min_feature_level
+        r.nnapi_ops, r.min_feature_level, r.note = verdict.emits, verdict.min_feature_level, verdict.note
     else:
         r.reason_code, r.reason = verdict.reason.value, verdict.detail
         r.min_feature_level = verdict.feature_level_needed
@@ -148,6 +157,7 @@ def _node_result(g: int, node: SourceNode, graph: SourceGraph, verdict) -> NodeR
 
 
 def check_graph(source: SourceModel, feature_level: int, input_shapes=None, g: int = 0) -> list:
+    prepare_source(source, input_shapes)
     graph = source.graphs[g]
     return [_node_result(g, n, graph, check_node(source, g, n, feature_level, input_shapes)) for n in graph.nodes]
 
@@ -168,6 +178,8 @@ def partition(graph: SourceGraph, results: list) -> tuple[list, list]:
         parts.append(run)
     out = []
     for nodes in parts:
+        if all(graph.nodes[k].folded for k in nodes):
+            continue  # only constants: nothing for NNAPI to run
         inside = set(nodes)
         produced = {t for k in nodes for t in graph.nodes[k].outputs}
         inputs, seen = [], set()
@@ -177,7 +189,8 @@ def partition(graph: SourceGraph, results: list) -> tuple[list, list]:
                     seen.add(t)
                     inputs.append(t)
         used_outside = {t for n in graph.nodes if n.index not in inside for t in n.inputs}
-        outputs = [t for k in nodes for t in graph.nodes[k].outputs if t in used_outside or t in graph.outputs]
+        outputs = [t for k in nodes for t in graph.nodes[k].outputs
+                   if (t in used_outside or t in graph.outputs) and not graph.tensors[t].is_constant]
         out.append(Partition(nodes, inputs, outputs))
     return out, fallback
 
@@ -195,7 +208,8 @@ def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: 
     for t in inputs:
         ctx.operand(t)  # model inputs first, in the source order
     for k in node_indexes:
-        _run_converter(graph.nodes[k], ctx)
+        if not graph.nodes[k].folded:
+            _run_converter(graph.nodes[k], ctx)
     missing = [t for t in ctx.free_inputs if t not in inputs]
     if missing:
         names = ", ".join(repr(graph.tensors[t].name) for t in missing)
@@ -223,6 +237,7 @@ def build_subgraph_model(source: SourceModel, k: int, feature_level: int, cache:
             raise Unsupported(Reason.INVALID, f"subgraph {k} refers to itself")
         return cache[k]
     cache[k] = None
+    prepare_source(source)
     graph = source.graphs[k]
     for node in graph.nodes:
         verdict = check_node(source, k, node, feature_level)

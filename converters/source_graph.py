@@ -40,6 +40,7 @@ class SourceTensor:
     data: Optional[np.ndarray] = None  # constant value (a read-only view) or None
     is_variable: bool = False
     shape_signature: Optional[tuple] = None  # TFLite: -1 where the model leaves a dimension dynamic
+    unsupported_type: Optional[str] = None   # a source type with no numpy/NNAPI equivalent (e.g. INT4)
 
     @property
     def is_constant(self) -> bool:
@@ -69,6 +70,7 @@ class SourceNode:
     domain: str = ""                 # ONNX domain; "" for TFLite builtins
     name: str = ""
     subgraphs: dict = field(default_factory=dict)  # attribute name -> subgraph index (IF/WHILE bodies)
+    folded: bool = False             # computed at conversion time (converters/folding.py): emits nothing
 
     def label(self) -> str:
         return f"node {self.index} ({self.op}{' ' + repr(self.name) if self.name else ''})"

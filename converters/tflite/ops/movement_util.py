@@ -4,12 +4,13 @@ shapes, axis handling, constant folding and the small emission patterns
 (reshape, slice, concatenate, tile, gather) the lowerings are built from."""
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
 from nnapi import OperandCode as C, OperandType, OperationCode as Op
 
+from ...folding import folder as _shared_folder
 from ...registry import Reason, Unsupported
 
 # TFLite tensor types the context maps to NNAPI (others, e.g. INT4, read as raw bytes and must not pass)
@@ -37,9 +38,7 @@ def static_shape(ctx, i: int) -> tuple:
     """The fully known shape of tensor i (rank 0 reads as [1]), or DYNAMIC_SHAPE."""
     t = ctx.tensor(i)
     shape = ctx.shape(i)
-    dynamic = t.shape is None or (t.shape_signature is not None and -1 in t.shape_signature
-                                  and t.name not in ctx.input_shapes)
-    if dynamic or any(d <= 0 for d in (t.shape or ())) and not t.is_constant:
+    if t.shape is None or 0 in shape:
         raise Unsupported(Reason.DYNAMIC_SHAPE, f"tensor {t.name!r} has no static shape ({t.describe()})")
     return shape
 
@@ -52,41 +51,19 @@ def true_rank(ctx, i: int) -> int:
     return len(t.shape)
 
 
-# op name -> fn(node, ctx) -> list of output arrays, for nodes whose outputs are known statically
-FOLDERS: dict[str, Callable] = {}
-
-
 def folder(*ops: str):
-    def deco(fn):
-        for op in ops:
-            FOLDERS[op] = fn
-        return fn
-    return deco
-
-
-def _producer(ctx, i: int):
-    for node in ctx.graph.nodes:
-        if i in node.outputs:
-            return node
-    return None
+    """Register a TFLite folder with the conversion-wide constant folding (converters/folding.py)."""
+    return _shared_folder("tflite", *ops)
 
 
 def static_value(ctx, i: int, what: str) -> np.ndarray:
-    """The value of tensor i when known before run time: a constant, or the output of a
-    foldable node (SHAPE, RANK, RANGE, FILL, ONE_HOT) whose own inputs are static."""
+    """The value of tensor i when known before run time: a constant of the model, or the output
+    of a node folded before conversion (SHAPE, RANK, RANGE, FILL, ONE_HOT, DEQUANTIZE, ...)."""
     if i < 0:
         raise Unsupported(Reason.INVALID, f"{what} is absent")
     t = ctx.tensor(i)
     if t.is_constant:
         return np.asarray(t.data)
-    node = _producer(ctx, i)
-    if node is not None and node.op in FOLDERS:
-        try:
-            values = FOLDERS[node.op](node, ctx)
-        except Unsupported:
-            values = None
-        if values is not None:
-            return values[node.outputs.index(i)]
     raise Unsupported(Reason.NON_CONSTANT_OPERAND, f"{what} tensor {t.name!r} must be a constant")
 
 
@@ -165,7 +142,12 @@ def constant_output(ctx, t: int, array: np.ndarray) -> None:
 
 # -- emission patterns ---------------------------------------------------------------------
 
-def reshape(ctx, x: int, out: int, shape: Sequence[int]) -> None:
+def reshape(ctx, x: int, out: int, shape: Sequence[int], int32_level: Optional[int] = None) -> None:
+    """RESHAPE to a constant shape. It takes int32 only from level 6: for int32 tensors below it,
+    `int32_level` names the level at which the caller's other emission takes over."""
+    if int32_level is not None and ctx.feature_level < 6 and ctx.model.operands[x].type.code == C.TENSOR_INT32:
+        raise Unsupported(Reason.FEATURE_LEVEL, f"this reshape of an int32 tensor needs NNAPI feature level "
+                                                f"{int32_level}", int32_level)
     ctx.emit_form(Op.RESHAPE, "default", [out], input=x, shape=ctx.const(np.asarray(shape, np.int32)))
 
 
@@ -173,7 +155,13 @@ def concat(ctx, parts: Sequence[int], axis: int, out: int) -> None:
     ctx.emit(Op.CONCATENATION, list(parts) + [ctx.i32(axis)], [out])
 
 
-def strided_slice(ctx, x: int, out: int, begin, end, strides, end_mask: int = 0, shrink: int = 0) -> None:
+def strided_slice(ctx, x: int, out: int, begin, end, strides, end_mask: int = 0, shrink: int = 0,
+                  int32_level: Optional[int] = None) -> None:
+    """STRIDED_SLICE (level 2). It has no int32 form: for int32 tensors, `int32_level` names the level
+    at which the caller's other emission takes over."""
+    if int32_level is not None and ctx.model.operands[x].type.code == C.TENSOR_INT32:
+        raise Unsupported(Reason.FEATURE_LEVEL, f"this slice of an int32 tensor needs NNAPI feature level "
+                                                f"{int32_level}", int32_level)
     vec = lambda v: ctx.const(np.asarray(v, np.int32))  # noqa: E731
     ctx.emit_form(Op.STRIDED_SLICE, "default", [out], input=x, begin=vec(begin), end=vec(end), strides=vec(strides),
                   begin_mask=ctx.i32(0), end_mask=ctx.i32(end_mask), shrink_axis_mask=ctx.i32(shrink))
@@ -185,7 +173,7 @@ def slice_static(ctx, x: int, out: int, begin: Sequence[int], size: Sequence[int
         vec = lambda v: ctx.const(np.asarray(v, np.int32))  # noqa: E731
         ctx.emit_form(Op.SLICE, "default", [out], input=x, begin=vec(begin), size=vec(size))
     else:
-        strided_slice(ctx, x, out, begin, [b + s for b, s in zip(begin, size)], [1] * len(begin))
+        strided_slice(ctx, x, out, begin, [b + s for b, s in zip(begin, size)], [1] * len(begin), int32_level=3)
 
 
 def gather_const(ctx, x: int, axis: int, indices: Sequence[int], out: int) -> None:
@@ -196,9 +184,14 @@ def gather_const(ctx, x: int, axis: int, indices: Sequence[int], out: int) -> No
 def tile(ctx, like: int, x: int, shape: Sequence[int], multiples: Sequence[int], out: int) -> None:
     """np.tile(x, multiples) of a static-shape x: TILE from level 3, else one CONCATENATION of
     copies per repeated axis (level 1; exact, concatenation only moves values)."""
-    if ctx.feature_level >= 3 or all(m == 1 for m in multiples):
+    if all(m == 1 for m in multiples):
+        reshape(ctx, x, out, shape)  # nothing repeats: a copy
+        return
+    if ctx.feature_level >= 3:
         ctx.emit_form(Op.TILE, "default", [out], input=x, multiples=ctx.const(np.asarray(multiples, np.int32)))
         return
+    if ctx.model.operands[x].type.code == C.TENSOR_INT32:
+        raise Unsupported(Reason.FEATURE_LEVEL, "TILE of an int32 tensor needs NNAPI feature level 3", 3)
     if any(m < 1 for m in multiples):
         raise Unsupported(Reason.FEATURE_LEVEL, "TILE with a zero multiple needs NNAPI feature level 3", 3)
     shape = list(shape)
