@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 
 EXIT_OK, EXIT_MISMATCH, EXIT_UNSUPPORTED, EXIT_INVALID, EXIT_MISSING_DEPENDENCY = 0, 1, 2, 3, 4
+# `nnapi run` refuses a model input or output larger than this (a corrupted shape, not a real model)
+MAX_RUN_TENSOR_BYTES = 1 << 31
 
 
 class CliError(Exception):
@@ -60,6 +62,7 @@ def random_inputs(model, seed: int = 0) -> list[np.ndarray]:
         if t.is_tensor and (not dims or 0 in dims):
             raise CliError(f"input operand {i} ({model.operands[i].name or 'unnamed'}) has unknown dimensions "
                            f"{list(dims)}; pass --inputs with concrete arrays")
+        _check_run_size(t, f"input operand {i} ({model.operands[i].name or 'unnamed'})")
         if t.code in QUANT_RANGE:
             lo, hi = QUANT_RANGE[t.code]
             arrays.append(rng.integers(lo, hi + 1, size=dims).astype(t.dtype))
@@ -70,6 +73,13 @@ def random_inputs(model, seed: int = 0) -> list[np.ndarray]:
         else:
             arrays.append(rng.integers(0, 4, size=dims).astype(t.dtype))
     return arrays
+
+
+def _check_run_size(otype, what: str) -> None:
+    nbytes = otype.byte_size()
+    if nbytes is not None and nbytes > MAX_RUN_TENSOR_BYTES:
+        raise CliError(f"{what} {otype.describe()} needs {nbytes} bytes, more than `nnapi run` allocates "
+                       f"({MAX_RUN_TENSOR_BYTES})")
 
 
 def run_model(model, inputs: list[np.ndarray]) -> list[np.ndarray]:
@@ -83,6 +93,7 @@ def run_model(model, inputs: list[np.ndarray]) -> list[np.ndarray]:
     outs = []
     for k, o in enumerate(model.outputs):
         t = model.operands[o].type
+        _check_run_size(t, f"output operand {o} ({model.operands[o].name or 'unnamed'})")
         size = t.element_count() or 0
         buf = np.zeros(max(size, 1 << 16), dtype=t.dtype)  # room for dynamic shapes
         outs.append(buf)
@@ -306,6 +317,20 @@ def cmd_bench(args) -> int:
     return EXIT_OK
 
 
+def cmd_export(args) -> int:
+    from .export import ExportError, export_c
+    try:
+        paths = export_c(args.model, args.output, name=args.name, feature_level=args.feature_level)
+    except ExportError as e:
+        if e.details:
+            print(f"nnapi export: {e}:", file=sys.stderr)
+            print("\n".join(f"  {d}" for d in e.details), file=sys.stderr)
+            return e.exit_code
+        raise CliError(str(e), e.exit_code) from None
+    print(f"wrote {args.output}: " + ", ".join(p.name for p in paths))
+    return EXIT_OK
+
+
 def cmd_demo(args) -> int:
     from samples import demo
     return demo.run(out=sys.stdout)
@@ -407,6 +432,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", metavar="FILE")
     s.set_defaults(func=cmd_bench)
 
+    s = sub.add_parser(
+        "export", help="generate Android NDK C code that rebuilds the model on a device",
+        description="Writes DIR/PREFIX_model.h, PREFIX_model.c (builds the model with the NDK's NeuralNetworks API, "
+                    "compiles it and runs one inference), PREFIX_weights.bin (constants over 128 bytes, "
+                    "memory-mapped at run time) and README.md (CMake lines, minimum Android API level). A .tflite/"
+                    ".onnx model is converted first and must convert completely. DIR is written atomically and "
+                    "only replaced when empty or written by a previous export. Exit 0 ok, 2 unsupported source "
+                    "nodes (or a model above --feature-level), 3 invalid model or arguments.")
+    s.add_argument("model", help="the model (.nnapi, .tflite or .onnx)")
+    s.add_argument("--target", choices=["c"], default="c", help="what to generate (only c: NDK C11)")
+    s.add_argument("-o", "--output", required=True, metavar="DIR", help="the folder to write")
+    s.add_argument("--feature-level", type=int, choices=range(1, 9), metavar="N",
+                   help="target NNAPI feature level 1-8 (conversion target; refuse models needing more)")
+    s.add_argument("--name", default="model", metavar="PREFIX",
+                   help="C identifier prefix of the generated files and functions (default: model)")
+    s.set_defaults(func=cmd_export)
+
     s = sub.add_parser("demo", help="the main job on a bundled sample model")
     s.set_defaults(func=cmd_demo)
     return p
@@ -431,6 +473,10 @@ def main(argv=None) -> int:
         print(f"nnapi {args.command}: error: optional dependency missing: {e.name} "
               f"(pip install \"nnapi-convert[runtimes]\")", file=sys.stderr)
         return EXIT_MISSING_DEPENDENCY
+    except MemoryError:
+        print(f"nnapi {args.command}: error: out of memory (the model needs more memory than is available)",
+              file=sys.stderr)
+        return EXIT_INVALID
     except KeyboardInterrupt:
         print(f"nnapi {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -83,6 +83,9 @@ class ConversionContext:
         dt = np.dtype(t.dtype)
         q = t.quant
         label = f"tensor {t.name!r}"
+        if t.unsupported_type is not None:
+            raise Unsupported(Reason.OPERAND_TYPE, f"{label} has type {t.unsupported_type}, which NNAPI has no "
+                                                   f"type for")
         if dt == np.float32:
             return OperandType(C.TENSOR_FLOAT32, dims), None
         if dt == np.float16:
@@ -97,8 +100,8 @@ class ConversionContext:
                 return OperandType(C.TENSOR_INT32, dims), None
             raise Unsupported(Reason.OPERAND_TYPE, f"{label} is int64, which NNAPI has no type for")
         if dt == np.uint8:
-            if q is None:
-                raise Unsupported(Reason.QUANTIZATION_TYPE, f"{label} is uint8 without quantization parameters")
+            if q is None:  # raw bytes (e.g. an image before CAST): real value == stored value
+                return OperandType(C.TENSOR_QUANT8_ASYMM, dims, 1.0, 0), None
             return OperandType(C.TENSOR_QUANT8_ASYMM, dims, q.scale, q.zero_point), None
         if dt == np.int8:
             if q is None:
@@ -161,6 +164,18 @@ class ConversionContext:
         self.operand_of[i] = idx
         self.tensor_of[idx] = i
         self._note_rewrite(i, otype)
+        return idx
+
+    def bind_output(self, i: int, otype: OperandType, note: Optional[str] = None) -> int:
+        """The operand for output tensor i with a type the converter chose (e.g. int64 indices as
+        int32); `note` documents the boundary conversion when the tensor is a model output."""
+        if i in self.operand_of:
+            raise Unsupported(Reason.INVALID, f"tensor {self.tensor(i).name!r} is written twice")
+        idx = self.model.add_operand(otype, name=self.tensor(i).name)
+        self.operand_of[i] = idx
+        self.tensor_of[idx] = i
+        if note:
+            self.io_rewrites[i] = note
         return idx
 
     def _note_rewrite(self, i: int, otype: OperandType) -> None:

@@ -91,17 +91,7 @@ def temp(ctx, like: int, shape: Sequence[int], suffix: str) -> int:
 
 
 def bind_output(ctx, t: int, otype: OperandType, note: Optional[str] = None) -> int:
-    """The operand for output tensor t with a type chosen here (int64 -> int32, raw uint8 flags).
-
-    Works around ConversionContext.output, which only knows the tensor's own type."""
-    if t in ctx.operand_of:
-        raise Unsupported(Reason.INVALID, f"tensor {ctx.tensor(t).name!r} is written twice")
-    idx = ctx.model.add_operand(otype, name=ctx.tensor(t).name)
-    ctx.operand_of[t] = idx
-    ctx.tensor_of[idx] = t
-    if note:
-        ctx.io_rewrites[t] = note
-    return idx
+    return ctx.bind_output(t, otype, note)
 
 
 def constant_type(ctx, t: int, array: np.ndarray) -> tuple[OperandType, np.ndarray]:

@@ -1,0 +1,624 @@
+"""Generate PREFIX_model.h / PREFIX_model.c / PREFIX_weights.bin for one finished nnapi.Model.
+
+The C rebuilds exactly the model's subgraphs through the NDK: the same
+operands (type, dimensions, scale, zero point, per-channel parameters), the
+same values (small ones from static arrays, large ones from the memory-mapped
+weights file), the same operations, inputs/outputs and relax flag. Referenced
+subgraphs (IF/WHILE) are built and finished before the models that reference
+them, in dependency order. Every NNAPI result is checked; on failure
+everything created is freed and the first error code is returned.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from nnapi import Model
+from nnapi.codes import MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES, Lifetime
+from nnapi.ops import SPECS
+
+from . import names
+from .c_writer import c_array, comment, comment_text, float_literal, string_literal, u32_list, wrap_items
+
+WEIGHTS_ALIGN = 64  # offsets of values in the weights file (NNAPI asks for at least the element size)
+
+
+@dataclass
+class Layout:
+    """Where everything goes: subgraph numbering, build order and the weights file."""
+
+    subgraphs: list                      # [main] + referenced models (the numbering used in the C comments)
+    build_order: list                    # subgraph numbers, dependencies first, main (0) last
+    weights: bytearray = field(default_factory=bytearray)
+    offsets: dict = field(default_factory=dict)  # (subgraph number, operand index) -> (offset, length)
+
+    def number_of(self, model: Model) -> int:
+        return next(k for k, m in enumerate(self.subgraphs) if m is model)
+
+
+def plan(model: Model) -> Layout:
+    subgraphs = [model] + model.referenced_models
+    layout = Layout(subgraphs, [])
+    number = {id(m): k for k, m in enumerate(subgraphs)}
+    done: set = set()
+
+    def visit(m: Model) -> None:  # post-order: a model after every model it references
+        if id(m) in done:
+            return
+        done.add(id(m))
+        for opnd in m.operands:
+            if opnd.subgraph is not None:
+                visit(opnd.subgraph)
+        layout.build_order.append(number[id(m)])
+    visit(model)
+    for k, m in enumerate(subgraphs):
+        for i, opnd in enumerate(m.operands):
+            if opnd.is_constant:
+                data = np.ascontiguousarray(opnd.value).tobytes()
+                if len(data) > MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES:
+                    offset = -len(layout.weights) % WEIGHTS_ALIGN + len(layout.weights)
+                    layout.weights.extend(b"\0" * (offset - len(layout.weights)))
+                    layout.weights.extend(data)
+                    layout.offsets[(k, i)] = (offset, len(data))
+    return layout
+
+
+# -- reading a model for the comments -------------------------------------------------
+
+def _argument_names(model: Model, k: int) -> tuple[list, list]:
+    """Per position, the op spec's argument name of each input and output of operation k (None if unknown)."""
+    op = model.operations[k]
+    spec = SPECS.get(op.code)
+    view = spec.view(model, k) if spec else None
+    if view is None:
+        return [None] * len(op.inputs), [None] * len(op.outputs)
+    result = []
+    for args, mapping, count in ((view.form.inputs, view._in, len(op.inputs)),
+                                 (view.form.outputs, view._out, len(op.outputs))):
+        labels = []
+        for a in args:
+            idx = mapping.get(a.name)
+            if idx is None:
+                continue
+            if isinstance(idx, list):
+                labels.extend(f"{a.name}[{j}]" for j in range(len(idx)))
+            else:
+                labels.append(a.name)
+        labels += [None] * (count - len(labels))
+        result.append(labels[:count])
+    return result[0], result[1]
+
+
+def _uses(model: Model) -> dict:
+    """operand index -> [(operation index, argument name)] for every operation input."""
+    uses: dict = {}
+    for k, op in enumerate(model.operations):
+        in_names, _ = _argument_names(model, k)
+        for i, n in zip(op.inputs, in_names):
+            uses.setdefault(i, []).append((k, n))
+    return uses
+
+
+def _label(model: Model, i: int) -> str:
+    name = model.operands[i].name
+    return f"#{i}" + (f" {string_literal(name)}" if name else "")
+
+
+# -- the C source ----------------------------------------------------------------------
+
+class SourceWriter:
+    """Writes PREFIX_model.c."""
+
+    def __init__(self, model: Model, prefix: str, layout: Layout):
+        self.model, self.prefix, self.layout = model, prefix, layout
+        self.lines: list[str] = []
+
+    def emit(self, line: str = "") -> None:
+        self.lines.append(line)
+
+    def text(self) -> str:
+        p, m = self.prefix, self.model
+        n_sub = len(self.layout.subgraphs) - 1
+        self.emit(f"/*")
+        self.emit(f" * {p}_model.c: rebuilds the NNAPI model {comment_text(m.name or p)} on a device.")
+        self.emit(f" * Generated by `nnapi export --target c`; see {p}_model.h for the API.")
+        self.emit(f" * {len(m.operands)} operands, {len(m.operations)} operations"
+                  + (f", {n_sub} referenced subgraph(s)" if n_sub else "")
+                  + f"; needs feature level {m.min_feature_level()}.")
+        self.emit(f" */")
+        self.emit("#define _POSIX_C_SOURCE 200809L /* open, fstat, close */")
+        self.emit()
+        self.emit(f'#include "{p}_model.h"')
+        self.emit()
+        for h in ("fcntl.h", "stddef.h", "stdint.h", "string.h", "sys/mman.h", "sys/stat.h", "unistd.h"):
+            self.emit(f"#include <{h}>")
+        self.emit()
+        self.emit("/* Return the NNAPI result of `call` from the enclosing function unless it is NO_ERROR. */")
+        self.emit("#define CHECK(call)                                 \\")
+        self.emit("    do {                                            \\")
+        self.emit("        int check_rc_ = (call);                     \\")
+        self.emit("        if (check_rc_ != ANEURALNETWORKS_NO_ERROR) { \\")
+        self.emit("            return check_rc_;                       \\")
+        self.emit("        }                                           \\")
+        self.emit("    } while (0)")
+        self.emit()
+        self.emit("static int add_operand(ANeuralNetworksModel* model, int32_t type, uint32_t rank, "
+                  "const uint32_t* dimensions,")
+        self.emit("                       float scale, int32_t zero_point) {")
+        self.emit("    ANeuralNetworksOperandType t;")
+        self.emit("    memset(&t, 0, sizeof t);")
+        self.emit("    t.type = type;")
+        self.emit("    t.dimensionCount = rank;")
+        self.emit("    t.dimensions = rank ? dimensions : NULL;")
+        self.emit("    t.scale = scale;")
+        self.emit("    t.zeroPoint = zero_point;")
+        self.emit("    return ANeuralNetworksModel_addOperand(model, &t);")
+        self.emit("}")
+        for k in range(len(self.layout.subgraphs)):
+            self.emit()
+            self._subgraph(k)
+        self.emit()
+        self._create()
+        self._io_functions()
+        self._compile_and_run()
+        return "\n".join(self.lines) + "\n"
+
+    # one build function per subgraph
+    def _subgraph(self, k: int) -> None:
+        m = self.layout.subgraphs[k]
+        title = "the main model" if k == 0 else f"subgraph {k}"
+        self.emit(f"/* Builds {title}{' ' + comment_text(string_literal(m.name)) if m.name else ''}: "
+                  f"{len(m.operands)} operands, {len(m.operations)} operations. */")
+        self.emit(f"static int build_subgraph_{k}(ANeuralNetworksModel* model, const ANeuralNetworksMemory* weights,")
+        self.emit(f"                             ANeuralNetworksModel* const* subgraphs) {{")
+        self.emit("    (void)weights;")
+        self.emit("    (void)subgraphs;")
+        uses = _uses(m)
+        role = {i: f"model input {j}" for j, i in enumerate(m.inputs)}
+        role.update({i: f"model output {j}" for j, i in enumerate(m.outputs)})
+        self.emit()
+        self.emit("    /* operands */")
+        for i, opnd in enumerate(m.operands):
+            writer = m.writer_of(i)
+            written = f"output of [{writer}] {m.operations[writer].code.name}" if writer is not None else None
+            self._operand(m, i, role.get(i) or written or self._use_text(m, uses.get(i)))
+        for i, opnd in enumerate(m.operands):
+            if opnd.channel_quant is not None:
+                self._channel_quant(m, i)
+        if any(o.is_constant or o.is_omitted or o.lifetime is Lifetime.SUBGRAPH for o in m.operands):
+            self.emit()
+            self.emit("    /* operand values */")
+        for i, opnd in enumerate(m.operands):
+            first = (uses.get(i) or [(None, None)])[0][1]
+            if opnd.is_constant:
+                self._value(k, m, i, first)
+            elif opnd.is_omitted:
+                self.emit(f"    CHECK(ANeuralNetworksModel_setOperandValue(model, {i}, NULL, 0)); "
+                          f"{comment(_label(m, i) + ': omitted ' + (first or 'optional operand'))}")
+            elif opnd.lifetime is Lifetime.SUBGRAPH:
+                ref = self.layout.number_of(opnd.subgraph)
+                slot = self._slot(ref)
+                self.emit(f"    CHECK(ANeuralNetworksModel_setOperandValueFromModel(model, {i}, subgraphs[{slot}])); "
+                          f"{comment(_label(m, i) + ': ' + (first or 'subgraph') + ' = subgraph ' + str(ref))}")
+        if m.operations:
+            self.emit()
+            self.emit("    /* operations */")
+        for j, op in enumerate(m.operations):
+            in_names, out_names = _argument_names(m, j)
+            outs = ", ".join(_label(m, o) for o in op.outputs)
+            self.emit(f"    {{ {comment(f'[{j}] {op.code.name} -> {outs}')}")
+            self.emit(f"        static const uint32_t in[] = {u32_list(op.inputs, in_names)};")
+            self.emit(f"        static const uint32_t out[] = {u32_list(op.outputs, out_names)};")
+            self.emit(f"        CHECK(ANeuralNetworksModel_addOperation(model, {names.operation_type(op.code)}, "
+                      f"{len(op.inputs)}, {'in' if op.inputs else 'NULL'}, {len(op.outputs)}, out));")
+            self.emit("    }")
+        self.emit()
+        self.emit("    { /* model inputs and outputs */")
+        if m.inputs:
+            self.emit(f"        static const uint32_t in[] = {u32_list(m.inputs)};")
+        self.emit(f"        static const uint32_t out[] = {u32_list(m.outputs)};")
+        self.emit(f"        CHECK(ANeuralNetworksModel_identifyInputsAndOutputs(model, {len(m.inputs)}, "
+                  f"{'in' if m.inputs else 'NULL'}, {len(m.outputs)}, out));")
+        self.emit("    }")
+        if m.relaxed:
+            self.emit("    CHECK(ANeuralNetworksModel_relaxComputationFloat32toFloat16(model, true));")
+        self.emit("    return ANeuralNetworksModel_finish(model);")
+        self.emit("}")
+
+    def _slot(self, number: int) -> int:
+        """Index into PREFIX_Model.subgraphs of subgraph `number` (1-based numbering, slot = number - 1)."""
+        return number - 1
+
+    @staticmethod
+    def _use_text(m: Model, uses) -> str:
+        if not uses:
+            return ""
+        k, n = uses[0]
+        more = f" (+{len(uses) - 1} more uses)" if len(uses) > 1 else ""
+        return f"{n or 'input'} of [{k}] {m.operations[k].code.name}{more}"
+
+    def _operand(self, m: Model, i: int, role: str) -> None:
+        t = m.operands[i].type
+        what = _label(m, i) + (f": {role}" if role else "")
+        args = f"{names.operand_type(t.code)}, {len(t.dimensions)}, {{dims}}, "
+        args += f"{float_literal(t.scale)}, {t.zero_point}"
+        if t.dimensions:
+            self.emit(f"    {{ {comment(what)}")
+            self.emit(f"        static const uint32_t dims[] = {u32_list(t.dimensions)};")
+            self.emit(f"        CHECK(add_operand(model, {args.format(dims='dims')}));")
+            self.emit("    }")
+        else:
+            self.emit(f"    CHECK(add_operand(model, {args.format(dims='NULL')})); {comment(what)}")
+
+    def _channel_quant(self, m: Model, i: int) -> None:
+        cq = m.operands[i].channel_quant
+        self.emit(f"    {{ {comment(_label(m, i) + ': per-channel scales')}")
+        self.emit("        static const float scales[] = {")
+        for line in wrap_items([float_literal(s) for s in cq.scales], " " * 12):
+            self.emit(line)
+        self.emit("        };")
+        self.emit("        ANeuralNetworksSymmPerChannelQuantParams q;")
+        self.emit("        memset(&q, 0, sizeof q);")
+        self.emit(f"        q.channelDim = {cq.channel_dim};")
+        self.emit(f"        q.scaleCount = {len(cq.scales)};")
+        self.emit("        q.scales = scales;")
+        self.emit(f"        CHECK(ANeuralNetworksModel_setOperandSymmPerChannelQuantParams(model, {i}, &q));")
+        self.emit("    }")
+
+    def _value(self, k: int, m: Model, i: int, arg_name: Optional[str]) -> None:
+        opnd = m.operands[i]
+        what = _label(m, i) + (f": {arg_name}" if arg_name else "")
+        if (k, i) in self.layout.offsets:
+            offset, length = self.layout.offsets[(k, i)]
+            self.emit(f"    CHECK(ANeuralNetworksModel_setOperandValueFromMemory(model, {i}, weights, "
+                      f"/* offset */ {offset}, /* length */ {length})); {comment(what)}")
+            return
+        raw = np.ascontiguousarray(opnd.value).tobytes()
+        ctype, items = c_array(opnd.type, raw)
+        if not opnd.type.is_tensor and len(items) == 1:
+            v = opnd.value.item()
+            enum = names.scalar_param(arg_name, opnd.type.code, v)
+            layout = names.layout_comment(arg_name, opnd.type.code, v)
+            lit = enum or items[0]
+            if layout:
+                lit += " " + comment(layout)
+            prefix = f"{comment(arg_name)} " if arg_name else ""
+            self.emit(f"    {{ static const {ctype} v = {prefix}{lit}; {comment(_label(m, i))}")
+            self.emit(f"      CHECK(ANeuralNetworksModel_setOperandValue(model, {i}, &v, sizeof v)); }}")
+            return
+        self.emit(f"    {{ {comment(what)}")
+        self.emit(f"        static const {ctype} v[] = {{")
+        for line in wrap_items(items, " " * 12):
+            self.emit(line)
+        self.emit("        };")
+        self.emit(f"        CHECK(ANeuralNetworksModel_setOperandValue(model, {i}, v, sizeof v));")
+        self.emit("    }")
+
+    # creating, freeing
+    def _create(self) -> None:
+        p, P = self.prefix, self.prefix.upper()
+        order = self.layout.build_order
+        self.emit(f"static int create_model(int fd, size_t offset, {p}_Model* m) {{")
+        self.emit(f"#if {P}_WEIGHTS_SIZE > 0")
+        self.emit(f"    CHECK(ANeuralNetworksMemory_createFromFd({P}_WEIGHTS_SIZE, PROT_READ, fd, offset, "
+                  "&m->weights));")
+        self.emit("#else")
+        self.emit("    (void)fd;")
+        self.emit("    (void)offset;")
+        self.emit("#endif")
+        if len(order) > 1:
+            self.emit("    /* referenced subgraphs first: a model may only reference finished models */")
+        for k in order:
+            if k == 0:
+                continue
+            self.emit(f"    CHECK(ANeuralNetworksModel_create(&m->subgraphs[{self._slot(k)}]));")
+            self.emit(f"    CHECK(build_subgraph_{k}(m->subgraphs[{self._slot(k)}], m->weights, m->subgraphs));")
+        self.emit("    CHECK(ANeuralNetworksModel_create(&m->model));")
+        self.emit("    return build_subgraph_0(m->model, m->weights, m->subgraphs);")
+        self.emit("}")
+        self.emit()
+        self.emit(f"void {p}_free_model({p}_Model* m) {{")
+        self.emit("    if (m == NULL) {")
+        self.emit("        return;")
+        self.emit("    }")
+        self.emit("    ANeuralNetworksModel_free(m->model); /* models before the models they reference */")
+        for k in reversed(order):
+            if k:
+                self.emit(f"    ANeuralNetworksModel_free(m->subgraphs[{self._slot(k)}]);")
+        self.emit("    ANeuralNetworksMemory_free(m->weights); /* the memory outlives every model using it */")
+        self.emit("    memset(m, 0, sizeof *m);")
+        self.emit("}")
+        self.emit()
+        self.emit(f"int {p}_create_model_from_fd(int fd, size_t offset, {p}_Model* out_model) {{")
+        self.emit("    if (out_model == NULL) {")
+        self.emit("        return ANEURALNETWORKS_UNEXPECTED_NULL;")
+        self.emit("    }")
+        self.emit(f"    {p}_Model m;")
+        self.emit("    memset(&m, 0, sizeof m);")
+        self.emit("    memset(out_model, 0, sizeof *out_model);")
+        self.emit("    int rc = create_model(fd, offset, &m);")
+        self.emit("    if (rc != ANEURALNETWORKS_NO_ERROR) {")
+        self.emit(f"        {p}_free_model(&m);")
+        self.emit("        return rc;")
+        self.emit("    }")
+        self.emit("    *out_model = m;")
+        self.emit("    return ANEURALNETWORKS_NO_ERROR;")
+        self.emit("}")
+        self.emit()
+        self.emit(f"int {p}_create_model(const char* weights_path, {p}_Model* out_model) {{")
+        self.emit("    if (out_model == NULL) {")
+        self.emit("        return ANEURALNETWORKS_UNEXPECTED_NULL;")
+        self.emit("    }")
+        self.emit(f"#if {P}_WEIGHTS_SIZE > 0")
+        self.emit("    memset(out_model, 0, sizeof *out_model);")
+        self.emit("    if (weights_path == NULL) {")
+        self.emit("        return ANEURALNETWORKS_UNEXPECTED_NULL;")
+        self.emit("    }")
+        self.emit("    int fd = open(weights_path, O_RDONLY | O_CLOEXEC);")
+        self.emit("    if (fd < 0) {")
+        self.emit("        return ANEURALNETWORKS_UNMAPPABLE;")
+        self.emit("    }")
+        self.emit("    struct stat st;")
+        self.emit(f"    if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != (uint64_t){P}_WEIGHTS_SIZE) {{")
+        self.emit("        close(fd);")
+        self.emit("        return ANEURALNETWORKS_BAD_DATA; /* not the weights file of this model */")
+        self.emit("    }")
+        self.emit(f"    int rc = {p}_create_model_from_fd(fd, 0, out_model);")
+        self.emit("    close(fd); /* the memory holds its own duplicate of the descriptor */")
+        self.emit("    return rc;")
+        self.emit("#else")
+        self.emit("    (void)weights_path;")
+        self.emit(f"    return {p}_create_model_from_fd(-1, 0, out_model);")
+        self.emit("#endif")
+        self.emit("}")
+
+    def _io_functions(self) -> None:
+        p, m = self.prefix, self.model
+        for kind, idxs in (("input", m.inputs), ("output", m.outputs)):
+            self.emit()
+            self.emit(f"size_t {p}_{kind}_bytes(uint32_t index) {{")
+            self.emit("    switch (index) {")
+            for j, i in enumerate(idxs):
+                size = m.operands[i].type.byte_size() or 0
+                self.emit(f"    case {j}: return {size}; {comment(_label(m, i) + ' ' + m.operands[i].type.describe())}")
+            self.emit("    default: return 0;")
+            self.emit("    }")
+            self.emit("}")
+            self.emit()
+            self.emit(f"const char* {p}_{kind}_name(uint32_t index) {{")
+            self.emit("    switch (index) {")
+            for j, i in enumerate(idxs):
+                self.emit(f"    case {j}: return {string_literal(m.operands[i].name or f'{kind}{j}')};")
+            self.emit("    default: return NULL;")
+            self.emit("    }")
+            self.emit("}")
+
+    def _compile_and_run(self) -> None:
+        p, P = self.prefix, self.prefix.upper()
+        self.emit()
+        self.emit(f"int {p}_compile(const {p}_Model* model, int32_t preference, "
+                  "const ANeuralNetworksDevice* const* devices,")
+        self.emit(f"                uint32_t device_count, ANeuralNetworksCompilation** out_compilation) {{")
+        self.emit("    if (model == NULL || model->model == NULL || out_compilation == NULL) {")
+        self.emit("        return ANEURALNETWORKS_UNEXPECTED_NULL;")
+        self.emit("    }")
+        self.emit("    *out_compilation = NULL;")
+        self.emit("    ANeuralNetworksCompilation* c = NULL;")
+        self.emit("    int rc;")
+        self.emit("    if (device_count > 0) {")
+        self.emit("#if !defined(__ANDROID_API__) || __ANDROID_API__ >= 29")
+        self.emit("        rc = ANeuralNetworksCompilation_createForDevices(model->model, devices, device_count, &c);")
+        self.emit("#else")
+        self.emit("        (void)devices;")
+        self.emit("        rc = ANEURALNETWORKS_BAD_DATA; /* device selection needs API level 29 */")
+        self.emit("#endif")
+        self.emit("    } else {")
+        self.emit("        rc = ANeuralNetworksCompilation_create(model->model, &c);")
+        self.emit("    }")
+        self.emit("    if (rc != ANEURALNETWORKS_NO_ERROR) {")
+        self.emit("        return rc;")
+        self.emit("    }")
+        self.emit("    rc = ANeuralNetworksCompilation_setPreference(c, preference);")
+        self.emit("    if (rc == ANEURALNETWORKS_NO_ERROR) {")
+        self.emit("        rc = ANeuralNetworksCompilation_finish(c);")
+        self.emit("    }")
+        self.emit("    if (rc != ANEURALNETWORKS_NO_ERROR) {")
+        self.emit("        ANeuralNetworksCompilation_free(c);")
+        self.emit("        return rc;")
+        self.emit("    }")
+        self.emit("    *out_compilation = c;")
+        self.emit("    return ANEURALNETWORKS_NO_ERROR;")
+        self.emit("}")
+        self.emit()
+        self.emit(f"int {p}_run(ANeuralNetworksCompilation* compilation, const void* const* inputs, "
+                  "const size_t* input_sizes,")
+        self.emit(f"{' ' * (len(p) + 9)}void* const* outputs, const size_t* output_sizes) {{")
+        self.emit("    if (compilation == NULL || outputs == NULL || (inputs == NULL && "
+                  f"{P}_INPUT_COUNT > 0)) {{")
+        self.emit("        return ANEURALNETWORKS_UNEXPECTED_NULL;")
+        self.emit("    }")
+        self.emit("    ANeuralNetworksExecution* execution = NULL;")
+        self.emit("    ANeuralNetworksEvent* event = NULL;")
+        self.emit("    int rc = ANeuralNetworksExecution_create(compilation, &execution);")
+        self.emit("    if (rc != ANEURALNETWORKS_NO_ERROR) {")
+        self.emit("        return rc;")
+        self.emit("    }")
+        self.emit(f"    const uint32_t input_count = {P}_INPUT_COUNT, output_count = {P}_OUTPUT_COUNT;")
+        self.emit("    for (uint32_t k = 0; k < input_count && rc == ANEURALNETWORKS_NO_ERROR; k++) {")
+        self.emit(f"        size_t size = input_sizes ? input_sizes[k] : {p}_input_bytes(k);")
+        self.emit("        rc = ANeuralNetworksExecution_setInput(execution, (int32_t)k, NULL, inputs[k], size);")
+        self.emit("    }")
+        self.emit("    for (uint32_t k = 0; k < output_count && rc == ANEURALNETWORKS_NO_ERROR; k++) {")
+        self.emit(f"        size_t size = output_sizes ? output_sizes[k] : {p}_output_bytes(k);")
+        self.emit("        rc = ANeuralNetworksExecution_setOutput(execution, (int32_t)k, NULL, outputs[k], size);")
+        self.emit("    }")
+        self.emit("    if (rc == ANEURALNETWORKS_NO_ERROR) {")
+        self.emit("        rc = ANeuralNetworksExecution_startCompute(execution, &event);")
+        self.emit("    }")
+        self.emit("    if (rc == ANEURALNETWORKS_NO_ERROR) {")
+        self.emit("        rc = ANeuralNetworksEvent_wait(event);")
+        self.emit("    }")
+        self.emit("    ANeuralNetworksEvent_free(event);")
+        self.emit("    ANeuralNetworksExecution_free(execution);")
+        self.emit("    return rc;")
+        self.emit("}")
+
+
+def header_text(model: Model, prefix: str, layout: Layout) -> str:
+    p, P = prefix, prefix.upper()
+    level = model.min_feature_level()
+    n_sub = len(layout.subgraphs) - 1
+    io = []
+    for kind, idxs in (("Inputs", model.inputs), ("Outputs", model.outputs)):
+        io.append(f" * {kind} (index: name, type, bytes):")
+        for j, i in enumerate(idxs):
+            t = model.operands[i].type
+            io.append(f" *   {j}: {comment_text(string_literal(model.operands[i].name or ''))}, "
+                      f"{comment_text(t.describe())}, {t.byte_size() or 'set at run time'}")
+    io_text = "\n".join(io)
+    macro_rows = [
+        ("FEATURE_LEVEL", str(level), "NNAPI feature level the model needs"),
+        ("MIN_ANDROID_API", str(min(names.android_api_level(level), 31)), "minimum Android API level"),
+        ("INPUT_COUNT", f"{len(model.inputs)}u", "model inputs"),
+        ("OUTPUT_COUNT", f"{len(model.outputs)}u", "model outputs"),
+        ("SUBGRAPH_COUNT", f"{n_sub}u", "referenced models (IF/WHILE bodies)"),
+        ("WEIGHTS_SIZE", f"{len(layout.weights)}u", f"exact size of {p}_weights.bin in bytes"),
+    ]
+    width = max(len(f"#define {P}_{n} {v}") for n, v, _ in macro_rows) + 1
+    macros = "\n".join(f"#define {P}_{n} {v}".ljust(width) + f"/* {c} */" for n, v, c in macro_rows)
+    return f"""\
+/*
+ * {p}_model.h: the NNAPI model {comment_text(model.name or p)}, rebuilt on an Android device.
+ * Generated by `nnapi export --target c`; do not edit.
+ *
+ * Needs NNAPI feature level {level}: {comment_text(names.min_android_release(level))}.
+ *
+{io_text}
+ *
+ * Usage (every function returns an ANEURALNETWORKS_* result code):
+ *
+ *     {p}_Model model;
+ *     int rc = {p}_create_model("/path/to/{p}_weights.bin", &model);
+ *     ANeuralNetworksCompilation* compilation = NULL;
+ *     if (rc == ANEURALNETWORKS_NO_ERROR)
+ *         rc = {p}_compile(&model, ANEURALNETWORKS_PREFER_FAST_SINGLE_ANSWER, NULL, 0, &compilation);
+ *     if (rc == ANEURALNETWORKS_NO_ERROR)
+ *         rc = {p}_run(compilation, inputs, NULL, outputs, NULL);  // buffers of {p}_input_bytes(k) ...
+ *     ANeuralNetworksCompilation_free(compilation);
+ *     {p}_free_model(&model);
+ *
+ * Buffers hold little-endian values in NNAPI's layout for each operand type.
+ */
+#ifndef {P}_MODEL_H
+#define {P}_MODEL_H
+
+#include <android/NeuralNetworks.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {{
+#endif
+
+{macros}
+
+/* A built model. Keep it alive (and do not free it) while a compilation of it exists. */
+typedef struct {p}_Model {{
+    ANeuralNetworksModel* model;                    /* the main model: compile this one */
+    ANeuralNetworksModel* subgraphs[{max(n_sub, 1)}];             /* referenced models; they outlive `model` */
+    ANeuralNetworksMemory* weights;                 /* the mapped weights file (NULL when {P}_WEIGHTS_SIZE is 0) */
+}} {p}_Model;
+
+/*
+ * Builds and finishes the model (referenced subgraphs first). Constants larger
+ * than ANEURALNETWORKS_MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES are memory-mapped
+ * from `weights_path` (the {p}_weights.bin written with this file; its size must be
+ * {P}_WEIGHTS_SIZE, else ANEURALNETWORKS_BAD_DATA; a file that cannot be opened gives
+ * ANEURALNETWORKS_UNMAPPABLE). `weights_path` may be NULL when {P}_WEIGHTS_SIZE is 0.
+ * On failure everything created so far is freed, `*out_model` is zeroed and
+ * the first failing NNAPI call's result code is returned.
+ */
+int {p}_create_model(const char* weights_path, {p}_Model* out_model);
+
+/*
+ * The same, with the weights read from an open file descriptor, starting
+ * `offset` bytes into it (e.g. from AAsset_openFileDescriptor64 on an
+ * uncompressed asset; NNAPI maps it, so keep the offset page-aligned). The
+ * descriptor is duplicated by NNAPI: the caller may close it afterwards.
+ */
+int {p}_create_model_from_fd(int fd, size_t offset, {p}_Model* out_model);
+
+/* Frees everything {p}_create_model created (NULL members are skipped) and zeroes `*model`. */
+void {p}_free_model({p}_Model* model);
+
+/*
+ * Creates and finishes a compilation of the model with the given preference
+ * (ANEURALNETWORKS_PREFER_*). With device_count > 0 the compilation targets
+ * exactly `devices` (ANeuralNetworksCompilation_createForDevices, API 29+);
+ * with 0 NNAPI chooses. On failure nothing is left allocated.
+ */
+int {p}_compile(const {p}_Model* model, int32_t preference, const ANeuralNetworksDevice* const* devices,
+                uint32_t device_count, ANeuralNetworksCompilation** out_compilation);
+
+/*
+ * Runs one inference and waits for it: inputs[k] / outputs[k] are caller
+ * buffers of input_sizes[k] / output_sizes[k] bytes ({p}_input_bytes(k) /
+ * {p}_output_bytes(k) when the size array is NULL). Operand types are the
+ * model's (inputs must therefore have fully specified dimensions).
+ */
+int {p}_run(ANeuralNetworksCompilation* compilation, const void* const* inputs, const size_t* input_sizes,
+            void* const* outputs, const size_t* output_sizes);
+
+/* Byte size of input / output `index` (0 for an unknown shape or a bad index) and its source name. */
+size_t {p}_input_bytes(uint32_t index);
+size_t {p}_output_bytes(uint32_t index);
+const char* {p}_input_name(uint32_t index);
+const char* {p}_output_name(uint32_t index);
+
+#ifdef __cplusplus
+}}
+#endif
+
+#endif /* {P}_MODEL_H */
+"""
+
+
+def readme_text(model: Model, prefix: str, layout: Layout) -> str:
+    p = prefix
+    level = model.min_feature_level()
+    api = min(names.android_api_level(level), 31)
+    return f"""\
+# {p}: NNAPI model as C code
+
+Generated by `nnapi export --target c`. Rebuilds the converted NNAPI model
+({len(model.operands)} operands, {len(model.operations)} operations,
+{len(layout.subgraphs) - 1} referenced subgraph(s)) with the Android NDK's
+Neural Networks API. The API is documented in `{p}_model.h`.
+
+| file | what |
+| --- | --- |
+| `{p}_model.h` | the API: create / compile / run / free |
+| `{p}_model.c` | builds every operand, value and operation |
+| `{p}_weights.bin` | constants larger than 128 bytes ({len(layout.weights)} bytes, 64-byte aligned, \
+little-endian); memory-mapped at run time, never copied |
+
+## Minimum Android version
+
+The model needs NNAPI feature level {level}: {names.min_android_release(level)}.
+Set `minSdkVersion {api}` (and `ANDROID_PLATFORM android-{api}`).
+
+## Build (Android NDK, CMake)
+
+```cmake
+add_library({p}_model STATIC {p}_model.c)
+target_include_directories({p}_model PUBLIC ${{CMAKE_CURRENT_SOURCE_DIR}})
+target_link_libraries({p}_model PUBLIC neuralnetworks android)
+# then: target_link_libraries(your-app PRIVATE {p}_model)
+```
+
+Ship `{p}_weights.bin` with the app (for example copy it from the APK's
+assets to `Context.getFilesDir()` and pass that path to `{p}_create_model`,
+or pass the descriptor of an uncompressed asset to `{p}_create_model_from_fd`).
+"""
