@@ -138,6 +138,9 @@ class ConversionContext:
         if i in self.operand_of:
             return self.operand_of[i]
         t = self.tensor(i)
+        if getattr(t, "sparse", False):
+            raise Unsupported(Reason.OPERAND_TYPE, f"tensor {t.name!r} is a sparse constant; NNAPI needs it dense "
+                                                   f"(a DENSIFY node before its consumer)")
         otype, cq = self.nnapi_type(i)
         if t.is_constant and not otype.is_fully_specified:
             raise Unsupported(Reason.DYNAMIC_SHAPE, f"constant tensor {t.name!r} has unknown dimensions")
@@ -234,6 +237,13 @@ class ConversionContext:
     def require_level(self, level: int, what: str) -> None:
         if self.feature_level < level:
             raise Unsupported(Reason.FEATURE_LEVEL, f"{what} needs NNAPI feature level {level}", level)
+
+    def fuse_code(self, act: int, out_tensor: int) -> int:
+        """The FuseCode operand for a TFLite fused activation (for ops that write a temporary first)."""
+        if act in FUSE_CODES:
+            return self.i32(FUSE_CODES[act])
+        fuse, _, _ = self.activation(act, out_tensor)  # raises Unsupported with the reason
+        return fuse
 
     def activation(self, act: int, out_tensor: int):
         """(fuse operand, operand the main op writes, finish()) for a TFLite fused activation.

@@ -99,6 +99,9 @@ def _run_converter(node: SourceNode, ctx: ConversionContext) -> list:
         conv.convert(node, ctx)
     except NnapiError as e:
         raise Unsupported(Reason.INVALID, f"the converter built an invalid operation: {e.message}") from None
+    except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError, OverflowError) as e:
+        # a malformed node the converter did not anticipate: report it on this node, keep the rest going
+        raise Unsupported(Reason.INVALID, f"{node.label()} cannot be converted ({type(e).__name__}: {e})") from None
     return list(range(before, len(ctx.model.operations)))
 
 

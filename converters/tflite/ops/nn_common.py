@@ -3,13 +3,12 @@
 and the densifier of sparse constant weights (DENSIFY). Registers nothing."""
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 import tflite
 
 from nnapi import OperandCode as C, OperandType, OperationCode as Op, PaddingCode
 
+from ...context import FUSE_CODES
 from ...registry import Reason, Unsupported
 
 # TFLite Padding enum -> NNAPI implicit padding: both define SAME as
@@ -25,7 +24,8 @@ def name(ctx, i: int) -> str:
 def padding(node, ctx) -> PaddingCode:
     value = node.attrs.get("padding", 0)
     if value not in PADDING:
-        raise Unsupported(Reason.ATTRIBUTE, f"padding {value} on {name(ctx, node.outputs[0])} is neither SAME nor VALID")
+        raise Unsupported(Reason.ATTRIBUTE,
+                          f"padding {value} on {name(ctx, node.outputs[0])} is neither SAME nor VALID")
     return PADDING[value]
 
 
@@ -71,19 +71,21 @@ def reject_float16(ctx, *tensors: int) -> None:
                                                    f"LiteRT's kernel would misread it")
 
 
-def producer(ctx, i: int):
-    return next((n for n in ctx.graph.nodes if i in n.outputs), None)
-
-
 def constant_array(ctx, i: int, what: str) -> np.ndarray:
-    """The value of a constant tensor, looking through DENSIFY of a sparse constant."""
+    """The value of a constant tensor (a sparse one densified)."""
     t = ctx.tensor(i)
-    if t.is_constant:
-        return densify(t) if getattr(t, "sparse", False) else t.data
-    node = producer(ctx, i)
-    if node is not None and node.op == "DENSIFY" and ctx.is_const(node.inputs[0]):
-        return densify(ctx.tensor(node.inputs[0]))
+    if t.is_constant and getattr(t, "sparse", False):
+        return densify(t)
     return ctx.const_value(i, what)
+
+
+def weights_operand(ctx, i: int) -> int:
+    """The operand of a weights tensor; a sparse constant (FULLY_CONNECTED takes those directly
+    from version 8) becomes a dense constant."""
+    t = ctx.tensor(i)
+    if t.is_constant and getattr(t, "sparse", False):
+        return const_like(ctx, i, densify(t))
+    return ctx.operand(i)
 
 
 # -- biases ----------------------------------------------------------------------
@@ -94,6 +96,9 @@ def bias_operand(ctx, bias_i: int, input_i: int, filter_i: int, channels: int) -
     per-channel filters) and zero point 0: NNAPI implies that scale, so any other is reported."""
     inp, flt = ctx.tensor(input_i), ctx.tensor(filter_i)
     quantized = np.dtype(inp.dtype) in _QUANT_DTYPES
+    if quantized and (inp.quant is None or flt.quant is None):
+        raise Unsupported(Reason.QUANTIZATION_TYPE, f"quantized input {name(ctx, input_i)} needs quantized weights, "
+                                                    f"{name(ctx, filter_i)} has no quantization parameters")
     if bias_i < 0:
         if not quantized:
             return ctx.const(np.zeros(channels, np.float32), name=f"{inp.name}/zero_bias")
@@ -184,7 +189,8 @@ def densify(t) -> np.ndarray:
             if pos.size and (pos.max() + 1 >= seg.size or seg[-1] > idx.size):
                 raise Unsupported(Reason.INVALID, f"tensor {t.name!r}: sparse segments out of range")
             counts = seg[pos + 1] - seg[pos]
-            new_pos = np.concatenate([np.arange(a, b) for a, b in zip(seg[pos], seg[pos + 1])] or [np.zeros(0, np.int64)])
+            ranges = [np.arange(a, b) for a, b in zip(seg[pos], seg[pos + 1])]
+            new_pos = np.concatenate(ranges) if ranges else np.zeros(0, np.int64)
             coords = [np.repeat(c, counts) for c in coords] + [idx[new_pos]]
             pos = new_pos
     values = np.asarray(t.data).ravel()
@@ -195,6 +201,8 @@ def densify(t) -> np.ndarray:
         if dim < n:
             index[dim] = index[dim] + coords[level]
     for level, dim in enumerate(order):  # then the offsets inside the blocks
+        if dim >= n and dim not in sizes:
+            raise Unsupported(Reason.INVALID, f"tensor {t.name!r}: block dimension {dim} is not dense")
         if dim >= n:
             orig = block_map[dim - n]
             index[orig] = index[orig] * sizes[dim] + coords[level]
@@ -205,22 +213,40 @@ def densify(t) -> np.ndarray:
     return dense
 
 
+def const_like(ctx, tensor: int, value: np.ndarray, label: str = "") -> int:
+    """A constant operand holding `value` with source tensor `tensor`'s NNAPI type and quantization
+    (the int8 -> uint8 rewrite below feature level 4 applied), in `value`'s shape."""
+    otype, cq = ctx.nnapi_type(tensor)
+    data = np.asarray(value)
+    if otype.code == C.TENSOR_QUANT8_ASYMM and data.dtype == np.int8:
+        data = (data.astype(np.int16) + 128).astype(np.uint8)
+    dims = list(data.shape) or [1]
+    idx = ctx.model.add_operand(OperandType(otype.code, dims, otype.scale, otype.zero_point),
+                                name=label or ctx.tensor(tensor).name)
+    if cq is not None:
+        ctx.model.set_operand_symm_per_channel_quant_params(idx, cq[0], cq[1])
+    ctx.model.set_operand_value(idx, np.ascontiguousarray(data.astype(otype.dtype)).reshape(dims))
+    return idx
+
+
 def constant_from(ctx, out_tensor: int, value: np.ndarray) -> int:
     """Register `value` as the constant NNAPI operand of source tensor `out_tensor` (nothing is emitted;
     consumers' ctx.operand(out_tensor) then returns this constant)."""
-    otype, cq = ctx.nnapi_type(out_tensor)
-    data = np.asarray(value)
-    if otype.code == C.TENSOR_QUANT8_ASYMM and data.dtype == np.int8:
-        data = (data.astype(np.int16) + 128).astype(np.uint8)  # the uint8 rewrite below level 4
-    idx = ctx.model.add_operand(otype, name=ctx.tensor(out_tensor).name)
-    if cq is not None:
-        ctx.model.set_operand_symm_per_channel_quant_params(idx, cq[0], cq[1])
-    ctx.model.set_operand_value(idx, np.ascontiguousarray(data.astype(otype.dtype)).reshape(otype.dimensions))
+    idx = const_like(ctx, out_tensor, np.asarray(value).reshape(ctx.shape(out_tensor)))
     ctx.operand_of[out_tensor] = idx
     ctx.tensor_of[idx] = out_tensor
     return idx
 
 
-def fuse_of(node, ctx) -> Optional[int]:
+def fuse_of(node, ctx) -> int:
     """The TFLite fused activation attribute (0 when absent)."""
     return node.attrs.get("fused_activation_function", 0) or 0
+
+
+def fuse_operand(node, ctx) -> int:
+    """The FuseCode operand of the node's fused activation, for an operation that writes a temporary
+    (the context's activation() reports the activations NNAPI cannot fuse)."""
+    act = fuse_of(node, ctx)
+    if act not in FUSE_CODES:
+        ctx.activation(act, node.outputs[0])  # raises Unsupported naming the activation
+    return ctx.i32(FUSE_CODES[act])
