@@ -19,18 +19,6 @@ from .macs import graph_macs
 from .runners import MissingDependency, litert_interpreter, random_source_inputs, to_nnapi_inputs
 
 
-def planned_peak_bytes(compiled) -> int:
-    """Peak bytes of intermediates alive at once under the compiled plan (freed after last use)."""
-    model = compiled.model
-    size = lambda i: model.operands[i].type.byte_size() or 0  # noqa: E731
-    live, peak = 0, 0
-    for step in compiled.steps:
-        live += sum(size(o) for o in step.outputs)
-        peak = max(peak, live)
-        live -= sum(size(i) for i in step.frees if i not in compiled.constants)
-    return peak
-
-
 def _timeit(fn, runs: int, warmup: int) -> list[float]:
     for _ in range(warmup):
         fn()
@@ -49,6 +37,7 @@ def _spread(times) -> float:
 
 def bench(path: str, vs: Optional[str] = None, threads: int = 1, runs: int = 20, warmup: int = 3,
           input_shapes=None, feature_level: int = 8) -> dict:
+    from executor.planner import planned_peak_bytes
     from executor.runtime import RunState, compile_model
     fmt = detect_format(path)
     if fmt == "nnapi":

@@ -480,6 +480,10 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"nnapi {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # a bug, not the user's fault: still one line, never a traceback
+        print(f"nnapi {args.command}: internal error: {type(e).__name__}: {e} (please report this with the "
+              f"model)", file=sys.stderr)
+        return EXIT_INVALID
 
 
 if __name__ == "__main__":

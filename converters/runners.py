@@ -43,8 +43,11 @@ def to_nnapi_inputs(result, inputs: Sequence[np.ndarray], model=None) -> list[np
     out = []
     for k, x in zip(model.inputs, inputs):
         t = model.operands[k].type
+        x = np.asarray(x)
         if x.dtype == np.int8 and t.dtype == np.uint8:
             x = (x.astype(np.int16) + 128).astype(np.uint8)
+        if x.ndim == 0 and t.is_tensor:
+            x = x.reshape(1)  # rank-0 source tensors are [1] in NNAPI (see ConversionContext.shape)
         out.append(x.astype(t.dtype) if x.dtype != t.dtype else x)
     return out
 

@@ -71,6 +71,8 @@ class SourceNode:
     name: str = ""
     subgraphs: dict = field(default_factory=dict)  # attribute name -> subgraph index (IF/WHILE bodies)
     folded: bool = False             # computed at conversion time (converters/folding.py): emits nothing
+    custom_options: Optional[bytes] = None   # TFLite custom operators' options (a flexbuffer)
+    intermediates: list = field(default_factory=list)  # TFLite intermediate tensors (integer LSTM scales)
 
     def label(self) -> str:
         return f"node {self.index} ({self.op}{' ' + repr(self.name) if self.name else ''})"

@@ -135,8 +135,8 @@ def plan(graph, feature_level: int) -> dict:
                          and _rank(graph, node.inputs[k]) == rank), None)
         else:
             perm = None
-        if perm is not None:
+        if perm is not None and not node.folded:
             for o in outs:
-                if _rank(graph, o) == len(perm):
+                if _rank(graph, o) == len(perm) and not graph.tensors[o].is_constant:
                     perms[o] = perm
     return perms

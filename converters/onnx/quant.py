@@ -73,12 +73,23 @@ def annotate(graph) -> None:
             t = graph.tensors[tensors[tpos]]
             axis = node.attrs.get("axis", 1) if node.op in ("QuantizeLinear", "DequantizeLinear") else 0
             q, zdtype = _quant(graph, node, sp, zp, axis, t.rank or 0)
-            if node.op == "QuantizeLinear" and zdtype is not None:
-                t.dtype = np.dtype(zdtype)  # shape inference already typed it; the zero point decides
+            if is_out and zdtype is not None:
+                t.dtype = np.dtype(zdtype)  # the zero point's type is the output's (also for com.microsoft ops)
             if t.quant is None:
                 t.quant = q
+        _infer_shape(graph, node)
         if node.op == "QLinearConv" and len(node.inputs) > 8 and node.inputs[8] >= 0:
             x, w = graph.tensors[node.inputs[0]].quant, graph.tensors[node.inputs[3]].quant
             b = graph.tensors[node.inputs[8]]
             scales = tuple(x.scale * s for s in w.scales)
             b.quant = Quant(scales, (0,) * len(scales), 0 if len(scales) > 1 else None)
+
+
+def _infer_shape(graph, node) -> None:
+    """Output shapes of the elementwise com.microsoft QLinear ops, which ONNX shape inference skips."""
+    out = graph.tensors[node.outputs[0]]
+    if out.shape is not None or node.op not in ("QLinearAdd", "QLinearMul", "QLinearSigmoid"):
+        return
+    shapes = [graph.tensors[node.inputs[k]].shape for k in QLINEAR[node.op][1]]
+    if all(s is not None and -1 not in s for s in shapes):
+        out.shape = tuple(np.broadcast_shapes(*shapes))

@@ -15,7 +15,6 @@
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Optional, Union
 
@@ -129,7 +128,8 @@ class _Reader:
                 t = SourceTensor(len(tensors), name, tuple(data.shape), data.dtype, data=data)
             else:
                 tt = types.get(name)
-                dtype = _np_dtype(tt.elem_type, f"tensor {name!r}") if tt is not None and tt.elem_type else np.dtype(np.float32)
+                known = tt is not None and tt.elem_type
+                dtype = _np_dtype(tt.elem_type, f"tensor {name!r}") if known else np.dtype(np.float32)
                 shape = None
                 if tt is not None and tt.HasField("shape"):
                     shape = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else -1

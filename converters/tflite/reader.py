@@ -31,6 +31,23 @@ _SKIP_METHODS = {"Init", "GetRootAs"}
 _READ_ERRORS = (struct.error, IndexError, ValueError, TypeError, AttributeError, UnicodeDecodeError,
                 OverflowError, RecursionError)
 MAX_DIM = 1 << 31
+# Inputs (and outputs) every TFLite kernel of these builtins requires (the
+# NumInputs/NumOutputs checks of their Prepare functions); an operator with
+# fewer is malformed, whatever converter handles it.
+_MIN_INPUTS = {
+    **dict.fromkeys(("ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "POW", "SQUARED_DIFFERENCE",
+                     "FLOOR_DIV", "FLOOR_MOD", "LESS", "GREATER", "EQUAL", "NOT_EQUAL", "LESS_EQUAL",
+                     "GREATER_EQUAL", "LOGICAL_AND", "LOGICAL_OR", "CONV_2D", "DEPTHWISE_CONV_2D",
+                     "FULLY_CONNECTED", "PRELU", "MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD",
+                     "REDUCE_ANY", "REDUCE_ALL", "PAD", "PADV2", "MIRROR_PAD", "TRANSPOSE", "GATHER", "SPLIT",
+                     "RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR", "ARG_MAX", "ARG_MIN", "TOPK_V2", "TILE",
+                     "EXPAND_DIMS", "FILL", "BATCH_MATMUL", "EMBEDDING_LOOKUP", "REVERSE_V2",
+                     "BROADCAST_TO", "GATHER_ND"), 2),
+    **dict.fromkeys(("TRANSPOSE_CONV", "SLICE", "SPLIT_V", "BATCH_TO_SPACE_ND", "SPACE_TO_BATCH_ND", "SELECT",
+                     "SELECT_V2", "HASHTABLE_LOOKUP"), 3),
+    "STRIDED_SLICE": 4,
+}
+_MIN_OUTPUTS = {"TOPK_V2": 2, "HASHTABLE_LOOKUP": 2}
 
 
 def _snake(name: str) -> str:
@@ -164,6 +181,8 @@ def _tensor(sg, j: int, buffers: list, where: str, label: str) -> SourceTensor:
     st = SourceTensor(j, name, shape, np.dtype(dtype) if dtype is not None else np.dtype(np.uint8),
                       _quant(t, len(shape or ())), data, bool(t.IsVariable()), signature)
     st.tflite_type = TENSOR_TYPE_NAMES.get(ttype, str(ttype))
+    if dtype is None or st.tflite_type in ("UINT32", "UINT64", "COMPLEX64", "COMPLEX128", "FLOAT64"):
+        st.unsupported_type = st.tflite_type  # no NNAPI type: converters report the tensor
     st.sparse = t.Sparsity() is not None
     st.sparsity = t.Sparsity() if st.sparse else None
     return st
@@ -196,14 +215,15 @@ def _read_model(model, data: bytes, where: str, path, ctx) -> SourceModel:
             tensors.append(_tensor(sg, j, buffers, where, label))
             ctx.pop()
 
-        def check_indexes(values, what):
+        def check_indexes(values, what, optional=True):
             for v in values:
-                if v != -1 and not 0 <= v < n_tensors:
+                if not (optional and v == -1) and not 0 <= v < n_tensors:
                     raise SourceError(f"{where}: {what} refers to tensor {v}, {label} has {n_tensors} tensors")
             return [int(v) for v in values]
 
-        inputs = check_indexes(sg.InputsAsNumpy() if sg.InputsLength() else [], f"{label} inputs")
-        outputs = check_indexes(sg.OutputsAsNumpy() if sg.OutputsLength() else [], f"{label} outputs")
+        inputs = check_indexes(sg.InputsAsNumpy() if sg.InputsLength() else [], f"{label} inputs", False)
+        outputs = check_indexes(sg.OutputsAsNumpy() if sg.OutputsLength() else [], f"{label} outputs", False)
+        writer: dict = {}  # tensor -> the operator that writes it
         nodes = []
         for k in range(sg.OperatorsLength()):
             ctx.append(f"subgraph {s} operator {k}")
@@ -218,8 +238,30 @@ def _read_model(model, data: bytes, where: str, path, ctx) -> SourceModel:
             node = SourceNode(
                 index=k, op=name, version=version,
                 inputs=check_indexes(op.InputsAsNumpy() if op.InputsLength() else [], f"{label} operator {k} inputs"),
-                outputs=check_indexes(op.OutputsAsNumpy() if op.OutputsLength() else [], f"{label} operator {k} outputs"),
+                outputs=check_indexes(op.OutputsAsNumpy() if op.OutputsLength() else [], f"{label} operator {k} outputs",
+                                      False),
                 attrs=attrs)
+            if op.CustomOptionsLength():
+                if op.CustomOptionsFormat() != 0:
+                    raise SourceError(f"{where}: {label} operator {k} ({name}) custom options format "
+                                      f"{op.CustomOptionsFormat()} is not FLEXBUFFERS")
+                node.custom_options = bytes(op.CustomOptionsAsNumpy())
+            node.intermediates = check_indexes(op.IntermediatesAsNumpy() if op.IntermediatesLength() else [],
+                                               f"{label} operator {k} intermediates", False)
+            need_in, need_out = _MIN_INPUTS.get(name, 0), max(1, _MIN_OUTPUTS.get(name, 1))
+            if len(node.inputs) < need_in or len(node.outputs) < need_out:
+                raise SourceError(f"{where}: {label} operator {k} ({name}) has {len(node.inputs)} inputs and "
+                                  f"{len(node.outputs)} outputs; it needs at least {need_in} and {need_out}")
+            if -1 in node.inputs[:need_in]:
+                raise SourceError(f"{where}: {label} operator {k} ({name}) leaves out required input "
+                                  f"{node.inputs.index(-1)} (-1)")
+            for t in node.outputs:
+                if t in writer:
+                    raise SourceError(f"{where}: {label} tensor {t} is written by operators {writer[t]} and {k}")
+                if t in inputs or tensors[t].is_constant:
+                    raise SourceError(f"{where}: {label} operator {k} ({name}) writes tensor {t}, a "
+                                      f"{'subgraph input' if t in inputs else 'constant'}")
+                writer[t] = k
             for key in ("then_subgraph_index", "else_subgraph_index", "cond_subgraph_index", "body_subgraph_index"):
                 if key in attrs:
                     v = attrs[key]
@@ -228,6 +270,12 @@ def _read_model(model, data: bytes, where: str, path, ctx) -> SourceModel:
                     node.subgraphs[key] = v
             nodes.append(node)
             ctx.pop()
+        for node in nodes:  # operators are stored in execution order: no cycles, no use before definition
+            late = [t for t in node.inputs if writer.get(t, -1) >= node.index]
+            if late:
+                raise SourceError(f"{where}: {label} operator {node.index} ({node.op}) reads tensor {late[0]} "
+                                  f"before operator {writer[late[0]]} writes it (a cycle, or operators out of "
+                                  f"execution order)")
         graphs.append(SourceGraph((sg.Name() or b"").decode("utf-8", "replace") or f"subgraph{s}",
                                   tensors, nodes, inputs, outputs))
         ctx.pop()

@@ -1,5 +1,6 @@
-"""Helpers shared by the TFLite recurrent converters (recurrent.py, lstm.py):
-type checks, omitted operands, zero-initialised state, scratch outputs."""
+"""Helpers shared by the TFLite recurrent converters (recurrent.py, lstm*.py):
+type checks, omitted operands, zero-initialised state, scratch outputs, and
+the LSTM input tables (TFLite's full-kernel inputs are NNAPI's, in order)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,9 +9,9 @@ from nnapi import OperandCode as C, OperandType
 
 from ...registry import Reason, Unsupported
 
-# TFLite ActivationFunctionType -> the NNAPI activation code of RNN/LSTM/SVDF
-# (same numbering; SIGN_BIT (5) has no NNAPI counterpart)
-RECURRENT_ACTIVATIONS = {0: 0, 1: 1, 2: 2, 3: 3, 4: 4}
+# TFLite ActivationFunctionType values NNAPI's RNN/LSTM/SVDF activation takes with the same
+# numbering (NONE, RELU, RELU_N1_TO_1, RELU6, TANH); SIGN_BIT (5) has no counterpart
+RECURRENT_ACTIVATIONS = frozenset({0, 1, 2, 3, 4})
 
 
 def activation_code(ctx, node) -> int:
@@ -18,7 +19,7 @@ def activation_code(ctx, node) -> int:
     if act not in RECURRENT_ACTIVATIONS:
         raise Unsupported(Reason.FUSED_ACTIVATION,
                           f"{node.op} fused_activation_function {act} has no NNAPI recurrent activation")
-    return ctx.i32(RECURRENT_ACTIVATIONS[act])
+    return ctx.i32(act)
 
 
 def input_at(node, k: int) -> int:
@@ -45,15 +46,22 @@ def require_float(ctx, node, weight_slots) -> None:
                               f"no NNAPI operation reproduces")
 
 
-def omitted(ctx, name: str, code: C = C.TENSOR_FLOAT32) -> int:
-    idx = ctx.temp(OperandType(code, ()), name)
+def omitted(ctx, name: str, code: C = C.TENSOR_FLOAT32, scale: float = 0.0) -> int:
+    """An omitted optional input (NO_VALUE), declared with the type the operation expects there."""
+    idx = ctx.temp(OperandType(code, (), scale), name)
     ctx.model.set_operand_value(idx, None)
     return idx
 
 
-def optional_operand(ctx, node, k: int, name: str) -> int:
+def optional_operand(ctx, node, k: int, name: str, code: C = C.TENSOR_FLOAT32, scale: float = 0.0) -> int:
     i = input_at(node, k)
-    return ctx.operand(i) if i >= 0 else omitted(ctx, f"{node.name or node.op}/{name}")
+    return ctx.operand(i) if i >= 0 else omitted(ctx, f"{node.name or node.op}/{name}", code, scale)
+
+
+def starts_at_zero(ctx, i: int) -> bool:
+    """Whether state tensor i is a variable nothing but this op feeds (zero on a fresh interpreter)."""
+    t = ctx.tensor(i)
+    return t.is_variable and not t.is_constant and i not in ctx.graph.inputs and i not in ctx.operand_of
 
 
 def state_operand(ctx, i: int) -> int:
@@ -61,7 +69,10 @@ def state_operand(ctx, i: int) -> int:
     fresh interpreter; one NNAPI execution is one such invocation, so it is a zero constant.
     A state fed from a graph input or another op is passed through."""
     t = ctx.tensor(i)
-    if t.is_variable and not t.is_constant and i not in ctx.graph.inputs and i not in ctx.operand_of:
+    if starts_at_zero(ctx, i):
+        if sum(i in n.inputs for n in ctx.graph.nodes) > 1:
+            # the op updates the variable in place: a later reader would see the new state
+            raise Unsupported(Reason.ATTRIBUTE, f"state tensor {t.name!r} is shared by several operators")
         otype, _ = ctx.nnapi_type(i)
         if not otype.is_fully_specified:
             raise Unsupported(Reason.DYNAMIC_SHAPE, f"state tensor {t.name!r} has unknown dimensions")
@@ -84,3 +95,37 @@ def clip_value(node, key: str) -> float:
 def tensor_used(ctx, i: int) -> bool:
     """Whether tensor i is a graph output or read by any node of the graph."""
     return i in ctx.graph.outputs or any(i in n.inputs for n in ctx.graph.nodes)
+
+
+# -- LSTM input tables ------------------------------------------------------------------
+GATES = ("input", "forget", "cell", "output")
+# one direction's 17 weights, in both TFLite's and NNAPI's input order
+WEIGHTS = ([f"input_to_{g}_weights" for g in GATES] + [f"recurrent_to_{g}_weights" for g in GATES]
+           + [f"cell_to_{g}_weights" for g in ("input", "forget", "output")]
+           + [f"{g}_gate_bias" for g in GATES] + ["projection_weights", "projection_bias"])
+LAYER_NORM = [f"{g}_layer_norm_weights" for g in GATES]
+LAYER_NORM_FIRST = 20  # LSTM / UNIDIRECTIONAL_SEQUENCE_LSTM inputs 20..23
+
+
+def has_layer_norm(node) -> bool:
+    return any(input_at(node, k) >= 0 for k in range(LAYER_NORM_FIRST, LAYER_NORM_FIRST + 4))
+
+
+def named_inputs(ctx, node, first: int, names, prefix: str = "", operand=None, absent_type=None) -> dict:
+    """Operands for inputs[first:first + len(names)] by NNAPI name (prefixed); absent ones omitted.
+    `operand(name, tensor)` overrides how a present input becomes an operand, `absent_type(name)`
+    the (code, scale) an omitted one is declared with (float32 by default)."""
+    named = {}
+    for k, name in enumerate(names):
+        i = input_at(node, first + k)
+        if operand is not None and i >= 0:
+            named[prefix + name] = operand(name, i)
+        else:
+            code, scale = absent_type(name) if absent_type is not None else (C.TENSOR_FLOAT32, 0.0)
+            named[prefix + name] = optional_operand(ctx, node, first + k, prefix + name, code, scale)
+    return named
+
+
+def lstm_states(ctx, node, first: int, prefix: str = "") -> dict:
+    return {f"{prefix}output_state_in": state_operand(ctx, node.inputs[first]),
+            f"{prefix}cell_state_in": state_operand(ctx, node.inputs[first + 1])}

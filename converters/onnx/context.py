@@ -1,0 +1,296 @@
+"""OnnxContext: the ConversionContext of ONNX graphs (registered for "onnx").
+
+On top of the shared context it applies the graph-level plans:
+
+* layout (layout.py): operands of NHWC tensors get permuted dimensions and an
+  entry in operand_perm; `operand_as(i, perm)` gives a tensor in the layout a
+  converter needs (one cached TRANSPOSE, a RESHAPE when only size-1 axes
+  move, or a constant transposed at conversion); `axis(i, a)` remaps axes;
+  NHWC graph outputs are written to a temporary and transposed back.
+* fusion (fusion.py): `fused_output(node)` gives the FuseCode and output of
+  a producer that absorbs its Relu/Clip; QDQ cores read and write through
+  tensor aliases; absorbed nodes emit nothing.
+
+Converters are registered with `common.onnx_op`, which runs them through
+`convert_node` so all of this happens around every node.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from nnapi import FuseCode, OperandCode as C, OperandType, OperationCode as Op
+
+from .. import convert as driver
+from ..context import ConversionContext
+from ..registry import Reason, Supported, Unsupported
+from ..source_graph import SourceModel
+from . import fusion, layout
+
+ACTIVATION_OPS = {FuseCode.RELU: Op.RELU, FuseCode.RELU1: Op.RELU1, FuseCode.RELU6: Op.RELU6}
+
+
+class OnnxContext(ConversionContext):
+    def __init__(self, graph, model, feature_level, input_shapes=None, fmt="onnx", graphs=(),
+                 subgraph_models=None):
+        super().__init__(graph, model, feature_level, input_shapes, fmt, graphs, subgraph_models)
+        cache = graph.__dict__.setdefault("_onnx_plans", {})
+        # constant folding (converters/folding.py) turns tensors into constants: plan again after it
+        folded = sum(n.folded for n in graph.nodes)
+        key = (feature_level, folded, tuple(sorted((k, tuple(v)) for k, v in self.input_shapes.items())))
+        if key not in cache:
+            cache[key] = {"layout": layout.plan(graph, feature_level), "fusion": fusion.plan(graph), "support": {}}
+        self.plans = cache[key]
+        self.layout: dict = self.plans["layout"]
+        self.fusion: fusion.FusionPlan = self.plans["fusion"]
+        self.alias: dict = {}       # tensor -> tensor read/written instead (QDQ cores)
+        self.internal: dict = {}    # graph output tensor -> its NHWC operand (read by later nodes)
+        self._views: dict = {}      # (tensor, perm) -> operand holding that layout
+        self._pending: list = []    # (NHWC temporary, final output, perm) transposes after the node
+
+    # -- layout ---------------------------------------------------------------------
+    def resolve(self, i: int) -> int:
+        return self.alias.get(i, i)
+
+    def tensor(self, i: int):
+        return self.graph.tensors[self.alias.get(i, i)]  # a QDQ core sees the quantized tensors
+
+    def perm_of(self, i: int) -> Optional[tuple]:
+        return self.layout.get(self.resolve(i))
+
+    def source_shape(self, i: int) -> tuple:
+        return super().shape(self.resolve(i))
+
+    def nnapi_type(self, i: int):
+        otype, cq = super().nnapi_type(i)
+        perm = self.layout.get(i)
+        if perm is None or len(otype.dimensions) != len(perm):
+            return otype, cq
+        return OperandType(otype.code, layout.permute_shape(perm, otype.dimensions), otype.scale,
+                           otype.zero_point), cq
+
+    def axis(self, i: int, a: int) -> int:
+        """The operand axis of tensor i that holds its ONNX axis a."""
+        return layout.axis_in(self.perm_of(i), a, len(self.source_shape(i)))
+
+    def operand(self, i: int) -> int:
+        i = self.resolve(i)
+        if i in self.internal:
+            return self.internal[i]
+        new = i >= 0 and i not in self.operand_of
+        idx = super().operand(i)
+        perm = self.layout.get(i)
+        if new and perm is not None:
+            self.operand_perm[idx] = perm
+            self._note_layout(i, f"NCHW -> NHWC: the operand holds np.transpose(input, {perm})")
+        return idx
+
+    def _note_layout(self, i: int, note: str) -> None:
+        self.io_rewrites[i] = "; ".join(filter(None, [self.io_rewrites.get(i), note]))
+
+    def operand_as(self, i: int, want: Optional[tuple] = None) -> int:
+        """An operand holding np.transpose(tensor i, want) (want None: the ONNX layout)."""
+        i = self.resolve(i)
+        want = None if want is None or layout.is_identity(want) else tuple(want)
+        if self.tensor(i).is_constant:
+            return self.operand(i) if want is None else self.weight(i, want)
+        have = self.perm_of(i)
+        src = self.operand(i)
+        if have == want:
+            return src
+        if (i, want) in self._views:
+            return self._views[(i, want)]
+        shape = self.source_shape(i)
+        perm = layout.compose(have, want, len(shape))
+        stype = self.model.operands[src].type
+        otype = OperandType(stype.code, layout.permute_shape(want, shape), stype.scale, stype.zero_point)
+        out = self.temp(otype, f"{self.tensor(i).name}/{'nhwc' if want else 'onnx_layout'}")
+        if layout.moves_only_unit_axes(perm, stype.dimensions) and all(otype.dimensions):
+            self.emit_form(Op.RESHAPE, "default", [out], input=src,
+                           shape=self.const(np.asarray(otype.dimensions, np.int32)))
+        else:
+            self.emit_form(Op.TRANSPOSE, "default", [out], input=src, perm=self.const(np.asarray(perm, np.int32)))
+        if want is not None:
+            self.operand_perm[out] = want
+        self._views[(i, want)] = out
+        return out
+
+    def broadcast_operand(self, i: int, perm: Optional[tuple], rank: int) -> int:
+        """Input i of a broadcasting op whose output has layout perm and the given rank."""
+        shape = self.source_shape(i)
+        if len(shape) == rank:
+            return self.operand_as(i, perm)
+        if perm is None or int(np.prod(shape)) == 1:
+            return self.operand(i)  # right-aligned broadcasting is unchanged
+        if self.is_const(self.resolve(i)):
+            return self.weight(i, perm, rank=rank)
+        raise Unsupported(Reason.RANK, f"run-time tensor {self.tensor(i).name!r} of rank {len(shape)} broadcast "
+                                       f"against an NHWC rank-{rank} tensor")
+
+    def forward(self, x: int, y: int) -> None:
+        """Tensor y is tensor x (Identity, Dropout): no operation unless y is a graph output."""
+        x, y = self.resolve(x), self.resolve(y)
+        if y in self.graph.outputs or self.is_const(x):
+            out = self.output(y)
+            src = self.operand_as(x, self.operand_perm.get(out))
+            shape = self.model.operands[out].type.dimensions
+            self.emit_form(Op.RESHAPE, "default", [out], input=src, shape=self.const(np.asarray(shape, np.int32)))
+            return
+        self.share(y, self.operand_as(x, self.layout.get(y)))
+
+    def share(self, y: int, operand: int) -> None:
+        """Tensor y (not a graph output) is held by an existing operand already in y's layout."""
+        y = self.resolve(y)
+        if y in self.operand_of:
+            raise Unsupported(Reason.INVALID, f"tensor {self.tensor(y).name!r} is written twice")
+        self.operand_of[y] = operand
+
+    def operand_data(self, i: int) -> int:
+        """An operand whose row-major data is tensor i's in the ONNX layout (for reshapes)."""
+        perm, shape = self.perm_of(i), self.source_shape(i)
+        if perm is None or layout.moves_only_unit_axes(perm, shape):
+            return self.operand(i)
+        return self.operand_as(i, None)
+
+    def output(self, i: int) -> int:
+        i = self.resolve(i)
+        perm = self.layout.get(i)
+        if perm is None:
+            return super().output(i)
+        if i in self.graph.outputs and self.feature_level >= 2:  # write NHWC, transpose back after the node
+            if i in self.operand_of:
+                raise Unsupported(Reason.INVALID, f"tensor {self.tensor(i).name!r} is written twice")
+            otype, _ = ConversionContext.nnapi_type(self, i)  # the graph output keeps the ONNX layout
+            final = self.model.add_operand(otype, name=self.tensor(i).name)
+            self.operand_of[i], self.tensor_of[final] = final, i
+            self._note_rewrite(i, otype)
+            temp = self.temp(self.nnapi_type(i)[0], f"{self.tensor(i).name}/nhwc")
+            self.internal[i] = temp
+            self.operand_perm[temp] = perm
+            self._pending.append((temp, final, layout.inverse(perm)))
+            return temp
+        idx = super().output(i)
+        self.operand_perm[idx] = perm
+        if i in self.graph.outputs:
+            self._note_layout(i, f"NHWC -> NCHW: the output holds np.transpose(output, {perm})")
+        return idx
+
+    def weight(self, i: int, perm: Optional[tuple] = None, what: str = "weights", rank: Optional[int] = None,
+               unsigned: bool = False) -> int:
+        """A constant operand of tensor i's data transposed by perm (quantization kept, channel axis moved);
+        `rank` first prepends size-1 axes (numpy broadcasting) so perm can be a 4-D layout; `unsigned`
+        stores per-tensor int8 data as uint8 (+128) to pair with uint8 activations."""
+        i = self.resolve(i)
+        data = self.const_value(i, what)
+        otype, cq = ConversionContext.nnapi_type(self, i)
+        if unsigned and otype.code == C.TENSOR_QUANT8_ASYMM_SIGNED:
+            otype = OperandType(C.TENSOR_QUANT8_ASYMM, otype.dimensions, otype.scale, otype.zero_point + 128)
+        if rank is not None and data.ndim < rank:
+            if cq is not None:
+                cq = (cq[0], cq[1] + rank - data.ndim)
+            data = data.reshape((1,) * (rank - data.ndim) + data.shape)
+        if perm is not None:
+            data = np.transpose(data, perm)
+            if cq is not None:
+                cq = (cq[0], tuple(perm).index(cq[1]))
+        dims = data.shape or (1,)
+        if otype.code == C.TENSOR_QUANT8_ASYMM and data.dtype == np.int8:
+            data = (data.astype(np.int16) + 128).astype(np.uint8)  # the uint8 rewrite below level 4
+        idx = self.model.add_operand(OperandType(otype.code, dims, otype.scale, otype.zero_point),
+                                     name=f"{self.tensor(i).name}{'/transposed' if perm else ''}")
+        if cq is not None:
+            self.model.set_operand_symm_per_channel_quant_params(idx, cq[0], cq[1])
+        self.model.set_operand_value(idx, np.ascontiguousarray(data.astype(OperandType(otype.code).dtype)
+                                                               .reshape(dims)))
+        return idx
+
+    # -- fusion -----------------------------------------------------------------------
+    def intact(self, members) -> bool:
+        """Every node between the first and last of a fusion group's members (exclusive) converts, so the
+        group cannot be cut by a CPU-fallback node (partitions are runs of consecutive nodes)."""
+        return all(self.supported(k) for k in range(min(members) + 1, max(members)) if k not in members)
+
+    def folded_bn(self, node):
+        """The BatchNormalization node folded into this Conv, or None."""
+        k = self.fusion.bn_fold.get(node.index)
+        return None if k is None or not self.intact({node.index, k}) else self.graph.nodes[k]
+
+    def _tail(self, node, k: int):
+        """(tensor the fused chain ends in, FuseCode) for output k of node: through a folded BN and an
+        absorbed Relu/Clip."""
+        bn = self.folded_bn(node)
+        chain = {node.index} if bn is None else {node.index, bn.index}
+        tail = max(chain)
+        act = self.fusion.activation_of.get(tail)
+        if act is None or not self.intact(chain | {act[0]}):
+            return self.graph.nodes[tail].outputs[k], FuseCode.NONE
+        return self.graph.nodes[act[0]].outputs[0], act[1]
+
+    def quantized_core(self, k: int) -> bool:
+        """Node k is the core of a QDQ group that converts as one quantized op."""
+        return k in self.fusion.core_alias and self.intact(self.fusion.core_members[k])
+
+    def fused_output(self, node, k: int = 0) -> tuple[int, int]:
+        """(FuseCode operand, output operand): the output of the absorbed Relu/Clip when there is one."""
+        tensor, code = self._tail(node, k)
+        return self.i32(code), self.output(tensor)
+
+    def unfused_output(self, node, k: int = 0):
+        """(operand to write, finish) for ops without a FuseCode: finish() applies an absorbed activation."""
+        tensor, code = self._tail(node, k)
+        final = self.output(tensor)
+        if code == FuseCode.NONE:
+            return final, (lambda: None)
+        temp = self.temp(self.model.operands[final].type, f"{self.tensor(tensor).name}/pre_activation")
+        return temp, (lambda: self.emit_form(ACTIVATION_OPS[code], "default", [final], input=temp))
+
+    def supported(self, k: int) -> bool:
+        """Whether node k of this graph converts at this feature level (the driver's check, cached)."""
+        memo = self.plans["support"]
+        if k not in memo:
+            memo[k] = False  # a plan that depends on itself is not taken
+            g = next(n for n, gr in enumerate(self.graphs) if gr is self.graph)
+            source = SourceModel("onnx", self.graphs)
+            memo[k] = isinstance(driver.check_node(source, g, self.graph.nodes[k], self.feature_level,
+                                                   self.input_shapes), Supported)
+        return memo[k]
+
+    def absorbed(self, node) -> bool:
+        """True when a fusion plan folds this node into another (it then emits nothing)."""
+        f, k = self.fusion, node.index
+        if k in f.producer_of:
+            p = f.producer_of[k]
+            members = {p, k}
+            if p in f.bn_into and self.absorbed(self.graph.nodes[p]):  # the chain starts at the Conv
+                members.add(f.bn_into[p])
+            return self.supported(p) and self.intact(members)
+        if k in f.bn_into:
+            return self.supported(f.bn_into[k]) and self.intact({f.bn_into[k], k})
+        if k in f.q_core:
+            return self.supported(f.q_core[k]) and self.quantized_core(f.q_core[k])
+        if k in f.dq_cores:
+            return all(self.supported(c) and self.quantized_core(c) for c in f.dq_cores[k])
+        return False
+
+    def convert_node(self, node, fn) -> None:
+        """Run converter fn on node with the plans applied (see common.onnx_op)."""
+        if self.absorbed(node):
+            return
+        self.alias = self.fusion.core_alias[node.index] if self.quantized_core(node.index) else {}
+        try:
+            fn(node, self)
+        finally:
+            self.alias = {}
+        for temp, final, perm in self._pending:  # NHWC graph outputs back to the ONNX layout
+            dims = self.model.operands[temp].type.dimensions
+            if layout.moves_only_unit_axes(perm, dims) and all(dims):
+                shape = np.asarray(self.model.operands[final].type.dimensions, np.int32)
+                self.emit_form(Op.RESHAPE, "default", [final], input=temp, shape=self.const(shape))
+            else:
+                self.emit_form(Op.TRANSPOSE, "default", [final], input=temp,
+                               perm=self.const(np.asarray(perm, np.int32)))
+        self._pending = []
+
+
+driver.CONTEXT_CLASSES["onnx"] = OnnxContext

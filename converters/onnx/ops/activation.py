@@ -1,0 +1,99 @@
+"""Activations: Relu, Clip, Sigmoid, Tanh, Elu, LeakyRelu, QLinearSigmoid (com.microsoft), Softmax.
+A Relu/Clip the fusion plan folds into its producer emits nothing (OnnxContext.convert_node)."""
+from __future__ import annotations
+
+import numpy as np
+
+from nnapi import OperandType, OperationCode as Op
+
+from ...registry import Reason, Unsupported
+from ..common import MS_DOMAIN_VERSIONS, OPSET_MAX, onnx_op
+from ..context import ACTIVATION_OPS
+from ..fusion import clip_bounds, fuse_code
+from ..quant import data_inputs
+
+UNARY = {"Sigmoid": Op.LOGISTIC, "Tanh": Op.TANH, "QLinearSigmoid": Op.LOGISTIC}
+
+
+def unary(ctx, code, x: int, y: int) -> None:
+    ctx.emit_form(code, "default", [ctx.output(y)], input=ctx.operand(x))
+
+
+@onnx_op("Relu", "Clip", versions=(7, OPSET_MAX))
+def relu_clip(node, ctx):
+    """Relu, Clip(0, 6), Clip(-1, 1), Clip(0, inf) as RELU/RELU6/RELU1; other constant bounds as
+    MAXIMUM/MINIMUM (float)."""
+    code = fuse_code(node, ctx.graph)
+    if code is not None:
+        unary(ctx, ACTIVATION_OPS[code], node.inputs[0], node.outputs[0])
+        return
+    bounds = clip_bounds(node, ctx.graph)
+    if bounds is None:
+        raise Unsupported(Reason.NON_CONSTANT_OPERAND, f"{node.label()}: Clip bounds must be constants")
+    if ctx.tensor(node.inputs[0]).quant is not None:
+        raise Unsupported(Reason.QUANTIZATION_TYPE, f"{node.label()}: quantized Clip{bounds} is not a RELU variant")
+    acc, out = ctx.operand(node.inputs[0]), ctx.output(node.outputs[0])
+    steps = [(Op.MAXIMUM, bounds[0]), (Op.MINIMUM, bounds[1])]
+    steps = [(c, v) for c, v in steps if np.isfinite(v)]
+    if not steps:
+        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: Clip without bounds is an identity")
+    for k, (c, v) in enumerate(steps):
+        dst = out if k == len(steps) - 1 else ctx.temp(ctx.model.operands[out].type,
+                                                       f"{ctx.tensor(node.outputs[0]).name}/lower_clipped")
+        ctx.emit_form(c, "default", [dst], input1=acc, input2=ctx.const(np.float32([v])))
+        acc = dst
+
+
+@onnx_op("Sigmoid", "Tanh", versions=(7, OPSET_MAX))
+def sigmoid_tanh(node, ctx):
+    """Sigmoid as LOGISTIC, Tanh as TANH (quantized outputs need NNAPI's fixed scales)."""
+    unary(ctx, UNARY[node.op], node.inputs[0], node.outputs[0])
+
+
+@onnx_op("QLinearSigmoid", versions=MS_DOMAIN_VERSIONS)
+def qlinear_sigmoid(node, ctx):
+    """com.microsoft QLinearSigmoid as quantized LOGISTIC (output scale 1/256)."""
+    unary(ctx, Op.LOGISTIC, data_inputs(node)[0], node.outputs[0])
+
+
+@onnx_op("Elu", versions=(7, OPSET_MAX))
+def elu(node, ctx):
+    """Elu as ELU (feature level 4)."""
+    ctx.emit_form(Op.ELU, "default", [ctx.output(node.outputs[0])], input=ctx.operand(node.inputs[0]),
+                  alpha=ctx.f32(node.attrs.get("alpha", 1.0)))
+
+
+@onnx_op("LeakyRelu", versions=(7, OPSET_MAX))
+def leaky_relu(node, ctx):
+    """LeakyRelu as PRELU with a one-element alpha (float)."""
+    if ctx.tensor(node.inputs[0]).quant is not None:
+        raise Unsupported(Reason.QUANTIZATION_TYPE, f"{node.label()}: quantized LeakyRelu is not mapped")
+    ctx.emit_form(Op.PRELU, "default", [ctx.output(node.outputs[0])], input=ctx.operand(node.inputs[0]),
+                  alpha=ctx.const(np.float32([node.attrs.get("alpha", 0.01)])))
+
+
+@onnx_op("Softmax", versions=(1, OPSET_MAX))
+def softmax(node, ctx):
+    """Softmax along an axis (opset 13+) or over the flattened trailing axes (opset < 13) as SOFTMAX."""
+    x, y = node.inputs[0], node.outputs[0]
+    shape = ctx.source_shape(x)
+    rank = len(shape)
+    axis = int(node.attrs.get("axis", -1 if node.version >= 13 else 1)) % rank
+    beta = ctx.f32(1.0)
+    if node.version >= 13 or axis == rank - 1:
+        a = ctx.axis(x, axis)
+        extra = {} if a == rank - 1 else {"axis": ctx.i32(a)}
+        ctx.emit_form(Op.SOFTMAX, "default", [ctx.output(y)], input=ctx.operand(x), beta=beta, **extra)
+        return
+    if not all(shape):  # coerce to 2-D: softmax over everything from `axis` on
+        raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: opset {node.version} Softmax needs known shapes")
+    out = ctx.output(y)
+    otype = ctx.model.operands[out].type
+    flat_shape = (int(np.prod(shape[:axis])), int(np.prod(shape[axis:])))
+    src_t = ctx.model.operands[ctx.operand(x)].type
+    flat_in = ctx.temp(OperandType(src_t.code, flat_shape, src_t.scale, src_t.zero_point), f"{ctx.tensor(x).name}/2d")
+    flat_out = ctx.temp(OperandType(otype.code, flat_shape, otype.scale, otype.zero_point), f"{ctx.tensor(y).name}/2d")
+    ctx.emit_form(Op.RESHAPE, "default", [flat_in], input=ctx.operand_data(x),
+                  shape=ctx.const(np.asarray(flat_shape, np.int32)))
+    ctx.emit_form(Op.SOFTMAX, "default", [flat_out], input=flat_in, beta=beta)
+    ctx.emit_form(Op.RESHAPE, "default", [out], input=flat_out, shape=ctx.const(np.asarray(shape, np.int32)))

@@ -1,0 +1,117 @@
+"""Conv, QLinearConv (and QDQ Conv) -> CONV_2D / DEPTHWISE_CONV_2D / GROUPED_CONV_2D; ConvTranspose ->
+TRANSPOSE_CONV_2D. Weights are transposed at conversion; a following BatchNormalization is folded into
+them (fusion.py decides)."""
+from __future__ import annotations
+
+import numpy as np
+
+from nnapi import OperandCode as C, OperationCode as Op
+
+from ...registry import Reason, Unsupported
+from ..common import OPSET_MAX, bias_operand, form_of, ints, onnx_op, rank_of, spatial_padding
+from ..layout import NHWC
+from ..quant import data_inputs
+
+OHWI = (0, 2, 3, 1)          # ONNX [out, in, h, w] -> NNAPI [out, h, w, in]
+DEPTHWISE = (1, 2, 3, 0)     # ONNX [C*M, 1, h, w] -> NNAPI [1, h, w, C*M]
+
+
+def _fold_bn(ctx, bn, w: np.ndarray, b):
+    """Weights and bias with BatchNormalization (scale, B, mean, var, epsilon) folded in."""
+    scale, beta, mean, var = (ctx.const_value(i, "BatchNormalization parameter").astype(np.float64)
+                              for i in bn.inputs[1:5])
+    f = scale / np.sqrt(var + bn.attrs.get("epsilon", 1e-5))
+    b = np.zeros(w.shape[0]) if b is None else b.astype(np.float64)
+    return ((w.astype(np.float64) * f.reshape(-1, 1, 1, 1)).astype(np.float32),
+            ((b - mean) * f + beta).astype(np.float32))
+
+
+def conv2d(node, ctx, x: int, w: int, b: int) -> None:
+    rank_of(ctx, x, (4,))
+    wdata = ctx.const_value(w, "weights")
+    if wdata.ndim != 4:
+        raise Unsupported(Reason.RANK, f"{node.label()}: only 2-D convolutions map to NNAPI "
+                                       f"(weights have rank {wdata.ndim})")
+    n_out, in_per_group, kh, kw = wdata.shape
+    group = int(node.attrs.get("group", 1))
+    strides, dil = ints(node, "strides", [1, 1]), ints(node, "dilations", [1, 1])
+    if group == 1:
+        code, perm, extra = Op.CONV_2D, OHWI, {}
+    elif in_per_group == 1:  # one input channel per group: each channel has its own filters
+        code, perm, extra = Op.DEPTHWISE_CONV_2D, DEPTHWISE, {"multiplier": ctx.i32(n_out // group)}
+    else:
+        code, perm, extra = Op.GROUPED_CONV_2D, OHWI, {"groups": ctx.i32(group)}
+    padding = spatial_padding(ctx, node, x, node.outputs[0], (kh, kw), strides, dil)
+    inp = ctx.operand_as(x, NHWC)
+    bn = ctx.folded_bn(node)
+    if bn is not None:
+        bias_data = ctx.const_value(b, "bias") if b >= 0 else None
+        wf, bf = _fold_bn(ctx, bn, wdata, bias_data)
+        flt, bias = ctx.const(np.transpose(wf, perm), name=f"{ctx.tensor(w).name}/bn_folded"), ctx.const(bf)
+    else:
+        flt = ctx.weight(w, perm, unsigned=ctx.model.operands[inp].type.code == C.TENSOR_QUANT8_ASYMM)
+        bias = bias_operand(ctx, b, n_out, x, w)
+    fuse, out = ctx.fused_output(node)
+    named = dict(input=inp, filter=flt, bias=bias, stride_w=ctx.i32(strides[1]), stride_h=ctx.i32(strides[0]),
+                 fuse=fuse, **padding, **extra)
+    if dil != [1, 1]:
+        if code == Op.GROUPED_CONV_2D:
+            raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: GROUPED_CONV_2D has no dilation")
+        named.update(layout=ctx.boolean(False), dilation_w=ctx.i32(dil[1]), dilation_h=ctx.i32(dil[0]))
+    elif code == Op.GROUPED_CONV_2D:
+        named["layout"] = ctx.boolean(False)
+    ctx.emit_form(code, form_of(padding), [out], **named)
+
+
+@onnx_op("Conv", versions=(1, OPSET_MAX))
+def conv(node, ctx):
+    """Conv (2-D; auto_pad, dilations, group) as CONV_2D, DEPTHWISE_CONV_2D or GROUPED_CONV_2D."""
+    ins = list(node.inputs) + [-1] * (3 - len(node.inputs))
+    conv2d(node, ctx, *ins[:3])
+
+
+@onnx_op("QLinearConv", versions=(10, OPSET_MAX))
+def qlinear_conv(node, ctx):
+    """QLinearConv as a quantized convolution (per-channel int8 weights, int32 bias)."""
+    conv2d(node, ctx, *data_inputs(node))
+
+
+@onnx_op("ConvTranspose", versions=(1, OPSET_MAX))
+def conv_transpose(node, ctx):
+    """ConvTranspose (2-D, group 1, no dilation) as TRANSPOSE_CONV_2D with explicit padding."""
+    x, w = node.inputs[0], node.inputs[1]
+    b = node.inputs[2] if len(node.inputs) > 2 else -1
+    rank_of(ctx, x, (4,))
+    wdata = ctx.const_value(w, "weights")
+    if wdata.ndim != 4 or int(node.attrs.get("group", 1)) != 1:
+        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: only 2-D ConvTranspose with group 1 maps to NNAPI")
+    if ints(node, "dilations", [1, 1]) != [1, 1]:
+        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: TRANSPOSE_CONV_2D has no dilation")
+    strides = ints(node, "strides", [1, 1])
+    _, n_out, kh, kw = wdata.shape
+    (_, _, h, wd), out_shape = ctx.source_shape(x), ctx.source_shape(node.outputs[0])
+    if not (h and wd and len(out_shape) == 4 and out_shape[2] and out_shape[3]):
+        raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: needs known input and output sizes")
+    pads = ints(node, "pads", [0, 0, 0, 0])
+    auto = node.attrs.get("auto_pad", "NOTSET")
+    begin_end = []
+    extra = ints(node, "output_padding", [0, 0])
+    for k, (size, o, s, kk) in enumerate(zip((h, wd), out_shape[2:], strides, (kh, kw))):
+        total = s * (size - 1) + kk - o  # what must be cut from the full scatter to get ONNX's output size
+        if auto == "NOTSET":
+            first = pads[k]
+        else:  # the ONNX spec's split of the padding (output_padding included)
+            tp = total + extra[k]
+            first = tp // 2 if auto == "SAME_UPPER" else tp - tp // 2
+        if total - first < 0 or first < 0:
+            raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: output_padding beyond the pads needs "
+                                                f"negative NNAPI padding")
+        begin_end.append((first, total - first))
+    (pt, pb), (pl, pr) = begin_end
+    fuse, out = ctx.fused_output(node)
+    ctx.emit_form(Op.TRANSPOSE_CONV_2D, "explicit", [out], input=ctx.operand_as(x, NHWC),
+                  filter=ctx.weight(w, DEPTHWISE, unsigned=ctx.model.operands[ctx.operand(x)].type.code
+                                    == C.TENSOR_QUANT8_ASYMM),
+                  bias=bias_operand(ctx, b, n_out, x, w),
+                  pad_left=ctx.i32(pl), pad_right=ctx.i32(pr), pad_top=ctx.i32(pt), pad_bottom=ctx.i32(pb),
+                  stride_w=ctx.i32(strides[1]), stride_h=ctx.i32(strides[0]), fuse=fuse, layout=ctx.boolean(False))

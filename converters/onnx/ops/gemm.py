@@ -1,0 +1,118 @@
+"""Gemm, MatMul, QLinearMatMul (and QDQ MatMul/Gemm) -> FULLY_CONNECTED when the right operand is a
+constant matrix (alpha and beta folded into the constants), else BATCH_MATMUL (feature level 6)."""
+from __future__ import annotations
+
+import numpy as np
+
+from nnapi import OperandCode as C, OperandType, OperationCode as Op
+
+from ...registry import Reason, Unsupported
+from ..common import OPSET_MAX, bias_operand, onnx_op
+from ..quant import data_inputs
+
+
+def _fc_weights(ctx, b: int, trans_b: bool, alpha: float, name: str, unsigned: bool = False) -> int:
+    """FULLY_CONNECTED weights [N, K] from ONNX B ([K, N], or [N, K] when transposed)."""
+    t = ctx.tensor(b)
+    if t.quant is not None:
+        if alpha != 1.0:
+            raise Unsupported(Reason.ATTRIBUTE, f"{name}: alpha {alpha} on quantized weights")
+        if t.quant.per_channel:
+            raise Unsupported(Reason.QUANTIZATION_TYPE, f"{name}: FULLY_CONNECTED has no per-channel weights")
+        return ctx.weight(b, None if trans_b else (1, 0), unsigned=unsigned)
+    data = ctx.const_value(b, "B").astype(np.float32)
+    data = data if trans_b else data.T
+    return ctx.const(data * np.float32(alpha) if alpha != 1.0 else data, name=f"{t.name}/fc_weights")
+
+
+def _fc_bias(ctx, node, c: int, n: int, a: int, b: int, beta: float) -> int:
+    """FULLY_CONNECTED bias [N] from Gemm's C (any shape broadcasting to [N] along rows) times beta."""
+    if c < 0 or beta == 0.0:
+        return bias_operand(ctx, -1, n, a, b)
+    data = ctx.const_value(c, "C")
+    if data.size not in (1, n) or (data.ndim == 2 and data.shape[0] != 1):
+        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: C of shape {list(data.shape)} is not one bias "
+                                            f"per output column (FULLY_CONNECTED's bias)")
+    if ctx.tensor(c).quant is not None or data.dtype == np.int32:
+        if beta != 1.0 or data.shape != (n,):
+            raise Unsupported(Reason.QUANTIZATION_TYPE, f"{node.label()}: a quantized C must be [{n}] with beta 1")
+        return ctx.operand(c)
+    return ctx.const(np.broadcast_to(data.astype(np.float32).ravel() * np.float32(beta), (n,)).copy(),
+                     name=f"{ctx.tensor(c).name}/fc_bias")
+
+
+def fully_connected(node, ctx, a: int, b: int, c: int = -1, trans_b: bool = False, alpha=1.0, beta=1.0,
+                    a_operand=None):
+    """out = a @ B (+ C): FULLY_CONNECTED on the row-major data of a (or a prepared 2-D a_operand),
+    reshaped back for rank > 2."""
+    k_n = ctx.const_value(b, "B").shape
+    n = k_n[0] if trans_b else k_n[1]
+    a_op = a_operand if a_operand is not None else ctx.operand_data(a)
+    weights = _fc_weights(ctx, b, trans_b, alpha, node.label(),
+                          ctx.model.operands[a_op].type.code == C.TENSOR_QUANT8_ASYMM)
+    bias = _fc_bias(ctx, node, c, n, a, b, beta)
+    fuse, out = ctx.fused_output(node)
+    out_shape = ctx.model.operands[out].type.dimensions
+    if len(out_shape) == 2:
+        ctx.emit_form(Op.FULLY_CONNECTED, "default", [out], input=a_op,
+                      weights=weights, bias=bias, fuse=fuse)
+        return
+    if not all(out_shape):
+        raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: a rank-{len(out_shape)} MatMul needs known shapes")
+    otype = ctx.model.operands[out].type
+    rows = int(np.prod(out_shape[:-1]))
+    flat = ctx.temp(OperandType(otype.code, (rows, n), otype.scale, otype.zero_point),
+                    f"{ctx.tensor(node.outputs[0]).name}/2d")
+    ctx.emit_form(Op.FULLY_CONNECTED, "default", [flat], input=a_op, weights=weights, bias=bias,
+                  fuse=fuse)
+    ctx.emit_form(Op.RESHAPE, "default", [out], input=flat, shape=ctx.const(np.asarray(out_shape, np.int32)))
+
+
+def batch_matmul(node, ctx, a: int, b: int, adj_a=False, adj_b=False):
+    """out = a @ b for two run-time operands of one rank (BATCH_MATMUL, feature level 6)."""
+    if len(ctx.source_shape(a)) != len(ctx.source_shape(b)):
+        raise Unsupported(Reason.RANK, f"{node.label()}: BATCH_MATMUL needs operands of one rank")
+    out, finish = ctx.unfused_output(node)
+    ctx.emit_form(Op.BATCH_MATMUL, "default", [out], x=ctx.operand_as(a), y=ctx.operand_as(b),
+                  adj_x=ctx.boolean(adj_a), adj_y=ctx.boolean(adj_b))
+    finish()
+    return out
+
+
+@onnx_op("MatMul", versions=(1, OPSET_MAX))
+def matmul(node, ctx):
+    """MatMul: FULLY_CONNECTED for a constant 2-D right operand, else BATCH_MATMUL."""
+    a, b = node.inputs[0], node.inputs[1]
+    if ctx.is_const(b) and len(ctx.source_shape(b)) == 2:
+        fully_connected(node, ctx, a, b)
+    else:
+        batch_matmul(node, ctx, a, b)
+
+
+@onnx_op("QLinearMatMul", versions=(10, OPSET_MAX))
+def qlinear_matmul(node, ctx):
+    """QLinearMatMul as a quantized FULLY_CONNECTED (constant per-tensor B) or BATCH_MATMUL."""
+    a, b = data_inputs(node)
+    if ctx.is_const(b) and len(ctx.source_shape(b)) == 2:
+        fully_connected(node, ctx, a, b)
+    else:
+        batch_matmul(node, ctx, a, b)
+
+
+@onnx_op("Gemm", versions=(7, OPSET_MAX))
+def gemm(node, ctx):
+    """Gemm (alpha, beta, transA, transB, C): FULLY_CONNECTED when B and C are constant."""
+    a, b = node.inputs[0], node.inputs[1]
+    c = node.inputs[2] if len(node.inputs) > 2 else -1
+    alpha, beta = float(node.attrs.get("alpha", 1.0)), float(node.attrs.get("beta", 1.0))
+    trans_a, trans_b = bool(node.attrs.get("transA", 0)), bool(node.attrs.get("transB", 0))
+    if ctx.is_const(b) and (c < 0 or ctx.is_const(c)):
+        a_operand = ctx.operand_as(a, (1, 0)) if trans_a else None
+        fully_connected(node, ctx, a, b, c, trans_b, alpha, beta, a_operand)
+        return
+    if ctx.tensor(a).quant is not None:
+        raise Unsupported(Reason.QUANTIZATION_TYPE, f"{node.label()}: quantized Gemm needs a constant B")
+    if alpha != 1.0 or c >= 0:
+        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: Gemm with run-time B supports only alpha=1 "
+                                            f"and no C")
+    batch_matmul(node, ctx, a, b, trans_a, trans_b)
