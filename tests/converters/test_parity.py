@@ -4,11 +4,13 @@ import hashlib
 import json
 
 import numpy as np
+import pytest
 
 from converters.cli import main
 from converters.parity import check
 from converters.tflite.authoring import GraphBuilder
 from nnapi.serialize import HEADER, HEADER_SIZE, MAGIC
+from tests.conftest import ROOT
 
 
 def three_op_model(path):
@@ -108,3 +110,41 @@ def test_partial_model_checks_each_partition(tmp_path):
     d = check(str(src), partial=True).as_dict()
     assert d["passed"] and [p["nodes"] for p in d["partitions"]] == [[0], [2]]
     assert main(["parity", str(src)]) == 2
+
+
+SAMPLES = ROOT / "samples"
+
+
+@pytest.mark.parametrize("sample", ["mobilenet_float", "mobilenet_uint8", "mobilenet_int8"])
+@pytest.mark.parametrize("level", [1, 4])
+def test_samples_match_litert(sample, level):
+    """Float, uint8 and int8 samples at levels 1 and 4 (partitions where level 1 cannot run a node)."""
+    d = check(str(SAMPLES / f"{sample}.tflite"), feature_level=level, samples=2, layerwise=True,
+              partial=True).as_dict()
+    assert d["passed"], d
+    if d.get("partitions") is None:
+        assert d["first_divergence"] is None and all(o["passed"] for o in d["outputs"])
+    else:
+        assert level == 1 and d["partitions"], "only level 1 may need partitions"
+
+
+def test_multi_subgraph_sample_matches_litert():
+    d = check(str(SAMPLES / "control_flow.tflite"), feature_level=4, samples=3).as_dict()
+    assert d["passed"] and d["outputs"]
+
+
+def test_fp16_weights_match_litert(tmp_path):
+    g = GraphBuilder()
+    x = g.input("x", [1, 3, 5, 2])
+    w16 = g.const("w16", np.random.default_rng(0).normal(size=(4, 3, 3, 2)).astype(np.float16))
+    w = g.tensor("w", [4, 3, 3, 2])
+    g.op("DEQUANTIZE", [w16], [w])
+    b = g.const("b", np.arange(4, dtype=np.float32))
+    y = g.tensor("y", [1, 3, 5, 4])
+    g.op("CONV_2D", [x, w, b], [y], "Conv2DOptions", padding="SAME", stride_w=1, stride_h=1)
+    g.output(y)
+    src = tmp_path / "fp16.tflite"
+    src.write_bytes(g.finish())
+    for level in (1, 4):
+        d = check(str(src), feature_level=level, samples=2, layerwise=True).as_dict()
+        assert d["passed"] and d["first_divergence"] is None, d
