@@ -99,6 +99,9 @@ class ConversionContext:
             if t.is_constant and t.data.size and (np.abs(t.data.astype(np.float64)) < 2 ** 31).all():
                 return OperandType(C.TENSOR_INT32, dims), None
             raise Unsupported(Reason.OPERAND_TYPE, f"{label} is int64, which NNAPI has no type for")
+        if q is not None and q.per_channel and dt != np.int8:
+            raise Unsupported(Reason.QUANTIZATION_TYPE, f"{label} is per-channel {dt.name}; NNAPI's per-channel type "
+                                                        f"is symmetric int8")
         if dt == np.uint8:
             if q is None:  # raw bytes (e.g. an image before CAST): real value == stored value
                 return OperandType(C.TENSOR_QUANT8_ASYMM, dims, 1.0, 0), None

@@ -40,10 +40,13 @@ def run_litert(model_bytes: bytes, inputs: Sequence[np.ndarray], reference: str 
 def to_nnapi_inputs(result, inputs: Sequence[np.ndarray], model=None) -> list[np.ndarray]:
     """Apply the boundary conversions the converter documented (int8 -> uint8 below level 4)."""
     model = model or result.model
+    perms = getattr(result, "operand_perm", {}) or {}
     out = []
     for k, x in zip(model.inputs, inputs):
         t = model.operands[k].type
         x = np.asarray(x)
+        if k in perms:
+            x = np.ascontiguousarray(np.transpose(x, perms[k]))  # the importer changed this input's layout
         if x.dtype == np.int8 and t.dtype == np.uint8:
             x = (x.astype(np.int16) + 128).astype(np.uint8)
         if x.ndim == 0 and t.is_tensor:
@@ -68,6 +71,8 @@ def run_converted(result, inputs: Sequence[np.ndarray], model=None) -> list[np.n
     model = model or result.model
     graph = result.source.main
     outs = run_model(model, to_nnapi_inputs(result, inputs, model))
+    perms = getattr(result, "operand_perm", {}) or {}
+    outs = [np.transpose(y, np.argsort(perms[o])) if o in perms else y for o, y in zip(model.outputs, outs)]
     dtypes = [graph.tensors[result.operand_map[o][0]].dtype for o in model.outputs]
     return from_nnapi_outputs(dtypes, outs)
 

@@ -4,6 +4,16 @@ Pipeline: reader.py (protobuf -> SourceModel), quant.annotate (Q/DQ/QLinear
 scales onto tensors), then the shared driver with OnnxContext (context.py),
 which applies the layout plan (layout.py) and the fusion plans (fusion.py)
 around the per-op converters in ops/.
+
+Adding an op: a function in the ops/ module of its family, registered with
+`common.onnx_op("OpType", versions=(first opset, last))`. It reads inputs with
+ctx.operand(i) (the operand in the tensor's planned layout), ctx.operand_as(i,
+perm) when it needs a layout (layout.NHWC for spatial ops, None for the ONNX
+order), ctx.axis(i, a) for axis attributes, ctx.fused_output(node) when the
+NNAPI op has a FuseCode, and raises Unsupported naming the node. If the op
+keeps its input's layout or is spatial, add it to the tables in layout.py
+(ops in no table see the ONNX layout, which is always correct); if it takes a
+FuseCode or converts quantized in QDQ form, to the sets in fusion.py.
 """
 from __future__ import annotations
 

@@ -63,6 +63,10 @@ class OnnxContext(ConversionContext):
         return super().shape(self.resolve(i))
 
     def nnapi_type(self, i: int):
+        q = self.tensor(i).quant
+        if q is not None and q.per_channel and np.dtype(self.tensor(i).dtype) not in (np.int8, np.int32):
+            raise Unsupported(Reason.QUANTIZATION_TYPE, f"tensor {self.tensor(i).name!r}: NNAPI has per-channel "
+                                                        f"quantization only for int8 (symmetric) weights")
         otype, cq = super().nnapi_type(i)
         perm = self.layout.get(i)
         if perm is None or len(otype.dimensions) != len(perm):
@@ -146,6 +150,15 @@ class OnnxContext(ConversionContext):
             raise Unsupported(Reason.INVALID, f"tensor {self.tensor(y).name!r} is written twice")
         self.operand_of[y] = operand
 
+    def temp_like(self, i: int, name_suffix: str = "pre_activation", **changes) -> int:
+        """A temporary in tensor i's operand type and layout (recorded in operand_perm)."""
+        i = self.resolve(i)
+        idx = super().temp_like(i, name_suffix, **changes)
+        perm = self.layout.get(i)
+        if perm is not None and len(self.model.operands[idx].type.dimensions) == len(perm):
+            self.operand_perm[idx] = perm
+        return idx
+
     def operand_data(self, i: int) -> int:
         """An operand whose row-major data is tensor i's in the ONNX layout (for reshapes)."""
         perm, shape = self.perm_of(i), self.source_shape(i)
@@ -165,9 +178,8 @@ class OnnxContext(ConversionContext):
             final = self.model.add_operand(otype, name=self.tensor(i).name)
             self.operand_of[i], self.tensor_of[final] = final, i
             self._note_rewrite(i, otype)
-            temp = self.temp(self.nnapi_type(i)[0], f"{self.tensor(i).name}/nhwc")
+            temp = self.temp_like(i, "nhwc")
             self.internal[i] = temp
-            self.operand_perm[temp] = perm
             self._pending.append((temp, final, layout.inverse(perm)))
             return temp
         idx = super().output(i)
@@ -183,7 +195,7 @@ class OnnxContext(ConversionContext):
         stores per-tensor int8 data as uint8 (+128) to pair with uint8 activations."""
         i = self.resolve(i)
         data = self.const_value(i, what)
-        otype, cq = ConversionContext.nnapi_type(self, i)
+        otype, cq = self.nnapi_type(i)  # constants are never in the layout plan: ONNX dimensions
         if unsigned and otype.code == C.TENSOR_QUANT8_ASYMM_SIGNED:
             otype = OperandType(C.TENSOR_QUANT8_ASYMM, otype.dimensions, otype.scale, otype.zero_point + 128)
         if rank is not None and data.ndim < rank:
@@ -242,7 +254,7 @@ class OnnxContext(ConversionContext):
         final = self.output(tensor)
         if code == FuseCode.NONE:
             return final, (lambda: None)
-        temp = self.temp(self.model.operands[final].type, f"{self.tensor(tensor).name}/pre_activation")
+        temp = self.temp_like(tensor)
         return temp, (lambda: self.emit_form(ACTIVATION_OPS[code], "default", [final], input=temp))
 
     def supported(self, k: int) -> bool:

@@ -96,7 +96,14 @@ def plan(graph) -> FusionPlan:
         u = users.get(t, [])
         return u[0] if len(u) == 1 and t not in outputs else None
 
-    for n in graph.nodes:  # QDQ groups first: a quantized core keeps its Relu as a separate op
+    _qdq_groups(graph, p, producers, users, outputs, sole_user)  # first: a quantized core's Relu stays an op
+    _bn_folds(graph, p, producers, sole_user)
+    _activations(graph, p, producers, sole_user)
+    return p
+
+
+def _qdq_groups(graph, p, producers, users, outputs, sole_user) -> None:
+    for n in graph.nodes:
         if n.op not in QDQ_CORES or not n.outputs or n.folded:
             continue
         alias, dqs = {}, []
@@ -111,7 +118,7 @@ def plan(graph) -> FusionPlan:
                 alias = None  # a float input outside the group: not a quantized op
                 break
         qs = [sole_user(o) for o in n.outputs]
-        if not alias or not dqs or any(q is None or q.op != "QuantizeLinear" for q in qs):
+        if not alias or any(q is None or q.op != "QuantizeLinear" for q in qs):
             continue
         for o, q in zip(n.outputs, qs):
             alias[o] = q.outputs[0]
@@ -120,29 +127,36 @@ def plan(graph) -> FusionPlan:
         p.core_members[n.index] = frozenset([n.index] + [d.index for d in dqs] + [q.index for q in qs])
         for dq in dqs:
             p.dq_cores.setdefault(dq.index, set()).add(n.index)
-    # a DQ emits nothing only when every user is a core of a group
-    for dq in list(p.dq_cores):
+    for dq in list(p.dq_cores):  # a DQ emits nothing only when every user is a core of a group
         out = graph.nodes[dq].outputs[0]
         if out in outputs or any(u.index not in p.core_alias for u in users.get(out, [])):
             del p.dq_cores[dq]
 
-    for n in graph.nodes:  # Conv -> BatchNormalization with constant parameters: fold into the weights
-        src = producers.get(n.inputs[0]) if n.op == "BatchNormalization" and not n.folded else None
-        if (src is not None and src.op == "Conv" and not src.folded and src.index not in p.core_alias and len(n.outputs) == 1
-                and sole_user(src.outputs[0]) is n and all(graph.tensors[i].is_constant for i in n.inputs[1:5])
-                and graph.tensors[src.inputs[1]].is_constant
+
+def _bn_folds(graph, p, producers, sole_user) -> None:
+    """Conv -> BatchNormalization with constant parameters: fold into the weights."""
+    for n in graph.nodes:
+        if n.op != "BatchNormalization" or n.folded or len(n.outputs) != 1 or len(n.inputs) != 5:
+            continue
+        src = producers.get(n.inputs[0])
+        if (src is not None and src.op == "Conv" and not src.folded and src.index not in p.core_alias
+                and sole_user(src.outputs[0]) is n and graph.tensors[src.inputs[1]].is_constant
+                and all(graph.tensors[i].is_constant for i in n.inputs[1:5])
                 and np.dtype(graph.tensors[n.outputs[0]].dtype) == np.float32):
             p.bn_fold[src.index] = n.index
             p.bn_into[n.index] = src.index
 
+
+def _activations(graph, p, producers, sole_user) -> None:
+    """Relu/Clip after a float op with a FuseCode, as that op's only consumer."""
     for n in graph.nodes:
         code = fuse_code(n, graph)
-        if code is None or n.index in p.core_alias or n.folded:
+        if code is None or n.index in p.core_alias or n.folded or not n.inputs:
             continue
         src = producers.get(n.inputs[0])
-        if (src is None or src.op not in FUSABLE or src.folded or src.index in p.core_alias or len(src.outputs) != 1
-                or sole_user(n.inputs[0]) is not n or np.dtype(graph.tensors[n.inputs[0]].dtype) != np.float32):
+        if (src is None or src.op not in FUSABLE or src.folded or src.index in p.core_alias
+                or len(src.outputs) != 1 or sole_user(n.inputs[0]) is not n
+                or np.dtype(graph.tensors[n.inputs[0]].dtype) != np.float32):
             continue
         p.activation_of[src.index] = (n.index, code)
         p.producer_of[n.index] = src.index
-    return p

@@ -114,6 +114,8 @@ def plan(graph, feature_level: int) -> dict:
                 perms[i] = NHWC
     for node in graph.nodes:
         outs = [o for o in node.outputs if o >= 0]
+        if not node.inputs or node.inputs[0] < 0:  # malformed: its converter reports it
+            continue
         if node.op in SPATIAL:
             perm = NHWC if _rank(graph, node.inputs[0]) == 4 else None
         elif node.op in FOLLOW or node.op in REDUCE:
@@ -130,8 +132,9 @@ def plan(graph, feature_level: int) -> dict:
                 perm = reduced(perm, axes, 4, bool(node.attrs.get("keepdims", 1)))
         elif node.op in BROADCAST:
             idx = ACTIVATION_INPUTS.get(node.op, range(len(node.inputs)))
-            rank = max((_rank(graph, node.inputs[k]) or 0) for k in idx if node.inputs[k] >= 0)
-            perm = next((perms[node.inputs[k]] for k in idx if node.inputs[k] in perms
+            rank = max(((_rank(graph, node.inputs[k]) or 0) for k in idx
+                        if k < len(node.inputs) and node.inputs[k] >= 0), default=0)
+            perm = next((perms[node.inputs[k]] for k in idx if k < len(node.inputs) and node.inputs[k] in perms
                          and _rank(graph, node.inputs[k]) == rank), None)
         else:
             perm = None

@@ -63,8 +63,8 @@ def annotate(graph) -> None:
     """Set tensor.quant (and the quantized dtype) from Q/DQ/QLinear operands; biases get scale x scale."""
     for node in graph.nodes:
         spec = QLINEAR.get(node.op)
-        if spec is None:
-            continue
+        if spec is None or node.attrs.get("block_size", 0):
+            continue  # blocked quantization (opset 21) has no NNAPI type: the converter reports it
         ios, _ = spec
         for tpos, sp, zp, is_out in ios:
             tensors = node.outputs if is_out else node.inputs

@@ -25,6 +25,9 @@ from onnx import TensorProto, helper, numpy_helper
 from ..source_graph import SourceError, SourceGraph, SourceModel, SourceNode, SourceTensor
 
 STANDARD_DOMAINS = ("", "ai.onnx")
+# element types packed several to a byte: raw_data is not one element per itemsize (onnx unpacks them)
+PACKED_TYPES = {getattr(TensorProto, n) for n in ("INT4", "UINT4", "FLOAT4E2M1", "INT2", "UINT2")
+                if hasattr(TensorProto, n)}
 
 
 def _np_dtype(elem_type: int, where: str) -> np.dtype:
@@ -66,12 +69,14 @@ class _Reader:
         if any(d < 0 for d in shape):
             raise SourceError(f"{self.where}: {label} has negative dimensions {list(shape)}")
         if t.data_location == TensorProto.EXTERNAL:
+            if t.data_type in PACKED_TYPES:
+                raise SourceError(f"{self.where}: {label} stores packed sub-byte data externally; not supported")
             raw = self._external(t, label)
         elif t.HasField("raw_data"):
             raw = t.raw_data
         else:
             raw = None
-        if raw is not None and dtype.kind != "O":
+        if raw is not None and dtype.kind != "O" and t.data_type not in PACKED_TYPES:
             if len(raw) != count * dtype.itemsize:
                 raise SourceError(f"{self.where}: {label} shape {list(shape)} needs {count * dtype.itemsize} "
                                   f"bytes of {dtype.name}, it has {len(raw)}")

@@ -1,50 +1,30 @@
-"""Run an ONNX model with onnxruntime (CPU, one thread) and its conversion with the executor on the
-same inputs, undoing the layout changes the importer documented (operand_perm) and the int8 -> uint8
-rewrite below feature level 4; `parity` compares them with the project's tolerances."""
+"""Run an ONNX model's conversion with the executor on ONNX-layout inputs, undoing the layout changes the
+importer documented (operand_perm) and the int8 -> uint8 rewrite below feature level 4; `parity` and
+`verify_levels` compare it with onnxruntime (CPU, one thread) within the project's tolerances."""
 from __future__ import annotations
 
 from typing import Optional, Sequence
 
 import numpy as np
 
-from ..runners import MissingDependency, from_nnapi_outputs, random_source_inputs, to_nnapi_inputs
+from ..runners import random_source_inputs, run_onnxruntime
+from ..runners import run_converted as _run_converted
 from ..tolerance import within_tolerance
-from . import layout
-
-
-def run_onnxruntime(model_bytes: bytes, inputs: Sequence[np.ndarray], names: Sequence[str]) -> list:
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        raise MissingDependency("onnxruntime is not installed: pip install onnxruntime") from None
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    opts.inter_op_num_threads = 1
-    sess = ort.InferenceSession(bytes(model_bytes), opts, providers=["CPUExecutionProvider"])
-    return sess.run(None, dict(zip(names, inputs)))
 
 
 def run_converted(result, inputs: Sequence[np.ndarray], model=None) -> list:
-    """Run the converted model on ONNX-layout inputs; outputs in the ONNX layout and types."""
-    from ..cli import run_model
-    model = model or result.model
-    graph = result.source.main
-    perms = result.operand_perm
-    laid = [np.transpose(x, perms[k]) if k in perms else x for k, x in zip(model.inputs, inputs)]
-    outs = run_model(model, to_nnapi_inputs(result, laid, model))
-    dtypes = [graph.tensors[result.operand_map[o][0]].dtype for o in model.outputs]
-    outs = from_nnapi_outputs(dtypes, outs)
-    return [np.transpose(y, layout.inverse(perms[k])) if k in perms else y for k, y in zip(model.outputs, outs)]
+    """Run the converted model on ONNX-layout inputs; outputs in the ONNX layout and types
+    (the shared runner undoes operand_perm and the uint8 rewrite)."""
+    return _run_converted(result, inputs, model)
 
 
 def parity(result, model_bytes: bytes, seeds=(0,), inputs: Optional[list] = None) -> list:
     """[(seed, output index, max |diff|, allowed)] for every output outside the tolerance."""
     graph = result.source.main
-    names = [graph.tensors[i].name for i in graph.inputs]
     bad = []
     for seed in seeds:
         ins = inputs if inputs is not None else random_inputs(graph, seed)
-        ref = run_onnxruntime(model_bytes, ins, names)
+        ref, _ = run_onnxruntime(model_bytes, ins)  # CPU, one thread
         got = run_converted(result, ins)
         for k, (r, g) in enumerate(zip(ref, got)):
             quantized = graph.tensors[graph.outputs[k]].quant is not None and r.dtype.kind in "iu"

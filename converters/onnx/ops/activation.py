@@ -38,8 +38,7 @@ def relu_clip(node, ctx):
     if not steps:
         raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: Clip without bounds is an identity")
     for k, (c, v) in enumerate(steps):
-        dst = out if k == len(steps) - 1 else ctx.temp(ctx.model.operands[out].type,
-                                                       f"{ctx.tensor(node.outputs[0]).name}/lower_clipped")
+        dst = out if k == len(steps) - 1 else ctx.temp_like(node.outputs[0], "lower_clipped")
         ctx.emit_form(c, "default", [dst], input1=acc, input2=ctx.const(np.float32([v])))
         acc = dst
 

@@ -13,7 +13,7 @@ from ..layout import NHWC
 from ..quant import data_inputs
 
 OHWI = (0, 2, 3, 1)          # ONNX [out, in, h, w] -> NNAPI [out, h, w, in]
-DEPTHWISE = (1, 2, 3, 0)     # ONNX [C*M, 1, h, w] -> NNAPI [1, h, w, C*M]
+DEPTHWISE = (1, 2, 3, 0)     # ONNX [C*M, 1, h, w] -> NNAPI [1, h, w, C*M]; also ConvTranspose's [in, out, h, w]
 
 
 def _fold_bn(ctx, bn, w: np.ndarray, b):
@@ -96,22 +96,24 @@ def conv_transpose(node, ctx):
     auto = node.attrs.get("auto_pad", "NOTSET")
     begin_end = []
     extra = ints(node, "output_padding", [0, 0])
+    if auto != "NOTSET" and any(extra):
+        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: auto_pad {auto} with output_padding: onnxruntime "
+                                            f"and the ONNX spec give different output sizes")
     for k, (size, o, s, kk) in enumerate(zip((h, wd), out_shape[2:], strides, (kh, kw))):
         total = s * (size - 1) + kk - o  # what must be cut from the full scatter to get ONNX's output size
         if auto == "NOTSET":
             first = pads[k]
-        else:  # the ONNX spec's split of the padding (output_padding included)
-            tp = total + extra[k]
-            first = tp // 2 if auto == "SAME_UPPER" else tp - tp // 2
+        else:  # the ONNX spec's split: SAME_UPPER cuts the odd row at the end
+            first = total // 2 if auto == "SAME_UPPER" else total - total // 2
         if total - first < 0 or first < 0:
             raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: output_padding beyond the pads needs "
                                                 f"negative NNAPI padding")
         begin_end.append((first, total - first))
     (pt, pb), (pl, pr) = begin_end
+    inp = ctx.operand_as(x, NHWC)
+    flt = ctx.weight(w, DEPTHWISE, unsigned=ctx.model.operands[inp].type.code == C.TENSOR_QUANT8_ASYMM)
     fuse, out = ctx.fused_output(node)
-    ctx.emit_form(Op.TRANSPOSE_CONV_2D, "explicit", [out], input=ctx.operand_as(x, NHWC),
-                  filter=ctx.weight(w, DEPTHWISE, unsigned=ctx.model.operands[ctx.operand(x)].type.code
-                                    == C.TENSOR_QUANT8_ASYMM),
+    ctx.emit_form(Op.TRANSPOSE_CONV_2D, "explicit", [out], input=inp, filter=flt,
                   bias=bias_operand(ctx, b, n_out, x, w),
                   pad_left=ctx.i32(pl), pad_right=ctx.i32(pr), pad_top=ctx.i32(pt), pad_bottom=ctx.i32(pb),
                   stride_w=ctx.i32(strides[1]), stride_h=ctx.i32(strides[0]), fuse=fuse, layout=ctx.boolean(False))

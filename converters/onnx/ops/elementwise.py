@@ -49,7 +49,6 @@ def plain_binary(node, ctx):
     out = ctx.output(node.outputs[0])
     acc = operands[0]
     for k, nxt in enumerate(operands[1:], 1):
-        dst = out if k == len(operands) - 1 else ctx.temp(ctx.model.operands[out].type,
-                                                           f"{ctx.tensor(node.outputs[0]).name}/partial{k}")
+        dst = out if k == len(operands) - 1 else ctx.temp_like(node.outputs[0], f"partial{k}")
         ctx.emit_form(code, "default", [dst], **{first: acc, second: nxt})
         acc = dst

@@ -31,7 +31,7 @@ def batch_norm(node, ctx):
                               for i in node.inputs[1:5])
     f = scale / np.sqrt(var + node.attrs.get("epsilon", 1e-5))
     name = ctx.tensor(node.outputs[0]).name
-    scaled = ctx.temp(ctx.nnapi_type(node.outputs[0])[0], f"{name}/scaled")
+    scaled = ctx.temp_like(node.outputs[0], "scaled")
     ctx.emit_form(Op.MUL, "default", [scaled], input1=ctx.operand(x), input2=channel_const(ctx, x, f, f"{name}/f"),
                   fuse=ctx.i32(FuseCode.NONE))
     fuse, out = ctx.fused_output(node)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnapi import OperandType, OperationCode as Op, PaddingCode
+from nnapi import OperationCode as Op, PaddingCode
 
 from ...registry import Reason, Unsupported
 from ..common import MS_DOMAIN_VERSIONS, OPSET_MAX, explicit_pads, form_of, ints, onnx_op, rank_of, spatial_padding
@@ -32,10 +32,9 @@ def pool2d(node, ctx, code, x: int, count_include_pad: bool = False) -> None:
             raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: ceil_mode with count_include_pad=1 (partial "
                                                 f"windows' divisor) has no NNAPI equivalent")
         if pt or pb or pl or pr:
-            stype = ctx.model.operands[inp].type
-            n, h, w, c = stype.dimensions
-            padded = ctx.temp(OperandType(stype.code, (n, h + pt + pb, w + pl + pr, c), stype.scale,
-                                          stype.zero_point), f"{ctx.tensor(x).name}/padded")
+            n, h, w, c = ctx.model.operands[inp].type.dimensions
+            padded = ctx.temp_like(x, "padded", dimensions=(n, h + pt + pb, w + pl + pr, c))  # x's quantization
+            ctx.operand_perm[padded] = NHWC
             ctx.emit_form(Op.PAD, "default", [padded], input=inp,
                           paddings=ctx.const(np.asarray([[0, 0], [pt, pb], [pl, pr], [0, 0]], np.int32)))
             inp, padding = padded, {"padding": ctx.i32(PaddingCode.VALID)}

@@ -12,6 +12,8 @@ from ..common import OPSET_MAX, onnx_op
 def quantize(node, ctx):
     """QuantizeLinear / DequantizeLinear as QUANTIZE / DEQUANTIZE."""
     x, y = node.inputs[0], node.outputs[0]
+    if node.attrs.get("block_size", 0):
+        raise Unsupported(Reason.QUANTIZATION_TYPE, f"{node.label()}: blocked quantization")
     q = ctx.tensor(y if node.op == "QuantizeLinear" else x).quant
     if q is not None and q.per_channel and node.op == "QuantizeLinear":
         raise Unsupported(Reason.QUANTIZATION_TYPE, f"{node.label()}: per-axis QuantizeLinear")
