@@ -5,7 +5,6 @@ or operation, rather than stopping at the first.
 """
 from __future__ import annotations
 
-from collections import deque
 
 from .codes import Lifetime, OperandCode
 from .ops import SPECS

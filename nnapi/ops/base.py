@@ -25,7 +25,7 @@ from typing import Callable, Iterable, Optional, Sequence, Union
 
 import numpy as np
 
-from ..codes import Lifetime, OperandCode, OperationCode
+from ..codes import OperandCode, OperationCode
 
 TypeRef = Union[OperandCode, str]
 
@@ -243,7 +243,7 @@ class OpSpec:
             codes = {c for _, _, c in uses}
             if len(codes) > 1:
                 problems.append(f"{where}: " + ", ".join(f"{n} (operand {i}) is {c.name}" for n, i, c in uses)
-                                + f"; they must have the same type")
+                                + "; they must have the same type")
             actual[var] = uses[0][2]
         if problems:
             return problems, level

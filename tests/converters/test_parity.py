@@ -9,7 +9,7 @@ import pytest
 from converters.cli import main
 from converters.parity import check
 from converters.tflite.authoring import GraphBuilder
-from nnapi.serialize import HEADER, HEADER_SIZE, MAGIC
+from nnapi.serialize import HEADER, HEADER_SIZE
 from tests.conftest import ROOT
 
 

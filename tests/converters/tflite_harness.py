@@ -1,7 +1,6 @@
 """Shared checks for TFLite converter tests: convert an authored model at a
 feature level, run it with the executor and with LiteRT on seeded inputs, and
 compare within the parity tolerances."""
-import numpy as np
 
 from converters.runners import random_source_inputs, run_converted, run_litert
 from converters.tflite import convert

@@ -8,7 +8,7 @@ import pytest
 import nnapi
 from nnapi import Memory, NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
 
-from .helpers import SHAPE, add_model, execute, f32
+from .helpers import SHAPE, add_model, f32
 
 
 def prepared(model=None):

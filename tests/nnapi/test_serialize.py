@@ -1,5 +1,4 @@
 """The .nnapi file format: exact round trip, atomic writes, and corrupted files."""
-import os
 
 import numpy as np
 import pytest
@@ -113,7 +112,6 @@ def test_consistent_checksum_but_invalid_model_is_bad_data(tmp_path):
     """A well-formed file whose metadata breaks a model rule goes through the Model API checks."""
     import hashlib
     import json
-    import struct
     from nnapi.serialize import HEADER, MAGIC
     good = to_bytes(add_model())
     meta_len = int.from_bytes(good[16:24], "little")
