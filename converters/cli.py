@@ -461,12 +461,18 @@ def main(argv=None) -> int:
         parser.print_help()
         return EXIT_OK
     from nnapi import NnapiError
+
+    from .convert import ConversionError
+    from .source_graph import SourceError
     try:
         return args.func(args)
     except CliError as e:
         print(f"nnapi {args.command}: error: {e}", file=sys.stderr)
         return e.exit_code
     except NnapiError as e:
+        print(f"nnapi {args.command}: error: {e}", file=sys.stderr)
+        return EXIT_INVALID
+    except (ConversionError, SourceError) as e:
         print(f"nnapi {args.command}: error: {e}", file=sys.stderr)
         return EXIT_INVALID
     except ModuleNotFoundError as e:

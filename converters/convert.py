@@ -115,6 +115,25 @@ def _spec_reason(problem: str) -> Reason:
     return Reason.OPERAND_TYPE
 
 
+def check_input_shapes(source: SourceModel, input_shapes) -> None:
+    """Every pinned shape names a model input and keeps its rank and its static extents."""
+    graph = source.main
+    inputs = {graph.tensors[i].name: graph.tensors[i] for i in graph.inputs}
+    for name, dims in (input_shapes or {}).items():
+        t = inputs.get(name)
+        if t is None:
+            raise ConversionError(f"--input-shape {name}: the model has no input of that name "
+                                  f"(inputs: {', '.join(map(repr, inputs)) or 'none'})")
+        known = t.shape_signature if t.shape_signature is not None else t.shape
+        if known is not None and len(known) and len(known) != len(dims):
+            raise ConversionError(f"--input-shape {name}: {len(dims)} dimensions given, input {name!r} has rank "
+                                  f"{len(known)} ({t.describe()})")
+        if known is not None and any(k > 0 and k != d for k, d in zip(known, dims)) and \
+                t.shape_signature is not None:
+            raise ConversionError(f"--input-shape {name}: {list(dims)} contradicts the model's static dimensions "
+                                  f"{list(known)} (-1 marks the dynamic ones)")
+
+
 def prepare_source(source: SourceModel, input_shapes=None) -> None:
     """Fold what is known before run time (once per source model)."""
     fold_source(source, lambda g: _new_context(source, g, 8, input_shapes))
@@ -254,6 +273,7 @@ def build_subgraph_model(source: SourceModel, k: int, feature_level: int, cache:
 
 def convert_source(source: SourceModel, feature_level: int = 8, input_shapes=None,
                    partial: bool = False) -> ConversionResult:
+    check_input_shapes(source, input_shapes)
     nodes = check_graph(source, feature_level, input_shapes)
     result = ConversionResult(source, feature_level, nodes)
     graph = source.main

@@ -19,7 +19,7 @@ import numpy as np
 
 from nnapi.codes import MAX_FEATURE_LEVEL
 
-from .convert import check_graph, partition
+from .convert import ConversionError, check_graph, check_input_shapes, partition
 from .load import detect_format, importer
 from .macs import graph_macs
 from .source_graph import SourceError, SourceModel
@@ -53,6 +53,7 @@ def _summary(results, macs, graph) -> dict:
 
 def build_report(source: SourceModel, feature_level: int = MAX_FEATURE_LEVEL, input_shapes=None,
                  model_name: Optional[str] = None) -> dict:
+    check_input_shapes(source, input_shapes)
     graph = source.main
     macs = graph_macs(graph)
     per_level = {}
@@ -96,7 +97,7 @@ def report_for_path(path: str, feature_level: int, input_shapes=None) -> dict:
     """A report, or a row with "error" when the model cannot be read (batch mode never stops)."""
     try:
         return build_report(read_source(path), feature_level, input_shapes, model_name=str(path))
-    except SourceError as e:
+    except (SourceError, ConversionError) as e:
         return {"model": str(path), "error": str(e), "error_kind": "invalid_model"}
     except Exception as e:  # one model's failure is reported in its row and does not stop the batch
         return {"model": str(path), "error": f"{type(e).__name__}: {e}", "error_kind": "internal_error"}

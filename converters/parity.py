@@ -19,7 +19,7 @@ import numpy as np
 
 import nnapi
 
-from .convert import ConversionResult
+from .convert import ConversionResult, check_input_shapes
 from .load import detect_format, importer
 from .runners import (MissingDependency, from_nnapi_outputs, litert_all_tensors, random_source_inputs,
                       run_onnxruntime, run_traced, to_nnapi_inputs)
@@ -181,6 +181,7 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
         raise ParityError(f"reference {reference!r} cannot run a {fmt} model")
     imp = importer(fmt)
     source = imp.read(model_path)
+    check_input_shapes(source, input_shapes)
     data = Path(model_path).read_bytes()
     if converted:
         result = _converted_from_file(converted, source)
