@@ -143,8 +143,13 @@ def _convert(args, partial: bool):
         fmt = detect_format(args.model)
         if fmt == "nnapi":
             raise CliError(f"{args.model} is already an NNAPI model")
+        extra = {}
+        if getattr(args, "signature", None):
+            if fmt != "tflite":
+                raise CliError("--signature applies to .tflite models only")
+            extra["signature"] = args.signature
         result = importer(fmt).convert(args.model, feature_level=args.feature_level, input_shapes=shapes,
-                                       partial=partial)
+                                       partial=partial, **extra)
     except (SourceError, ValueError) as e:
         raise CliError(str(e), EXIT_INVALID) from None
     return result
@@ -357,6 +362,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pin an input's dimensions, e.g. input=1,224,224,3 (repeatable)")
     s.add_argument("--partial", action="store_true",
                    help="write each NNAPI partition plus a JSON manifest instead of failing on unsupported nodes")
+    s.add_argument("--signature", metavar="KEY",
+                   help="TFLite: convert the subgraph of this signature (default: subgraph 0)")
     s.set_defaults(func=cmd_convert)
 
     s = sub.add_parser("run", help="run a .nnapi model with the executor")

@@ -178,8 +178,9 @@ def _node_result(g: int, node: SourceNode, graph: SourceGraph, verdict) -> NodeR
     return r
 
 
-def check_graph(source: SourceModel, feature_level: int, input_shapes=None, g: int = 0) -> list:
+def check_graph(source: SourceModel, feature_level: int, input_shapes=None, g: Optional[int] = None) -> list:
     prepare_source(source, input_shapes)
+    g = source.main_index if g is None else g
     graph = source.graphs[g]
     return [_node_result(g, n, graph, check_node(source, g, n, feature_level, input_shapes)) for n in graph.nodes]
 
@@ -278,7 +279,8 @@ def convert_source(source: SourceModel, feature_level: int = 8, input_shapes=Non
     result = ConversionResult(source, feature_level, nodes)
     graph = source.main
     if result.complete:
-        model, ctx = build_model(source, 0, list(range(len(graph.nodes))), feature_level, input_shapes)
+        model, ctx = build_model(source, source.main_index, list(range(len(graph.nodes))), feature_level,
+                                 input_shapes)
         result.model = model
         result.operand_map = {o: (t, graph.tensors[t].name) for o, t in ctx.tensor_of.items()}
         result.operand_perm = dict(ctx.operand_perm)
@@ -291,7 +293,8 @@ def convert_source(source: SourceModel, feature_level: int = 8, input_shapes=Non
     result.fallback_nodes = fallback
     if partial:
         for p in parts:
-            p.model, ctx = build_model(source, 0, p.nodes, feature_level, input_shapes, p.inputs, p.outputs)
+            p.model, ctx = build_model(source, source.main_index, p.nodes, feature_level, input_shapes, p.inputs,
+                                       p.outputs)
             p.operand_map = {o: (t, graph.tensors[t].name) for o, t in ctx.tensor_of.items()}
             p.operand_perm = dict(ctx.operand_perm)
             result.io_rewrites.update({graph.tensors[t].name: v for t, v in ctx.io_rewrites.items()

@@ -90,15 +90,16 @@ class SourceGraph:
 @dataclass
 class SourceModel:
     format: str                      # "tflite" or "onnx"
-    graphs: list                     # graphs[0] is the main graph
+    graphs: list                     # every graph; graphs[main_index] is the one converted
     path: Optional[str] = None
     signatures: list = field(default_factory=list)
     metadata: dict = field(default_factory=dict)
     raw: Any = None                  # keeps the file buffer alive for zero-copy views
+    main_index: int = 0              # TFLite: the subgraph of the chosen signature
 
     @property
     def main(self) -> SourceGraph:
-        return self.graphs[0]
+        return self.graphs[self.main_index]
 
 
 class SourceError(Exception):

@@ -4,20 +4,36 @@ from __future__ import annotations
 from typing import Optional
 
 from ..convert import ConversionResult, convert_source
+from ..source_graph import SourceError
 from .reader import read_tflite
 
 read = read_tflite
 
 
+def select_signature(source, signature: Optional[str]):
+    """Make the subgraph of signature `signature` the one converted (default: subgraph 0)."""
+    if signature is None:
+        return source
+    keys = [s["key"] for s in source.signatures]
+    for s in source.signatures:
+        if s["key"] == signature:
+            if not 0 <= s["subgraph"] < len(source.graphs):
+                raise SourceError(f"signature {signature!r} refers to subgraph {s['subgraph']}, which does not exist")
+            source.main_index = s["subgraph"]
+            return source
+    raise SourceError(f"the model has no signature {signature!r} (signatures: {', '.join(map(repr, keys)) or 'none'})")
+
+
 def convert(path_or_bytes, feature_level: int = 8, input_shapes: Optional[dict] = None,
-            partial: bool = False) -> ConversionResult:
+            partial: bool = False, signature: Optional[str] = None) -> ConversionResult:
     """Convert a .tflite model (path or bytes) to NNAPI model(s) at `feature_level`.
 
-    `input_shapes` pins dynamic input dimensions by input tensor name. The
+    `input_shapes` pins dynamic input dimensions by input tensor name;
+    `signature` picks the subgraph of a signature (default: subgraph 0). The
     result holds per-node support, the complete model (when every node is
     supported) or, with `partial=True`, one model per NNAPI partition, and the
     mapping from NNAPI operands back to source tensors."""
-    source = read_tflite(path_or_bytes)
+    source = select_signature(read_tflite(path_or_bytes), signature)
     return convert_source(source, feature_level, input_shapes, partial)
 
 

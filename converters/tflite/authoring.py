@@ -134,6 +134,21 @@ class GraphBuilder:
         self.sg.operators.append(o)
         return len(self.sg.operators) - 1
 
+    def signature(self, key: str, inputs: dict, outputs: dict) -> None:
+        """A signature of this subgraph: names -> tensor indexes of its inputs and outputs."""
+        sd = schema.SignatureDefT()
+        sd.signatureKey, sd.subgraphIndex = key, self.index
+
+        def maps(d):
+            out = []
+            for name, idx in d.items():
+                tm = schema.TensorMapT()
+                tm.name, tm.tensorIndex = name, idx
+                out.append(tm)
+            return out
+        sd.inputs, sd.outputs = maps(inputs), maps(outputs)
+        self.root.signatures.append(sd)
+
     # -- output ----------------------------------------------------------------
     def finish(self) -> bytes:
         root = self.root
@@ -142,6 +157,7 @@ class GraphBuilder:
         m.operatorCodes = root.opcode_list
         m.subgraphs = [g.sg for g in root.subgraphs]
         m.buffers = root.buffers
+        m.signatureDefs = root.signatures
         m.description = "authored by converters.tflite.authoring"
         b = flatbuffers.Builder(1024)
         b.Finish(m.Pack(b), file_identifier=b"TFL3")
