@@ -216,14 +216,19 @@ def _write_partitions(result, out: Path, args) -> int:
     return EXIT_OK
 
 
+def _input_shapes(args) -> dict:
+    """The --input-shape pins; a malformed one is a usage error."""
+    from .load import parse_input_shapes
+    try:
+        return parse_input_shapes(args.input_shape)
+    except ValueError as e:
+        raise CliError(str(e))
+
+
 def cmd_coverage(args) -> int:
     from .coverage import find_models, report_for_path
     from .coverage_render import render, render_batch
-    from .load import parse_input_shapes
-    try:
-        shapes = parse_input_shapes(args.input_shape)
-    except ValueError as e:
-        raise CliError(str(e))
+    shapes = _input_shapes(args)
     level = 8 if args.feature_level == "all" else int(args.feature_level)
     paths = find_models(args.models)
     if not paths:
@@ -271,14 +276,10 @@ def _map_with_progress(fn, arg_tuples, jobs: int) -> list:
 
 def cmd_parity(args) -> int:
     from . import parity
-    from .load import parse_input_shapes
     from .parity_render import render
     from .runners import MissingDependency
     from .source_graph import SourceError
-    try:
-        shapes = parse_input_shapes(args.input_shape)
-    except ValueError as e:
-        raise CliError(str(e))
+    shapes = _input_shapes(args)
     show = sys.stderr.isatty()
     progress = (lambda msg: print(f"\r{msg}", end="", file=sys.stderr, flush=True)) if show else None
     try:
@@ -301,11 +302,11 @@ def cmd_parity(args) -> int:
 
 def cmd_bench(args) -> int:
     from .bench import bench
-    from .load import parse_input_shapes
     from .runners import MissingDependency
     from .source_graph import SourceError
+    shapes = _input_shapes(args)
     try:
-        r = bench(args.model, args.vs, args.threads, args.runs, args.warmup, parse_input_shapes(args.input_shape))
+        r = bench(args.model, args.vs, args.threads, args.runs, args.warmup, shapes)
     except MissingDependency as e:
         raise CliError(str(e), EXIT_MISSING_DEPENDENCY) from None
     except (SourceError, ValueError) as e:

@@ -119,7 +119,12 @@ class Execution:
         declared = opnd.type.dimensions
         if dims is None:
             return declared
-        dims = tuple(int(d) for d in dims)
+        try:
+            dims = tuple(int(d) for d in dims)
+        except (TypeError, ValueError):
+            raise bad_data(f"Execution: {kind} {index} dimensions {dims!r} are not integers") from None
+        if any(d < 0 for d in dims):
+            raise bad_data(f"Execution: {kind} {index} dimensions {list(dims)} are negative")
         if not opnd.type.is_tensor:
             if dims:
                 raise bad_data(f"Execution: {kind} {index} is a scalar; dimensions {list(dims)} given")
@@ -170,6 +175,7 @@ class Execution:
         if array.dtype != opnd.type.dtype:
             raise bad_data(f"Execution: output {index} has dtype {array.dtype}, the operand needs {opnd.type.dtype}")
         d = self._dims("output", index, opnd, dims)
+        self._check_length("output", index, opnd, d, array.nbytes, exact=False)
         self._outputs[index] = _Binding(array=array, dims=d)
 
     def set_output_from_memory(self, index: int, memory: Memory, offset: int, length: int,
@@ -178,10 +184,13 @@ class Execution:
         opnd = self._operand("output", index)
         memory.check_range(offset, length, f"Execution: output {index}")
         d = self._dims("output", index, opnd, dims)
+        self._check_length("output", index, opnd, d, length, exact=False)
         self._outputs[index] = _Binding(memory=memory, offset=offset, length=length, dims=d)
 
     def _check_length(self, kind, index, opnd, dims, length, exact):
-        if dims is None or any(x == 0 for x in dims) and opnd.type.is_tensor:
+        """A buffer of `length` bytes for a fully known shape: exactly its size (inputs) or at
+        least its size (outputs; an output of a shape known only at run time is checked then)."""
+        if opnd.type.is_tensor and (not dims or any(x == 0 for x in dims)):
             return
         need = int(np.prod(dims)) * opnd.type.dtype.itemsize if opnd.type.is_tensor else opnd.type.dtype.itemsize
         if (length != need) if exact else (length < need):
@@ -202,9 +211,13 @@ class Execution:
 
     # -- compute -------------------------------------------------------------
     def compute(self) -> None:
+        """Run the model. Errors found before the run starts (unset inputs or outputs) leave the
+        execution as it was; once the run started, the execution is completed, whatever the outcome:
+        a non-reusable execution then raises BAD_STATE when used again, a reusable one may be
+        computed again."""
         self._begin()
         try:
-            self._run()
+            self._run_checked()
         finally:
             self._state = "completed"
 
@@ -213,7 +226,7 @@ class Execution:
 
         def work():
             try:
-                self._run()
+                self._run_checked()
             except NnapiError as e:
                 self._error = e
             finally:
@@ -241,6 +254,15 @@ class Execution:
             arr = decode_value(opnd.type.with_dimensions(b.dims), b.memory.view(b.offset, b.length))
             return arr.reshape(b.dims) if opnd.type.is_tensor else arr.reshape(())
         return b.array
+
+    def _run_checked(self):
+        """_run, with any failure reported as an NnapiError (OP_FAILED for unexpected exceptions)."""
+        try:
+            self._run()
+        except NnapiError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the NDK reports every failure as a result code
+            raise NnapiError(ResultCode.OP_FAILED, f"execution failed: {type(e).__name__}: {e}") from e
 
     def _run(self):
         rt = _runtime()

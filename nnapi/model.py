@@ -13,6 +13,7 @@ from .operand import (QUANT_ZERO_POINT_RANGE, ChannelQuant, Operand, OperandType
                       decode_value, is_quantized)
 
 C = OperandCode
+MAX_OPERAND_BYTES = (1 << 32) - 1
 
 
 class Operation:
@@ -37,6 +38,14 @@ def check_operand_type(otype: OperandType, what: str) -> None:
             raise bad_data(f"{what}: scalar type {code.name} must have no dimensions, got {list(otype.dimensions)}")
     elif otype.dimensions is not None and any(d < 0 for d in otype.dimensions):
         raise bad_data(f"{what}: negative dimension in {list(otype.dimensions)}")
+    elif otype.dimensions and otype.dtype is not None:
+        # as the NDK: the size of the data must fit in uint32 (known extents only)
+        size = otype.dtype.itemsize
+        for d in otype.dimensions:
+            size *= d or 1
+        if size > MAX_OPERAND_BYTES:
+            raise bad_data(f"{what}: {code.name} with dimensions {list(otype.dimensions)} has {size} bytes, "
+                           f"more than {MAX_OPERAND_BYTES}")
     if is_quantized(code):
         if not (otype.scale > 0.0) or otype.scale != otype.scale or otype.scale == float("inf"):
             raise bad_data(f"{what}: {code.name} needs a positive finite scale, got {otype.scale}")

@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import struct
 import tempfile
 from pathlib import Path
@@ -107,12 +108,27 @@ def to_bytes(model: Model) -> bytes:
     return bytes(out)
 
 
+def _new_file_mode(path: Path) -> int:
+    """The existing file's mode, or the one a plain open() would give a new file (0666 less the umask)."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        pass
+    try:
+        with open("/proc/self/status") as f:  # reading the umask without changing it (thread-safe)
+            umask = next(int(line.split()[1], 8) for line in f if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        umask = 0o022
+    return 0o666 & ~umask
+
+
 def atomic_write(path, data: bytes) -> None:
     """Write `data` to `path` via a temporary file and a rename (no half-written file, ever)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent or "."))
     try:
         with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), _new_file_mode(path))  # mkstemp's file is private (0600)
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
@@ -136,7 +152,11 @@ def load(path) -> Model:
     except OSError as e:
         raise bad_data(f"cannot open {path}: {e.strerror}") from None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise bad_data(f"{path} is not a regular file")
         return _load_fd(fd, str(path))
+    except OSError as e:  # a read error of the file itself (EIO, ...)
+        raise bad_data(f"cannot read {path}: {e.strerror or e}") from None
     finally:
         os.close(fd)
 
@@ -169,8 +189,10 @@ def _load_fd(fd: int, where: str) -> Model:
         raise bad_data(f"{where}: checksum mismatch (the file is corrupted or truncated)")
     try:
         doc = json.loads(meta.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise bad_data(f"{where}: metadata is not valid JSON: {e}") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise bad_data(f"{where}: metadata is not valid JSON: {type(e).__name__}: {e}") from None
+    if not isinstance(doc, dict):
+        raise bad_data(f"{where}: metadata is a JSON {type(doc).__name__}, not an object")
     blob = Memory.create_from_fd(blob_len, PROT_READ, fd, blob_offset) if blob_len else None
     try:
         return _build(doc, blob, where)
@@ -178,6 +200,12 @@ def _load_fd(fd: int, where: str) -> Model:
         raise bad_data(f"{where}: {e.message}") from None
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError, RecursionError) as e:
         raise bad_data(f"{where}: malformed metadata ({type(e).__name__}: {e})") from None
+
+
+def _name(value, what: str):
+    if value is not None and not isinstance(value, str):
+        raise bad_data(f"{what} must be a string or null, got {type(value).__name__}")
+    return value
 
 
 def _build(doc: dict, blob, where: str) -> Model:
@@ -198,11 +226,11 @@ def _build(doc: dict, blob, where: str) -> Model:
             raise bad_data(f"subgraph {k} references itself (cycle)")
         building.add(k)
         sg = subs[k]
-        m = Model(name=sg.get("name"))
+        m = Model(name=_name(sg.get("name"), f"subgraph {k} name"))
         ops = sg["operands"]
         for i, o in enumerate(ops):
             m.add_operand(OperandType(OperandCode(int(o["code"])), o["dims"], o["scale"], o["zero_point"]),
-                          name=o.get("name"))
+                          name=_name(o.get("name"), f"subgraph {k} operand {i} name"))
             cq = o.get("channel_quant")
             if cq is not None:
                 m.set_operand_symm_per_channel_quant_params(i, cq["scales"], cq["channel_dim"])

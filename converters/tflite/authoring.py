@@ -157,7 +157,8 @@ class GraphBuilder:
         m.operatorCodes = root.opcode_list
         m.subgraphs = [g.sg for g in root.subgraphs]
         m.buffers = root.buffers
-        m.signatureDefs = root.signatures
+        if root.signatures:
+            m.signatureDefs = root.signatures
         m.description = "authored by converters.tflite.authoring"
         b = flatbuffers.Builder(1024)
         b.Finish(m.Pack(b), file_identifier=b"TFL3")

@@ -185,13 +185,20 @@ register(OpSpec(
         "output window; filter [depth_out, h, w, depth_in]",
 ))
 
+def _fc_output(v):
+    """Output [batch_size, num_units]: num_units is the weights' first dimension."""
+    w, out = _dims(v.input("weights")), _dims(v.output("output"))
+    if w and out and len(w) == 2 and len(out) == 2 and w[0] and out[1] and w[0] != out[1]:
+        yield f"output has {out[1]} units, the weights have {w[0]}"
+
+
 register(OpSpec(
     code=Op.FULLY_CONNECTED,
     forms=[Form("default", [arg("input", "T"), arg("weights", "W"), arg("bias", "B"), arg("fuse", C.INT32)],
                 _OUT)],
     type_cases=_DENSE_CASES,
     rules=[rank_in("input", [2, 3, 4]), rank_in("weights", [2]), rank_in("bias", [1]), rank_in("output", [2]),
-           bias_scale(filter_name="weights"), _bias_matches(0, "weights")],
+           bias_scale(filter_name="weights"), _bias_matches(0, "weights"), _fc_output],
     level_rules=[_output_scale_level("weights")],
     doc="input flattened to [batch, input_size] (input_size = weights' second dimension); "
         "output = fuse(input @ weights^T + bias)",

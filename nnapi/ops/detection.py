@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
 from .base import Form, OpSpec, TypeCase, arg, rank_in, same_quant
+from .reduce import output_ranks
 
 _BOX_SCALE = 0.125  # the one quantization NNAPI allows for QUANT16 box coordinates
 
@@ -75,7 +76,8 @@ register(OpSpec(
                  arg("out_batches", C.TENSOR_INT32)])],
     type_cases=_cases(),
     rules=[box_quant("rois", "out_rois"), same_quant("scores", "out_scores"),
-           *_ranks(scores=2, rois=2, batches=1)],
+           *_ranks(scores=2, rois=2, batches=1),
+           *output_ranks(out_scores=1, out_rois=2, out_classes=1, out_batches=1)],
     doc="per-class hard / linear / gaussian NMS over rois grouped by batch; class 0 is background",
 ))
 
@@ -90,7 +92,8 @@ register(OpSpec(
                 [arg("out_scores", "T"), arg("out_boxes", "T"), arg("out_classes", C.TENSOR_INT32),
                  arg("num_detections", C.TENSOR_INT32)])],
     type_cases=[TypeCase(3, T=C.TENSOR_FLOAT32, S=C.FLOAT32), TypeCase(3, T=C.TENSOR_FLOAT16, S=C.FLOAT16)],
-    rules=_ranks(scores=3, deltas=3, anchors=2),
+    rules=_ranks(scores=3, deltas=3, anchors=2)
+    + output_ranks(out_scores=2, out_boxes=3, out_classes=2, num_detections=1),
     doc="TFLite SSD post-processing: decode center-size boxes, then regular or fast NMS",
 ))
 
@@ -105,7 +108,8 @@ register(OpSpec(
     # quantized anchors are QUANT16_SYMM, while image info and the output rois are QUANT16_ASYMM
     type_cases=_cases(A=C.TENSOR_QUANT16_SYMM),
     rules=[box_quant("anchors", "image_info", "out_rois"), same_quant("scores", "out_scores"),
-           *_ranks(scores=4, deltas=4, anchors=2, image_info=2)],
+           *_ranks(scores=4, deltas=4, anchors=2, image_info=2),
+           *output_ranks(out_scores=1, out_rois=2, out_batches=1)],
     doc="RPN proposals: anchors shifted over the feature map, transformed, filtered, hard NMS",
 ))
 
@@ -114,7 +118,8 @@ register(OpSpec(
     forms=[Form("default", [arg("heatmap", "T"), arg("boxes", "R"), arg("layout", C.BOOL)],
                 [arg("out_scores", "T"), arg("out_keypoints", "R")])],
     type_cases=_cases(),
-    rules=[box_quant("boxes", "out_keypoints"), *_ranks(heatmap=4, boxes=2)],
+    rules=[box_quant("boxes", "out_keypoints"), *_ranks(heatmap=4, boxes=2),
+           *output_ranks(out_scores=2, out_keypoints=3)],
     doc="per box and keypoint: heatmap argmax refined by a quadratic fit, mapped into the box",
 ))
 
@@ -128,7 +133,7 @@ register(OpSpec(
                                         arg("layout", C.BOOL)],
                 [arg("output", "T")])],
     type_cases=_cases(),
-    rules=[box_quant("rois"), *_ranks(input=4, rois=2)],
+    rules=[box_quant("rois"), *_ranks(input=4, rois=2, output=4)],
     doc="average of bilinear samples per output bin of each region (sampling ratio 0 = adaptive)",
 ))
 
@@ -136,6 +141,6 @@ register(OpSpec(
     code=Op.ROI_POOLING,
     forms=[Form("default", _ROI_HEAD + [arg("layout", C.BOOL)], [arg("output", "T")])],
     type_cases=_cases(),
-    rules=[box_quant("rois"), same_quant("input", "output"), *_ranks(input=4, rois=2)],
+    rules=[box_quant("rois"), same_quant("input", "output"), *_ranks(input=4, rois=2, output=4)],
     doc="max over each output bin of each region (bins rounded outward)",
 ))

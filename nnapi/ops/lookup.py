@@ -4,7 +4,43 @@ from __future__ import annotations
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
 from .base import Form, OpSpec, TypeCase, arg, cases, fixed_output_quant, rank_in, same_quant
-from .reduce import rank_at_least
+from .reduce import output_rank, rank_at_least
+
+
+def _dims(o):
+    return None if o is None or not o.type.dimensions else o.type.dimensions
+
+
+def _lookup_shape(out_name="output"):
+    """output [len(lookups), values' other dimensions...] (for every known extent)."""
+    def rule(v):
+        look, values, out = _dims(v.input("lookups")), _dims(v.input("values")), _dims(v.output(out_name))
+        if out is None or values is None:
+            return
+        if len(out) != len(values):
+            yield f"{out_name} has rank {len(out)}, expected the rank of values ({len(values)})"
+            return
+        expected = ((look[0] if look else 0),) + tuple(values[1:])
+        if any(e and d and e != d for e, d in zip(expected, out)):
+            yield (f"{out_name} has shape {list(out)}, expected [len(lookups), values' dimensions 1...] = "
+                   f"{['?' if not e else e for e in expected]}")
+    return rule
+
+
+def _keys_match_values(v):
+    keys, values = _dims(v.input("keys")), _dims(v.input("values"))
+    if keys and values and keys[0] and values[0] and keys[0] != values[0]:
+        yield f"keys has {keys[0]} entries, values has {values[0]} rows"
+
+
+def _hits_shape(v):
+    look, hits = _dims(v.input("lookups")), _dims(v.output("hits"))
+    if hits is None:
+        return
+    if len(hits) != 1:
+        yield f"hits has rank {len(hits)}, expected 1"
+    elif look and look[0] and hits[0] and look[0] != hits[0]:
+        yield f"hits has {hits[0]} elements, lookups has {look[0]}"
 
 # LSH_PROJECTION type parameter values
 LSH_SPARSE_DEPRECATED, LSH_DENSE, LSH_SPARSE = 1, 2, 3
@@ -15,7 +51,7 @@ register(OpSpec(
     type_cases=[TypeCase(1, T=C.TENSOR_FLOAT32), TypeCase(3, T=C.TENSOR_INT32),
                 TypeCase(3, T=C.TENSOR_QUANT8_ASYMM), TypeCase(4, T=C.TENSOR_FLOAT16),
                 TypeCase(4, T=C.TENSOR_QUANT8_ASYMM_SIGNED)],
-    rules=[rank_in("lookups", [1]), rank_at_least("values", 2), same_quant("values", "output")],
+    rules=[rank_in("lookups", [1]), rank_at_least("values", 2), same_quant("values", "output"), _lookup_shape()],
     doc="output[i] = values[lookups[i]]; an out-of-range lookup fails the execution",
 ))
 
@@ -25,7 +61,8 @@ register(OpSpec(
                 [arg("output", "T"), arg("hits", C.TENSOR_QUANT8_ASYMM)])],
     type_cases=cases(1, "T", C.TENSOR_FLOAT32, C.TENSOR_INT32, C.TENSOR_QUANT8_ASYMM),
     rules=[rank_in("lookups", [1]), rank_in("keys", [1]), same_quant("values", "output"),
-           fixed_output_quant("hits", {C.TENSOR_QUANT8_ASYMM: (1.0, 0)})],
+           fixed_output_quant("hits", {C.TENSOR_QUANT8_ASYMM: (1.0, 0)}), _lookup_shape(), _hits_shape,
+           _keys_match_values],
     doc="output[i] = values[j] where keys[j] == lookups[i] (keys sorted ascending), zeros and hits[i] = 0 "
         "on a miss",
 ))
@@ -50,7 +87,8 @@ register(OpSpec(
     type_cases=[TypeCase(1 if h == C.TENSOR_FLOAT32 else 3, H=h, I=i)
                 for h in (C.TENSOR_FLOAT32, C.TENSOR_FLOAT16)
                 for i in (C.TENSOR_FLOAT32, C.TENSOR_INT32, C.TENSOR_QUANT8_ASYMM, C.TENSOR_FLOAT16)],
-    rules=[rank_in("hash", [2]), rank_at_least("input", 1), rank_in("weight", [1]), _lsh_type],
+    rules=[rank_in("hash", [2]), rank_at_least("input", 1), rank_in("weight", [1]), _lsh_type,
+           output_rank("output", 1)],
     level_rules=[_lsh_type_level],
     doc="sign bits of weighted farmhash Fingerprint64(seed, input row) sums; sparse (signature per hash "
         "function) or dense (one bit per element) output",

@@ -44,12 +44,27 @@ def _const_in(name: str, allowed, what: str):
 
 # -- FILL, RANK (feature level 4) --------------------------------------------------
 
+def _fill_shape(v):
+    """The output has as many dimensions as `shape` has elements, and those extents when constant."""
+    shape, out = v.input("shape"), v.output("output")
+    if shape is None or out is None or not out.type.dimensions:
+        return
+    dims = out.type.dimensions
+    if shape.type.dimensions and shape.type.dimensions[0] and len(dims) != shape.type.dimensions[0]:
+        yield f"output has rank {len(dims)}, shape has {shape.type.dimensions[0]} elements"
+        return
+    value = v.const("shape")
+    if value is not None and len(value.reshape(-1)) == len(dims) and any(
+            d and int(e) != d for e, d in zip(value.reshape(-1), dims)):
+        yield f"output has shape {list(dims)}, shape says {[int(e) for e in value.reshape(-1)]}"
+
+
 register(OpSpec(
     code=Op.FILL,
     forms=[Form("default", [arg("shape", C.TENSOR_INT32), arg("value", "V")], [arg("output", "T")])],
     type_cases=[TypeCase(4, T=C.TENSOR_FLOAT16, V=C.FLOAT16), TypeCase(4, T=C.TENSOR_FLOAT32, V=C.FLOAT32),
                 TypeCase(4, T=C.TENSOR_INT32, V=C.INT32)],
-    rules=[rank_in("shape", (1,))],
+    rules=[rank_in("shape", (1,)), _fill_shape],
     doc="output of the given shape, every element = value",
 ))
 
@@ -91,12 +106,29 @@ def _pack_shapes(v):
             return
 
 
+def _pack_output(v):
+    """The output is the inputs' shape with len(inputs) inserted at `axis`."""
+    ins, out, axis = v.inputs("inputs"), v.output("output"), v.const("axis")
+    if out is None or not out.type.dimensions or not isinstance(axis, int):
+        return
+    dims = out.type.dimensions
+    if 0 <= axis < len(dims) and dims[axis] and dims[axis] != len(ins):
+        yield f"output dimension {axis} is {dims[axis]}, expected the number of inputs ({len(ins)})"
+        return
+    first = next((o.type.dimensions for o in ins if o.type.dimensions), None)
+    if first is not None and 0 <= axis <= len(first) and len(dims) == len(first) + 1:
+        expected = first[:axis] + (len(ins),) + first[axis:]
+        if any(e and d and e != d for e, d in zip(expected, dims)):
+            yield f"output has shape {list(dims)}, expected {list(expected)}"
+
+
 register(OpSpec(
     code=Op.PACK,
     forms=[Form("default", [arg("axis", C.INT32), arg("inputs", "T", repeated=True)], [arg("output", "T")])],
     type_cases=cases(6, "T", *_DATA),
     rules=[same_quant("inputs", "output"), _pack_shapes,
-           _same_rank("inputs", "output", 1), _const_in("axis", _pack_axes, "is out of range [0, rank(inputs)]")],
+           _same_rank("inputs", "output", 1), _const_in("axis", _pack_axes, "is out of range [0, rank(inputs)]"),
+           _pack_output],
     doc="output = the inputs stacked along a new dimension `axis`",
 ))
 

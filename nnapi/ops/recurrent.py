@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
 from .base import Form, OpSpec, TypeCase, arg, opt, rank_in
+from .reduce import output_ranks
 
 _FLOAT = [TypeCase(1, T=C.TENSOR_FLOAT32, S=C.FLOAT32), TypeCase(3, T=C.TENSOR_FLOAT16, S=C.FLOAT16)]
 _FLOAT_FL3 = [TypeCase(3, T=C.TENSOR_FLOAT32, S=C.FLOAT32), TypeCase(3, T=C.TENSOR_FLOAT16, S=C.FLOAT16)]
@@ -42,6 +43,34 @@ def _layer_norm_level(*prefixes):
 
 _CLIPS = [arg("activation", C.INT32), arg("cell_clip", "S"), arg("proj_clip", "S")]
 
+
+def _bidirectional_output_ranks(v):
+    """Outputs [fw_output, bw_output (absent when merge_outputs), state outputs...]: the sequence
+    outputs have rank 3, the states rank 2. Outputs are positional, so the names of the form do not
+    apply once bw_output is left out."""
+    merge = v.const("merge_outputs")
+    outs = [v.model.operands[i] for i in v.model.operations[v.index].outputs]
+    if merge is None:
+        expected = [3]
+    else:
+        expected = [3] + ([] if merge else [3]) + [2] * len(outs)
+    for k, (o, want) in enumerate(zip(outs, expected)):
+        r = o.type.rank
+        if r is not None and r != want:
+            yield f"output {k} has rank {r}, expected {want}"
+
+
+def _all_or_no_layer_norm(*prefixes):
+    """The layer-normalization inputs come as a group: all four per direction (some may be omitted
+    operands) or none (the NDK takes 23 or 27 LSTM inputs, nothing in between)."""
+    def rule(v):
+        for p in prefixes:
+            present = [g for g in _GATES if f"{p}{g}_layer_norm_weights" in v._in]
+            if present and len(present) != len(_GATES):
+                yield (f"{len(present)} of the 4 {p}layer normalization weight inputs are given; "
+                       f"give all four (omitted ones as NO_VALUE) or none")
+    return rule
+
 register(OpSpec(
     code=Op.LSTM,
     forms=[Form("default",
@@ -49,7 +78,9 @@ register(OpSpec(
                 + _layer_norm(),
                 [_t("scratch_buffer"), _t("output_state_out"), _t("cell_state_out"), _t("output")])],
     type_cases=_FLOAT,
-    rules=[rank_in("input", (2,)), rank_in("output_state_in", (2,)), rank_in("cell_state_in", (2,))],
+    rules=[rank_in("input", (2,)), rank_in("output_state_in", (2,)), rank_in("cell_state_in", (2,)),
+           _all_or_no_layer_norm(""),
+           *output_ranks(scratch_buffer=2, output_state_out=2, cell_state_out=2, output=2)],
     level_rules=[_layer_norm_level("")],
     doc="one LSTM time step; CIFG, peephole, projection, clipping and (level 3) layer normalization",
 ))
@@ -61,7 +92,8 @@ register(OpSpec(
                 + [arg("time_major", C.BOOL)] + _layer_norm(),
                 [_t("output"), opt("output_state_out", "T", level=4), opt("cell_state_out", "T", level=4)])],
     type_cases=_FLOAT_FL3,
-    rules=[rank_in("input", (3,))],
+    rules=[rank_in("input", (3,)), _all_or_no_layer_norm(""),
+           *output_ranks(output=3, output_state_out=2, cell_state_out=2)],
     doc="an LSTM over a [time, batch, input] (or batch-major) sequence",
 ))
 
@@ -79,7 +111,8 @@ register(OpSpec(
                  opt("fw_output_state_out", "T", level=4), opt("fw_cell_state_out", "T", level=4),
                  opt("bw_output_state_out", "T", level=4), opt("bw_cell_state_out", "T", level=4)])],
     type_cases=_FLOAT_FL3,
-    rules=[rank_in("input", (3,))],
+    rules=[rank_in("input", (3,)), _all_or_no_layer_norm("fw_", "bw_"),
+           _bidirectional_output_ranks],
     doc="forward and backward LSTMs over one sequence, optional auxiliary input, merged or separate outputs",
 ))
 
@@ -90,7 +123,8 @@ register(OpSpec(
     code=Op.RNN,
     forms=[Form("default", _RNN_ARGS, [_t("hidden_state_out"), _t("output")])],
     type_cases=[TypeCase(1, T=C.TENSOR_FLOAT32), TypeCase(3, T=C.TENSOR_FLOAT16)],
-    rules=[rank_in("input", (2,)), rank_in("hidden_state_in", (2,))],
+    rules=[rank_in("input", (2,)), rank_in("hidden_state_in", (2,)),
+           *output_ranks(hidden_state_out=2, output=2)],
     doc="one basic RNN step: h = activation(W x + R h + b)",
 ))
 
@@ -99,7 +133,7 @@ register(OpSpec(
     forms=[Form("default", _RNN_ARGS + [arg("time_major", C.INT32)],
                 [_t("output"), opt("hidden_state_out", "T", level=4)])],
     type_cases=[TypeCase(3, T=C.TENSOR_FLOAT32), TypeCase(3, T=C.TENSOR_FLOAT16)],
-    rules=[rank_in("input", (3,))],
+    rules=[rank_in("input", (3,)), *output_ranks(output=3, hidden_state_out=2)],
     doc="a basic RNN over a sequence",
 ))
 
@@ -114,7 +148,7 @@ register(OpSpec(
                 [_t("fw_output"), opt("bw_output", "T"), opt("fw_hidden_state_out", "T", level=4),
                  opt("bw_hidden_state_out", "T", level=4)])],
     type_cases=[TypeCase(3, T=C.TENSOR_FLOAT32), TypeCase(3, T=C.TENSOR_FLOAT16)],
-    rules=[rank_in("input", (3,))],
+    rules=[rank_in("input", (3,)), _bidirectional_output_ranks],
     doc="forward and backward basic RNNs over one sequence",
 ))
 
@@ -125,7 +159,7 @@ register(OpSpec(
                  _t("state_in"), arg("rank", C.INT32), arg("activation", C.INT32)],
                 [_t("state_out"), _t("output")])],
     type_cases=[TypeCase(1, T=C.TENSOR_FLOAT32), TypeCase(3, T=C.TENSOR_FLOAT16)],
-    rules=[rank_in("input", (2,)), rank_in("state_in", (2,))],
+    rules=[rank_in("input", (2,)), rank_in("state_in", (2,)), *output_ranks(state_out=2, output=2)],
     doc="singular value decomposition filter: a rank-limited 1-D convolution over time",
 ))
 
@@ -173,7 +207,7 @@ register(OpSpec(
     rules=[rank_in("input", (2,)),
            _fixed_quant(("input", 1 / 128, 128), ("prev_output", 1 / 128, 128), ("output", 1 / 128, 128),
                         ("prev_cell_state", 2 ** -11, 0), ("cell_state_out", 2 ** -11, 0)),
-           _q16_weights_share_quant],
+           _q16_weights_share_quant, *output_ranks(cell_state_out=2, output=2)],
     doc="one uint8/int16 LSTM step with gemmlowp fixed-point gates (TFLite's quantized LstmCell)",
 ))
 
@@ -196,6 +230,6 @@ register(OpSpec(
                 [arg("output_state_out", C.TENSOR_QUANT8_ASYMM_SIGNED), arg("cell_state_out", _Q16),
                  arg("output", C.TENSOR_QUANT8_ASYMM_SIGNED)])],
     type_cases=[TypeCase(4)],
-    rules=[rank_in("input", (2,))],
+    rules=[rank_in("input", (2,)), *output_ranks(output_state_out=2, cell_state_out=2, output=2)],
     doc="one int8/int16 LSTM step with integer layer normalization (TFLite's fully integer LSTM)",
 ))

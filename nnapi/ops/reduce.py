@@ -27,6 +27,25 @@ def axes_in_range(input_name: str, axes_name: str):
     return rule
 
 
+def output_rank(out_name: str, expected):
+    """Every operand named `out_name` has rank `expected` (an int, or a function of the view giving the
+    rank or None when it cannot be known), when its rank is known."""
+    def rule(v):
+        want = expected(v) if callable(expected) else expected
+        if want is None:
+            return
+        for o in v.outputs(out_name):
+            r = _rank(o)
+            if r is not None and r != want:
+                yield f"{out_name} has rank {r}, expected {want}"
+    return rule
+
+
+def output_ranks(**ranks):
+    """output_rank rules for several outputs with fixed ranks."""
+    return [output_rank(name, r) for name, r in ranks.items()]
+
+
 def rank_at_least(name: str, low: int):
     def rule(v):
         rank = _rank(v.input(name))
@@ -37,13 +56,26 @@ def rank_at_least(name: str, low: int):
 
 # -- MEAN and REDUCE_* ------------------------------------------------------------
 
+def _reduced_rank(v):
+    """Output rank of a reduction with constant axes and keep_dims: the input's, less the reduced
+    dimensions unless kept (at least 1: reducing every dimension gives shape [1])."""
+    rank, axes, keep = _rank(v.input("input")), v.const("axes"), v.const("keep_dims")
+    if rank is None or axes is None or keep is None:
+        return None
+    if keep:
+        return rank
+    axes = {int(a) % rank for a in np.ravel(axes) if -rank <= int(a) < rank}
+    return max(1, rank - len(axes))
+
+
 def _reduction(code, keep_type, type_cases, rules=(), doc=""):
     return register(OpSpec(
         code=code,
         forms=[Form("default", [arg("input", "T"), arg("axes", C.TENSOR_INT32), arg("keep_dims", keep_type)],
                     [arg("output", "T")])],
         type_cases=type_cases,
-        rules=[rank_at_most("input", 4), axes_in_range("input", "axes"), *rules],
+        rules=[rank_at_most("input", 4), axes_in_range("input", "axes"), output_rank("output", _reduced_rank),
+               *rules],
         doc=doc,
     ))
 
@@ -77,7 +109,10 @@ for _code, _verb in ((Op.ARGMAX, "largest"), (Op.ARGMIN, "smallest")):
         code=_code,
         forms=[Form("default", [arg("input", "T"), arg("axis", C.INT32)], [arg("output", C.TENSOR_INT32)])],
         type_cases=_SELECTABLE,
-        rules=[rank_at_least("input", 1), axes_in_range("input", "axis")],
+        rules=[rank_at_least("input", 1), axes_in_range("input", "axis"),
+               # an (n - 1)-D output; a 1-D input gives shape [1]
+               output_rank("output", lambda v: None if _rank(v.input("input")) is None
+                           else max(1, _rank(v.input("input")) - 1))],
         doc=f"index of the {_verb} element along axis (ties: the smallest index)",
     ))
 
@@ -86,7 +121,9 @@ register(OpSpec(
     forms=[Form("default", [arg("input", "T"), arg("k", C.INT32)],
                 [arg("values", "T"), arg("indices", C.TENSOR_INT32)])],
     type_cases=_SELECTABLE,
-    rules=[rank_at_least("input", 1), same_quant("input", "values")],
+    rules=[rank_at_least("input", 1), same_quant("input", "values"),
+           output_rank("values", lambda v: _rank(v.input("input"))),
+           output_rank("indices", lambda v: _rank(v.input("input")))],
     doc="the k largest values along the last axis, in descending order (ties: smaller index first), "
         "and their indices",
 ))

@@ -1,0 +1,200 @@
+"""What each fuzz target does with one input, and which outcomes are allowed.
+
+`run_target(target, data, workdir)` returns ("ok" | "rejected", detail) when
+the entry point behaved (success, or the project's own error type with a
+message) and raises Finding when it did not (any other exception, an error
+without a message, a CLI exit code outside 0/2/3 or a traceback on stderr).
+Hangs, signals and memory blow-ups are caught by the process that runs this
+one (fuzz.fuzz_readers / the subprocess tests) with a timeout and RLIMIT_AS.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+TARGETS = ("tflite", "nnapi", "cli")
+# inputs of a successfully loaded model are executed only when this small
+MAX_EXEC_ELEMENTS = 1 << 16
+
+
+class Finding(Exception):
+    """An entry point misbehaved on an input; the message says how."""
+
+
+def _require_message(e: BaseException, kind: str) -> tuple[str, str]:
+    msg = str(e)
+    if not msg.strip():
+        raise Finding(f"{kind} without a message: {e!r}")
+    return "rejected", f"{kind}: {msg[:300]}"
+
+
+def _execute(model) -> str:
+    """Compile and run a loaded/converted model with small seeded inputs (NnapiError allowed)."""
+    import nnapi
+    total = 0
+    for i in list(model.inputs) + list(model.outputs):
+        t = model.operands[i].type
+        n = t.element_count()
+        if n is None:
+            return "not executed (dynamic shape)"
+        total += n
+    if total > MAX_EXEC_ELEMENTS:
+        return "not executed (large)"
+    rng = np.random.default_rng(0)
+    comp = nnapi.Compilation(model)
+    comp.finish()
+    ex = nnapi.Execution(comp)
+    ex.set_loop_timeout(0.2)
+    for k, i in enumerate(model.inputs):
+        t = model.operands[i].type
+        shape = tuple(t.dimensions) if t.is_tensor else ()
+        if t.dtype.kind == "f":
+            arr = rng.standard_normal(shape).astype(t.dtype)
+        elif t.dtype.kind == "b":
+            arr = rng.integers(0, 2, shape).astype(bool)
+        else:
+            info = np.iinfo(t.dtype)
+            arr = rng.integers(max(info.min, -8), min(info.max, 8) + 1, shape).astype(t.dtype)
+        ex.set_input(k, arr)
+    for k, o in enumerate(model.outputs):
+        t = model.operands[o].type
+        ex.set_output(k, np.zeros(t.dimensions if t.is_tensor else (), t.dtype))
+    ex.compute()
+    return "executed"
+
+
+def run_nnapi(data: bytes, workdir: Path) -> tuple[str, str]:
+    import nnapi
+    from nnapi.serialize import to_bytes
+    path = Path(workdir) / "input.nnapi"
+    path.write_bytes(data)
+    try:
+        model = nnapi.load(path)
+    except nnapi.NnapiError as e:
+        if e.code != nnapi.ResultCode.BAD_DATA:
+            raise Finding(f"nnapi.load raised {e.code.name} instead of BAD_DATA: {e}") from e
+        return _require_message(e, "NnapiError")
+    to_bytes(model)  # a loaded model can always be saved again
+    try:
+        return "ok", _execute(model)
+    except nnapi.NnapiError as e:
+        return _require_message(e, "NnapiError at run time")
+
+
+def run_tflite(data: bytes, workdir: Path) -> tuple[str, str]:
+    import nnapi
+    from converters.convert import ConversionError
+    from converters.source_graph import SourceError
+    from converters.tflite import convert, read
+    from nnapi.serialize import to_bytes
+    try:
+        read(data)
+    except SourceError as e:
+        return _require_message(e, "SourceError")
+    details = []
+    for partial in (False, True):
+        try:
+            result = convert(data, partial=partial)
+        except SourceError as e:
+            return _require_message(e, "SourceError")
+        except ConversionError as e:
+            return _require_message(e, "ConversionError")
+        if not result.complete:
+            if not all(n.reason for n in result.unsupported):
+                raise Finding("an unsupported node has no reason")
+            details.append(f"{len(result.unsupported)} unsupported")
+        for m in result.models:
+            to_bytes(m)
+            try:
+                details.append(_execute(m))
+            except nnapi.NnapiError as e:
+                details.append(_require_message(e, "NnapiError at run time")[1])
+        if result.complete:
+            break
+    return "ok", "; ".join(details)
+
+
+CLI_COMMANDS = {
+    "nnapi": [["inspect", "{in}"], ["inspect", "{in}", "--format", "json"], ["run", "{in}"]],
+    "tflite": [["convert", "{in}", "-o", "{out}.nnapi"], ["convert", "{in}", "--partial", "-o", "{out}.nnapi"],
+               ["coverage", "{in}", "--format", "json"]],
+}
+ALLOWED_EXIT_CODES = (0, 2, 3)
+
+
+def run_cli_argv(argv: list[str]) -> tuple[int, str]:
+    """converters.cli.main in this process; (exit code, stderr). An escaping exception is a Finding."""
+    from converters import cli
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        try:
+            code = cli.main(argv)
+        except SystemExit as e:  # argparse
+            code = e.code if isinstance(e.code, int) else 2
+        except Exception as e:
+            raise Finding(f"nnapi {' '.join(argv)}: uncaught {type(e).__name__}: {e}\n"
+                          + traceback.format_exc()) from e
+    return code, err.getvalue()
+
+
+def run_cli(data: bytes, workdir: Path, kind: str | None = None) -> tuple[str, str]:
+    """The CLI on one input: `kind` "nnapi" or "tflite" (default: by the file's magic)."""
+    if kind is None:
+        kind = "nnapi" if data[:8] == b"NNAPIMDL" else "tflite"
+    path = Path(workdir) / f"input.{kind}"
+    path.write_bytes(data)
+    codes = []
+    for template in CLI_COMMANDS[kind]:
+        argv = [a.format(**{"in": str(path), "out": str(Path(workdir) / "out")}) for a in template]
+        code, err = run_cli_argv(argv)
+        if code not in ALLOWED_EXIT_CODES:
+            raise Finding(f"nnapi {' '.join(argv)}: exit code {code}\n{err}")
+        if "internal error" in err:  # the CLI's last-resort handler caught a bug
+            raise Finding(f"nnapi {' '.join(argv)}: {err.strip()}")
+        if "Traceback" in err:
+            raise Finding(f"nnapi {' '.join(argv)}: traceback on stderr\n{err}")
+        if code != 0 and not err.strip():
+            raise Finding(f"nnapi {' '.join(argv)}: exit code {code} with nothing on stderr")
+        codes.append(code)
+    for leftover in Path(workdir).glob(".*.tmp"):
+        raise Finding(f"temporary file {leftover.name} left behind")
+    return ("ok" if all(c == 0 for c in codes) else "rejected"), f"exit codes {codes}"
+
+
+def run_target(target: str, data: bytes, workdir) -> tuple[str, str]:
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    if target == "nnapi":
+        return run_nnapi(data, workdir)
+    if target == "tflite":
+        return run_tflite(data, workdir)
+    if target == "cli":
+        return run_cli(data, workdir)
+    raise ValueError(f"unknown target {target!r}")
+
+
+def check(target: str, data: bytes, workdir) -> tuple[str, str]:
+    """run_target, with every exception other than a Finding turned into one (with its traceback)."""
+    try:
+        return run_target(target, data, workdir)
+    except Finding:
+        raise
+    except Exception as e:  # noqa: BLE001 - that is exactly what we look for
+        raise Finding(f"uncaught {type(e).__name__}: {e}\n" + traceback.format_exc()) from e
+    finally:
+        for p in Path(workdir).iterdir():
+            with contextlib.suppress(OSError):
+                p.unlink()
+
+
+def set_memory_limit(limit_bytes: int) -> None:
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
