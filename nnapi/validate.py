@@ -5,6 +5,8 @@ or operation, rather than stopping at the first.
 """
 from __future__ import annotations
 
+import heapq
+
 
 from .codes import Lifetime, OperandCode
 from .ops import SPECS
@@ -38,7 +40,9 @@ def graph_problems(model) -> list[str]:
         if o not in writer and o not in model.inputs:
             problems.append(f"model output operand {o}{_name(model, o)} is not written by any operation")
     if not problems and execution_order(model) is None:
-        problems.append("the operations form a cycle")
+        stuck = _cycle_members(model)
+        problems.append("the operations form a cycle: " + ", ".join(
+            f"operation {k} ({model.operations[k].code.name})" for k in stuck))
     return problems
 
 
@@ -51,8 +55,20 @@ def _is_read(model, i) -> bool:
     return any(i in op.inputs for op in model.operations)
 
 
+def _cycle_members(model) -> list[int]:
+    """The operations that can never run because they wait on each other (a cycle or behind one)."""
+    order = set(_topological(model))
+    return [k for k in range(len(model.operations)) if k not in order]
+
+
 def execution_order(model) -> list[int] | None:
     """A topological order of the operations (stable: keeps the given order when valid); None on a cycle."""
+    order = _topological(model)
+    return order if len(order) == len(model.operations) else None
+
+
+def _topological(model) -> list[int]:
+    """Operations in a stable topological order; those caught in or behind a cycle are left out."""
     writer = {}
     for k, op in enumerate(model.operations):
         for o in op.outputs:
@@ -66,7 +82,7 @@ def execution_order(model) -> list[int] | None:
                 deps[k].add(w)
                 users[w].append(k)
     pending = [len(d) for d in deps]
-    import heapq
+
     ready = [k for k, c in enumerate(pending) if c == 0]
     heapq.heapify(ready)
     order = []
@@ -77,7 +93,7 @@ def execution_order(model) -> list[int] | None:
             pending[u] -= 1
             if pending[u] == 0:
                 heapq.heappush(ready, u)
-    return order if len(order) == len(model.operations) else None
+    return order
 
 
 def operation_problems(model, feature_level: int = 8) -> list[str]:

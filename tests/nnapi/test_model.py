@@ -5,8 +5,9 @@ import pytest
 
 import nnapi
 from nnapi import Lifetime, NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
+from tests.executor.op_harness import run
 
-from .helpers import SHAPE, add_model, execute, f32
+from .helpers import SHAPE, add_model, f32
 
 
 def code_of(fn):
@@ -91,7 +92,7 @@ def test_cycle_is_bad_data():
     m.add_operation(Op.ADD, [t1, t2, fuse], [out])
     m.identify_inputs_and_outputs([a], [out])
     err = pytest.raises(NnapiError, m.finish).value
-    assert err.code == ResultCode.BAD_DATA and "cycle" in err.message
+    assert err.code == ResultCode.BAD_DATA and "cycle: operation 0 (ADD), operation 1 (ADD), operation 2 (ADD)" in err.message
 
 
 def test_constant_model_input_or_output_is_bad_data():
@@ -187,5 +188,5 @@ def test_add_runs_through_compilation_and_execution():
     m = add_model()
     a = np.arange(30, dtype=np.float32).reshape(SHAPE)
     b = np.full(SHAPE, 0.5, np.float32)
-    (out,) = execute(m, [a, b])
+    (out,) = run(m, a, b)
     np.testing.assert_array_equal(out, a + 0.5)
