@@ -24,8 +24,8 @@ def litert_interpreter(model_bytes: bytes, reference: str = "litert", threads: i
     return it
 
 
-def run_litert(model_bytes: bytes, inputs: Sequence[np.ndarray], reference: str = "litert") -> list[np.ndarray]:
-    it = litert_interpreter(model_bytes, reference)
+def _invoke(it, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Run LiteRT interpreter `it` on `inputs` (inputs resized to their shapes); copies of its outputs."""
     details = it.get_input_details()
     for d, x in zip(details, inputs):
         if tuple(d["shape"]) != tuple(np.shape(x)):
@@ -35,6 +35,10 @@ def run_litert(model_bytes: bytes, inputs: Sequence[np.ndarray], reference: str 
         it.set_tensor(d["index"], np.asarray(x, dtype=d["dtype"]))
     it.invoke()
     return [it.get_tensor(d["index"]).copy() for d in it.get_output_details()]
+
+
+def run_litert(model_bytes: bytes, inputs: Sequence[np.ndarray], reference: str = "litert") -> list[np.ndarray]:
+    return _invoke(litert_interpreter(model_bytes, reference), inputs)
 
 
 def to_nnapi_inputs(result, inputs: Sequence[np.ndarray], model=None) -> list[np.ndarray]:
@@ -114,15 +118,7 @@ def litert_all_tensors(model_bytes: bytes, inputs: Sequence[np.ndarray], referen
                        graph=None) -> tuple[list[np.ndarray], dict]:
     """LiteRT outputs and every tensor of the main subgraph (preserve_all_tensors): {tensor index: array}."""
     it = litert_interpreter(model_bytes, reference, preserve_all_tensors=True)
-    details = it.get_input_details()
-    for d, x in zip(details, inputs):
-        if tuple(d["shape"]) != tuple(np.shape(x)):
-            it.resize_tensor_input(d["index"], list(np.shape(x)))
-    it.allocate_tensors()
-    for d, x in zip(details, inputs):
-        it.set_tensor(d["index"], np.asarray(x, dtype=d["dtype"]))
-    it.invoke()
-    outs = [it.get_tensor(d["index"]).copy() for d in it.get_output_details()]
+    outs = _invoke(it, inputs)
     tensors = {}
     count = len(graph.tensors) if graph is not None else len(it.get_tensor_details())
     for i in range(count):

@@ -39,12 +39,20 @@ def if_model(type_name="float32", passthrough=False):
     return g.finish()
 
 
-@pytest.mark.parametrize("level", [1, 3, 4, 8])
-@pytest.mark.parametrize("type_name", sorted(TYPES))
+TYPES_AND_LEVELS = [(type_name, level) for type_name in sorted(TYPES) for level in (1, 3, 4, 8)]
+
+
+def _too_low(data, level: int, needs: int) -> bool:
+    """Whether `level` is below the `needs` of the model's node, which must then be reported as too low."""
+    if level < needs:
+        assert unsupported_reason(data, level).reason_code == "feature_level_too_low"
+    return level < needs
+
+
+@pytest.mark.parametrize("type_name, level", TYPES_AND_LEVELS)
 def test_if(type_name, level):
     data = if_model(type_name)
-    if level < 4:
-        assert unsupported_reason(data, level).reason_code == "feature_level_too_low"
+    if _too_low(data, level, 4):
         return
     for flag in (False, True):  # both branches
         inputs = random_source_inputs(read(data).main, seed=int(flag))
@@ -93,12 +101,10 @@ def while_model(type_name="float32", passthrough=False):
     return g.finish()
 
 
-@pytest.mark.parametrize("level", [1, 3, 4, 8])
-@pytest.mark.parametrize("type_name", sorted(TYPES))
+@pytest.mark.parametrize("type_name, level", TYPES_AND_LEVELS)
 def test_while(type_name, level):
     data = while_model(type_name)
-    if level < 4:
-        assert unsupported_reason(data, level).reason_code == "feature_level_too_low"
+    if _too_low(data, level, 4):
         return
     result = assert_matches_litert(data, level)
     assert result.nodes[0].nnapi_ops == ["WHILE"]
@@ -180,8 +186,7 @@ def assert_detections_match(data, level, per_box, seeds=(0, 1, 2)):
                                                ("uint8", True)])
 def test_detection_postprocess(type_name, regular, level):
     data = detection_model(type_name, regular)
-    if level < 3:
-        assert unsupported_reason(data, level).reason_code == "feature_level_too_low"
+    if _too_low(data, level, 3):
         return
     result = assert_detections_match(data, level, 1 if regular else 2)
     assert "DETECTION_POSTPROCESSING" in result.nodes[0].nnapi_ops

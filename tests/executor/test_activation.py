@@ -4,36 +4,8 @@ import math
 import numpy as np
 import pytest
 
-import nnapi
 from nnapi import NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
-from tests.nnapi.helpers import execute
-
-
-def t(code, dims, scale=0.0, zp=0):
-    return OperandType(code, dims, scale, zp)
-
-
-def build(code, inputs, outputs, finish=True):
-    """One-operation model; `inputs` are (OperandType, constant or None for a model input)."""
-    m = nnapi.Model()
-    ins, model_ins = [], []
-    for otype, value in inputs:
-        i = m.add_operand(otype)
-        if value is None:
-            model_ins.append(i)
-        else:
-            m.set_operand_value(i, np.asarray(value, dtype=otype.dtype))
-        ins.append(i)
-    outs = [m.add_operand(o) for o in outputs]
-    m.add_operation(code, ins, outs)
-    m.identify_inputs_and_outputs(model_ins, outs)
-    if finish:
-        m.finish()
-    return m
-
-
-def unary(code, in_type, out_type, x):
-    return execute(build(code, [(in_type, None)], [out_type]), [x])[0]
+from tests.executor.op_harness import build, run, t, unary
 
 
 @pytest.mark.parametrize("code, expected", [
@@ -83,7 +55,7 @@ def test_tanh_quant8_signed():
 def test_elu_float():
     m = build(Op.ELU, [(t(C.TENSOR_FLOAT32, [3]), None), (OperandType(C.FLOAT32), 0.5)],
               [t(C.TENSOR_FLOAT32, [3])])
-    out = execute(m, [np.array([-1.0, 0.0, 2.0], dtype=np.float32)])[0]
+    out = run(m, np.array([-1.0, 0.0, 2.0], dtype=np.float32))[0]
     np.testing.assert_allclose(out, [0.5 * (math.exp(-1.0) - 1.0), 0.0, 2.0], rtol=1e-6)
 
 
@@ -101,7 +73,7 @@ def test_prelu_broadcasts_alpha():
     x = np.array([[-1.0, 2.0, -3.0], [4.0, -5.0, 0.0]], dtype=np.float32)
     m = build(Op.PRELU, [(t(C.TENSOR_FLOAT32, [2, 3]), None), (t(C.TENSOR_FLOAT32, [3]), [0.1, 0.2, 0.3])],
               [t(C.TENSOR_FLOAT32, [2, 3])])
-    np.testing.assert_allclose(execute(m, [x])[0], [[-0.1, 2.0, -0.9], [4.0, -1.0, 0.0]], rtol=1e-6)
+    np.testing.assert_allclose(run(m, x)[0], [[-0.1, 2.0, -0.9], [4.0, -1.0, 0.0]], rtol=1e-6)
 
 
 def test_prelu_quant8_with_different_output_scale():
@@ -109,7 +81,7 @@ def test_prelu_quant8_with_different_output_scale():
     m = build(Op.PRELU, [(t(C.TENSOR_QUANT8_ASYMM, [3], 0.5, 10), None),
                          (t(C.TENSOR_QUANT8_ASYMM, [1], 0.25, 4), [6])],
               [t(C.TENSOR_QUANT8_ASYMM, [3], 0.25, 20)])
-    out = execute(m, [np.array([0, 10, 14], dtype=np.uint8)])[0]
+    out = run(m, np.array([0, 10, 14], dtype=np.uint8))[0]
     np.testing.assert_array_equal(out, [10, 20, 28])     # reals -2.5, 0, 2
 
 
@@ -142,5 +114,5 @@ def test_hard_swish_quant8_unrepresentable_output_scale_fails_at_execution():
     m = build(Op.HARD_SWISH, [(t(C.TENSOR_QUANT8_ASYMM, [2], 1.0, 0), None)],
               [t(C.TENSOR_QUANT8_ASYMM, [2], 1.0 / 256, 0)])
     with pytest.raises(NnapiError) as e:
-        execute(m, [np.array([1, 2], dtype=np.uint8)])
+        run(m, np.array([1, 2], dtype=np.uint8))
     assert e.value.code == ResultCode.OP_FAILED and "HARD_SWISH" in str(e.value)

@@ -9,6 +9,7 @@ import pytest
 import nnapi
 from executor.registry import missing_reason
 from nnapi import NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
+from tests.executor.op_harness import run
 
 F32 = OperandType(C.TENSOR_FLOAT32, [2])
 BOOL1 = OperandType(C.TENSOR_BOOL8, [1])
@@ -47,24 +48,6 @@ def if_model(then_m, else_m, data_types, out_types, finish=True):
     return m
 
 
-def run(model, *arrays, out_sizes=None, loop_timeout=None):
-    comp = nnapi.Compilation(model)
-    comp.finish()
-    ex = nnapi.Execution(comp)
-    if loop_timeout is not None:
-        ex.set_loop_timeout(loop_timeout)
-    for k, a in enumerate(arrays):
-        ex.set_input(k, a)
-    bufs = []
-    for k, o in enumerate(model.outputs):
-        t = model.operands[o].type
-        bufs.append(np.zeros(out_sizes[k] if out_sizes else t.dimensions, dtype=t.dtype))
-        ex.set_output(k, bufs[-1])
-    ex.compute()
-    return [b.reshape(-1)[: int(np.prod(ex.get_output_operand_dimensions(k)))]
-            .reshape(ex.get_output_operand_dimensions(k)) for k, b in enumerate(bufs)]
-
-
 # -- IF -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("cond,expected", [(True, [11.0, 22.0]), (False, [-9.0, -18.0])])
@@ -79,7 +62,7 @@ def test_if_with_unknown_shapes_in_the_branch_and_the_output():
     branch = binary_model(Op.ADD, dims=(0, 0), constant=[100.0])
     m = if_model(branch, branch, [OperandType(C.TENSOR_FLOAT32, [0, 0])], [OperandType(C.TENSOR_FLOAT32, [0, 0])])
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
-    (out,) = run(m, np.array([False]), x, out_sizes=[16])
+    (out,) = run(m, np.array([False]), x)
     assert out.shape == (2, 3)
     np.testing.assert_array_equal(out, x + 100)
 

@@ -9,44 +9,16 @@ import pytest
 
 import nnapi
 from nnapi import NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
+from tests.executor.op_harness import build, run_one, scalar
 
 F32 = C.TENSOR_FLOAT32
 
 
-def _build(code, tensors, scalars, out_type, inputs=(0,), per_channel=None):
-    """tensors: [(OperandType, value or None)], scalars: [(code, value)] appended after them.
-    Tensors whose value is None are model inputs, in order; one output of `out_type`."""
-    m = nnapi.Model()
-    idx = []
-    for t, value in tensors:
-        i = m.add_operand(t)
-        if per_channel is not None and t.code == C.TENSOR_QUANT8_SYMM_PER_CHANNEL:
-            m.set_operand_symm_per_channel_quant_params(i, *per_channel)
-        if value is not None:
-            m.set_operand_value(i, np.asarray(value, dtype=t.dtype).reshape(t.dimensions))
-        idx.append(i)
-    for code_, value in scalars:
-        i = m.add_operand(OperandType(code_))
-        m.set_operand_value(i, np.asarray(value, dtype=np.bool_ if code_ == C.BOOL else np.int32))
-        idx.append(i)
-    out = m.add_operand(out_type)
-    m.add_operation(code, idx, [out])
-    m.identify_inputs_and_outputs([idx[k] for k in inputs], [out])
-    return m
-
-
-def _run(model, *arrays):
-    model.finish()
-    comp = nnapi.Compilation(model)
-    comp.finish()
-    ex = nnapi.Execution(comp)
-    for k, a in enumerate(arrays):
-        ex.set_input(k, a)
-    out_t = model.operands[model.outputs[0]].type
-    result = np.zeros(out_t.dimensions, dtype=out_t.dtype)
-    ex.set_output(0, result)
-    ex.compute()
-    return result
+def _build(code, tensors, scalars, out_type, per_channel=None):
+    """tensors: [(OperandType, value or None = a model input)], then `scalars` [(code, value)]
+    as constants; one output of `out_type`. Left unfinished for the finish/validate tests."""
+    return build(code, list(tensors) + [scalar(c, v) for c, v in scalars], [out_type], finish=False,
+                 per_channel=per_channel)
 
 
 def _direct_conv(x, w, b, stride, pad, dilation=(1, 1), groups=1):
@@ -78,7 +50,7 @@ def test_conv2d_float_explicit_padding_by_hand():
                 (OperandType(F32, (1,)), [0.5])],
                [(C.INT32, 0)] * 4 + [(C.INT32, 1), (C.INT32, 1), (C.INT32, 0)],
                OperandType(F32, (1, 2, 2, 1)))
-    out = _run(m, x)
+    out = run_one(m, x)
     np.testing.assert_array_equal(out.reshape(2, 2), [[1 + 5 + 0.5, 2 + 6 + 0.5], [4 + 8 + 0.5, 5 + 9 + 0.5]])
 
 
@@ -95,7 +67,7 @@ def test_conv2d_float_nchw_same_stride_dilation_relu6():
                [(C.INT32, nnapi.PaddingCode.SAME), (C.INT32, 1), (C.INT32, 2), (C.INT32, nnapi.FuseCode.RELU6),
                 (C.BOOL, True), (C.INT32, 1), (C.INT32, 2)],
                OperandType(F32, (2, 4, 3, 6)))
-    out = _run(m, np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
+    out = run_one(m, np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
     np.testing.assert_allclose(out.transpose(0, 2, 3, 1), expected, rtol=1e-5, atol=1e-6)
 
 
@@ -111,7 +83,7 @@ def test_conv2d_quant8_per_channel_by_hand():
                 (OperandType(C.TENSOR_INT32, (2,)), [4, -16])],
                [(C.INT32, 0)] * 4 + [(C.INT32, 1), (C.INT32, 1), (C.INT32, 0)],
                OperandType(C.TENSOR_QUANT8_ASYMM, (1, 1, 2, 2), 2.0, 5), per_channel=([1.0, 0.25], 0))
-    out = _run(m, np.array([12, 14], dtype=np.uint8).reshape(1, 1, 2, 1))
+    out = run_one(m, np.array([12, 14], dtype=np.uint8).reshape(1, 1, 2, 1))
     np.testing.assert_array_equal(out.reshape(2, 2), [[8, 3], [9, 3]])
 
 
@@ -122,7 +94,7 @@ def test_depthwise_multiplier_two_by_hand():
                 (OperandType(F32, (4,)), [0, 0, 0, 100])],
                [(C.INT32, nnapi.PaddingCode.VALID), (C.INT32, 1), (C.INT32, 1), (C.INT32, 2), (C.INT32, 0)],
                OperandType(F32, (1, 1, 1, 4)))
-    out = _run(m, np.array([10, -1], dtype=np.float32).reshape(1, 1, 1, 2))
+    out = run_one(m, np.array([10, -1], dtype=np.float32).reshape(1, 1, 1, 2))
     np.testing.assert_array_equal(out.reshape(-1), [10, 20, -3, 96])
 
 
@@ -137,7 +109,7 @@ def test_grouped_conv_two_groups():
                [(C.INT32, 0), (C.INT32, 1), (C.INT32, 0), (C.INT32, 1), (C.INT32, 1), (C.INT32, 1),
                 (C.INT32, 2), (C.INT32, 0), (C.BOOL, False)],
                OperandType(F32, (1, 4, 4, 6)))
-    np.testing.assert_allclose(_run(m, x), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(run_one(m, x), expected, rtol=1e-5, atol=1e-6)
 
 
 def test_transpose_conv_stride_two_by_hand():
@@ -147,7 +119,7 @@ def test_transpose_conv_stride_two_by_hand():
                 (OperandType(F32, (1,)), [0.5])],
                [(C.INT32, 0)] * 4 + [(C.INT32, 2), (C.INT32, 2), (C.INT32, 0), (C.BOOL, False)],
                OperandType(F32, (1, 4, 4, 1)))
-    out = _run(m, np.array([1, 2, 3, 4], dtype=np.float32).reshape(1, 2, 2, 1))
+    out = run_one(m, np.array([1, 2, 3, 4], dtype=np.float32).reshape(1, 2, 2, 1))
     np.testing.assert_array_equal(out.reshape(4, 4), np.kron([[1, 2], [3, 4]], np.ones((2, 2))) + 0.5)
 
 
@@ -159,7 +131,7 @@ def test_transpose_conv_implicit_same_overlapping_taps():
                 (OperandType(F32, (1,)), [0]), (OperandType(C.TENSOR_INT32, (4,)), [1, 1, 2, 1])],
                [(C.INT32, nnapi.PaddingCode.SAME), (C.INT32, 1), (C.INT32, 1), (C.INT32, 0), (C.BOOL, False)],
                OperandType(F32, (1, 1, 2, 1)))
-    out = _run(m, np.array([1, 2], dtype=np.float32).reshape(1, 1, 2, 1))
+    out = run_one(m, np.array([1, 2], dtype=np.float32).reshape(1, 1, 2, 1))
     np.testing.assert_array_equal(out.reshape(-1), [12, 120])
 
 
@@ -172,7 +144,7 @@ def test_fully_connected_quant8_by_hand():
                 (OperandType(C.TENSOR_QUANT8_ASYMM, (2, 2), 0.5, 2), [4, 2, 0, 4]),
                 (OperandType(C.TENSOR_INT32, (2,), 0.25), [4, -2])],
                [(C.INT32, 0)], OperandType(C.TENSOR_QUANT8_ASYMM, (1, 2), 1.0, 3))
-    np.testing.assert_array_equal(_run(m, np.array([[3, 5]], dtype=np.uint8)), [[5, 4]])
+    np.testing.assert_array_equal(run_one(m, np.array([[3, 5]], dtype=np.uint8)), [[5, 4]])
 
 
 def test_fully_connected_flattens_input_and_weights_as_input():
@@ -182,10 +154,10 @@ def test_fully_connected_flattens_input_and_weights_as_input():
     m = _build(Op.FULLY_CONNECTED,
                [(OperandType(F32, (2, 2, 2)), None), (OperandType(F32, (3, 2)), None),
                 (OperandType(F32, (3,)), [0, 0, -1])],
-               [(C.INT32, nnapi.FuseCode.RELU1)], OperandType(F32, (4, 3)), inputs=(0, 1))
+               [(C.INT32, nnapi.FuseCode.RELU1)], OperandType(F32, (4, 3)))
     rows = x.reshape(4, 2)
     expected = np.clip(np.stack([rows[:, 0], rows[:, 1], rows.sum(1) - 1], axis=1), -1, 1)
-    np.testing.assert_array_equal(_run(m, x, w), expected)
+    np.testing.assert_array_equal(run_one(m, x, w), expected)
 
 
 def test_validate_reports_feature_level():
@@ -228,7 +200,7 @@ def test_invalid_padding_code_fails_at_execution():
                [(C.INT32, 7), (C.INT32, 1), (C.INT32, 1), (C.INT32, 0)],
                OperandType(F32, (1, 2, 2, 1)))
     with pytest.raises(NnapiError) as e:
-        _run(m, np.ones((1, 2, 2, 1), dtype=np.float32))
+        run_one(m, np.ones((1, 2, 2, 1), dtype=np.float32))
     assert e.value.code == ResultCode.OP_FAILED
     assert "padding" in e.value.message
 
@@ -239,9 +211,9 @@ def test_zero_batch_conv_nchw_and_fully_connected():
                    (OperandType(F32, (4,)), np.zeros(4))],
                   [(C.INT32, nnapi.PaddingCode.SAME), (C.INT32, 1), (C.INT32, 1), (C.INT32, 0), (C.BOOL, True)],
                   OperandType(F32, (0, 4, 3, 3)))
-    assert _run(conv, np.zeros((0, 2, 3, 3), dtype=np.float32)).shape == (0, 4, 3, 3)
+    assert run_one(conv, np.zeros((0, 2, 3, 3), dtype=np.float32)).shape == (0, 4, 3, 3)
     fc = _build(Op.FULLY_CONNECTED,
                 [(OperandType(F32, (0, 4)), None), (OperandType(F32, (3, 4)), np.ones(12)),
                  (OperandType(F32, (3,)), np.zeros(3))],
                 [(C.INT32, 0)], OperandType(F32, (0, 3)))
-    assert _run(fc, np.zeros((0, 4), dtype=np.float32)).shape == (0, 3)
+    assert run_one(fc, np.zeros((0, 4), dtype=np.float32)).shape == (0, 3)

@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pytest
 
-import nnapi
 from nnapi import NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
+from tests.executor.op_harness import build, run
 
 F32, F16 = C.TENSOR_FLOAT32, C.TENSOR_FLOAT16
 Q8, Q16 = C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT16_ASYMM
@@ -35,44 +35,17 @@ def tensor(code, dims, value, scale=0.0, zp=0):
 
 
 def _model(code, args, outs):
-    """args: (OperandType, value); tensors are model inputs, scalars constants. outs: OperandTypes."""
-    m = nnapi.Model()
-    idx, feeds = [], []
-    for t, value in args:
-        i = m.add_operand(t)
-        if t.dimensions:
-            value = np.zeros(t.dimensions) if value is None else value
-            feeds.append((i, np.asarray(value, dtype=t.dtype).reshape(t.dimensions)))
-        else:
-            m.set_operand_value(i, np.asarray(value, dtype=t.dtype))
-        idx.append(i)
-    out_idx = [m.add_operand(t) for t in outs]
-    m.add_operation(code, idx, out_idx)
-    m.identify_inputs_and_outputs([i for i, _ in feeds], out_idx)
-    return m, [a for _, a in feeds]
+    """args: (OperandType, value); tensors are model inputs fed `value` (zeros when None), scalars
+    constants. outs: OperandTypes. Returns the unfinished model and its input arrays."""
+    feeds = [np.asarray(np.zeros(t.dimensions) if v is None else v, dtype=t.dtype).reshape(t.dimensions)
+             for t, v in args if t.dimensions]
+    return build(code, [(t, None if t.dimensions else v) for t, v in args], outs, finish=False), feeds
 
 
-def _run(code, args, outs, capacity=16):
-    """Build, compile and run one operation; outputs trimmed to their actual dimensions."""
+def _run(code, args, outs):
+    """Build and run one operation; outputs shaped as the execution reports them."""
     model, feeds = _model(code, args, outs)
-    model.finish()
-    comp = nnapi.Compilation(model)
-    comp.finish()
-    ex = nnapi.Execution(comp)
-    for k, a in enumerate(feeds):
-        ex.set_input(k, a)
-    results = []
-    for k, t in enumerate(outs):
-        known = all(t.dimensions)
-        buf = np.zeros(t.dimensions if known else (capacity * 4,), dtype=t.dtype)
-        ex.set_output(k, buf)
-        results.append(buf)
-    ex.compute()
-    trimmed = []
-    for k, buf in enumerate(results):
-        dims = ex.get_output_operand_dimensions(k)
-        trimmed.append(buf.reshape(-1)[: int(np.prod(dims))].reshape(dims))
-    return trimmed
+    return run(model, *feeds)
 
 
 def _iou(a, b):

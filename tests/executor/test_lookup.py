@@ -4,7 +4,7 @@ import pytest
 
 from executor.kernels.lookup import fingerprint64
 from nnapi import NnapiError, OperandCode as C, OperationCode as Op, ResultCode
-from tests.executor.test_reduce import build, run, scalar, t
+from tests.executor.op_harness import build, run, scalar, t
 
 
 def test_embedding_lookup_selects_rows():

@@ -8,49 +8,9 @@ import pytest
 
 import nnapi
 from nnapi import NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
+from tests.executor.op_harness import build, run
 
 QUANT_CODES = (C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED)
-
-
-def build(code, inputs, outputs, finish=True):
-    """One-operation model. `inputs`: (OperandType, value or None) pairs, None = a model input;
-    `outputs`: OperandTypes."""
-    m = nnapi.Model()
-    ins, model_ins = [], []
-    for t, value in inputs:
-        i = m.add_operand(t)
-        if value is None:
-            model_ins.append(i)
-        else:
-            m.set_operand_value(i, np.asarray(value, dtype=t.dtype))
-        ins.append(i)
-    outs = [m.add_operand(t) for t in outputs]
-    m.add_operation(code, ins, outs)
-    m.identify_inputs_and_outputs(model_ins, outs)
-    if finish:
-        m.finish()
-    return m
-
-
-def run(model, *arrays, out_size=256):
-    """Execute; returns each output reshaped to its actual dimensions."""
-    comp = nnapi.Compilation(model)
-    comp.finish()
-    ex = nnapi.Execution(comp)
-    for k, a in enumerate(arrays):
-        ex.set_input(k, a)
-    bufs = []
-    for k, o in enumerate(model.outputs):
-        t = model.operands[o].type
-        buf = np.zeros(() if not t.is_tensor else out_size, dtype=t.dtype)
-        ex.set_output(k, buf)
-        bufs.append(buf)
-    ex.compute()
-    outs = []
-    for k, buf in enumerate(bufs):
-        dims = ex.get_output_operand_dimensions(k)
-        outs.append(buf.reshape(-1)[: int(np.prod(dims))].reshape(dims) if dims else buf.reshape(()))
-    return outs
 
 
 def tensor(code, dims, scale=0.0, zp=0):

@@ -2,41 +2,10 @@
 import numpy as np
 import pytest
 
-import nnapi
 from nnapi import NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
+from tests.executor.op_harness import build, run_one
 
 I32, BOOL = OperandType(C.INT32), OperandType(C.BOOL)
-
-
-def build(code, operands, out_type):
-    """One-operation model; operands are (OperandType, value), value None = a model input."""
-    m = nnapi.Model()
-    idx, inputs = [], []
-    for otype, value in operands:
-        i = m.add_operand(otype)
-        if value is None:
-            inputs.append(i)
-        else:
-            m.set_operand_value(i, value)
-        idx.append(i)
-    out = m.add_operand(out_type)
-    m.add_operation(code, idx, [out])
-    m.identify_inputs_and_outputs(inputs, [out])
-    return m
-
-
-def run(model, *arrays):
-    model.finish()
-    comp = nnapi.Compilation(model)
-    comp.finish()
-    ex = nnapi.Execution(comp)
-    for k, a in enumerate(arrays):
-        ex.set_input(k, a)
-    t = model.operands[model.outputs[0]].type
-    out = np.zeros(t.dimensions, dtype=t.dtype)
-    ex.set_output(0, out)
-    ex.compute()
-    return out
 
 
 def ints(*values):
@@ -45,7 +14,7 @@ def ints(*values):
 
 def pool_explicit(code, in_type, out_type, pads, strides, filt, fuse=0, nchw=None):
     layout = [] if nchw is None else [(BOOL, np.bool_(nchw))]
-    return build(code, [(in_type, None)] + ints(*pads, *strides, *filt, fuse) + layout, out_type)
+    return build(code, [(in_type, None)] + ints(*pads, *strides, *filt, fuse) + layout, [out_type], finish=False)
 
 
 def f32(*dims):
@@ -59,16 +28,16 @@ def test_average_pool_excludes_padding_from_the_count():
     # 2x2 windows, stride 1, one padded column right and row bottom
     m = pool_explicit(Op.AVERAGE_POOL_2D, f32(1, 3, 3, 1), f32(1, 3, 3, 1), (0, 1, 0, 1), (1, 1), (2, 2))
     expected = [[3, 4, 4.5], [6, 7, 7.5], [7.5, 8.5, 9]]
-    np.testing.assert_allclose(run(m, X33)[0, :, :, 0], expected)
+    np.testing.assert_allclose(run_one(m, X33)[0, :, :, 0], expected)
 
 
 def test_max_pool_quant8_nchw_same_padding_with_relu6():
     q = OperandType(C.TENSOR_QUANT8_ASYMM, (1, 1, 2, 2), 0.5, 0)
     out = OperandType(C.TENSOR_QUANT8_ASYMM, (1, 1, 1, 1), 0.5, 0)
     # implicit padding SAME, stride 2, filter 2x2, RELU6 (6.0 = 12 stored units), NCHW
-    m = build(Op.MAX_POOL_2D, [(q, None)] + ints(1, 2, 2, 2, 2, 3) + [(BOOL, np.bool_(True))], out)
+    m = build(Op.MAX_POOL_2D, [(q, None)] + ints(1, 2, 2, 2, 2, 3) + [(BOOL, np.bool_(True))], [out], finish=False)
     x = np.array([[[[3, 20], [7, 1]]]], dtype=np.uint8)
-    assert run(m, x).item() == 12
+    assert run_one(m, x).item() == 12
 
 
 def test_average_pool_quant8_signed_rounds_half_away_from_zero():
@@ -76,25 +45,25 @@ def test_average_pool_quant8_signed_rounds_half_away_from_zero():
     out = OperandType(C.TENSOR_QUANT8_ASYMM_SIGNED, (1, 1, 2, 1), 0.25, 0)
     m = pool_explicit(Op.AVERAGE_POOL_2D, q, out, (0, 0, 0, 0), (2, 1), (2, 1))
     x = np.array([-3, -2, 1, 2], dtype=np.int8).reshape(1, 1, 4, 1)
-    assert run(m, x).reshape(-1).tolist() == [-3, 2]   # -2.5 -> -3, 1.5 -> 2
+    assert run_one(m, x).reshape(-1).tolist() == [-3, 2]   # -2.5 -> -3, 1.5 -> 2
 
 
 def test_l2_pool_float():
     m = pool_explicit(Op.L2_POOL_2D, f32(1, 1, 2, 1), f32(1, 1, 1, 1), (0, 0, 0, 0), (1, 1), (2, 1))
     x = np.array([3, 4], dtype=np.float32).reshape(1, 1, 2, 1)
-    np.testing.assert_allclose(run(m, x).item(), np.sqrt(12.5), rtol=1e-6)
+    np.testing.assert_allclose(run_one(m, x).item(), np.sqrt(12.5), rtol=1e-6)
 
 
 def test_pool_padding_not_smaller_than_filter_fails_at_execution():
     m = pool_explicit(Op.MAX_POOL_2D, f32(1, 3, 3, 1), f32(1, 6, 6, 1), (2, 2, 2, 2), (1, 1), (2, 2))
     with pytest.raises(NnapiError) as e:
-        run(m, X33)
+        run_one(m, X33)
     assert e.value.code == ResultCode.OP_FAILED
 
 
 def _resize(code, in_dims, out_dims, size_args, flags=(False,)):
     operands = [(f32(*in_dims), None)] + size_args + [(BOOL, np.bool_(f)) for f in flags]
-    return build(code, operands, f32(*out_dims))
+    return build(code, operands, [f32(*out_dims)], finish=False)
 
 
 X22 = np.array([0, 1, 2, 3], dtype=np.float32).reshape(1, 2, 2, 1)
@@ -104,20 +73,20 @@ def test_resize_bilinear_sizes():
     m = _resize(Op.RESIZE_BILINEAR, (1, 2, 2, 1), (1, 3, 3, 1), ints(3, 3))
     # source positions 0, 2/3, 4/3 (clamped to the last row/column)
     expected = [[0, 2 / 3, 1], [4 / 3, 2, 7 / 3], [2, 8 / 3, 3]]
-    np.testing.assert_allclose(run(m, X22)[0, :, :, 0], expected, rtol=1e-6)
+    np.testing.assert_allclose(run_one(m, X22)[0, :, :, 0], expected, rtol=1e-6)
 
 
 def test_resize_bilinear_align_corners():
     m = _resize(Op.RESIZE_BILINEAR, (1, 2, 2, 1), (1, 3, 3, 1), ints(3, 3), (False, True, False))
     expected = [[0, 0.5, 1], [1, 1.5, 2], [2, 2.5, 3]]
-    np.testing.assert_allclose(run(m, X22)[0, :, :, 0], expected, rtol=1e-6)
+    np.testing.assert_allclose(run_one(m, X22)[0, :, :, 0], expected, rtol=1e-6)
 
 
 def test_resize_bilinear_half_pixel_centers():
     m = _resize(Op.RESIZE_BILINEAR, (1, 2, 2, 1), (1, 4, 4, 1), ints(4, 4), (False, False, True))
     # source positions (i + 0.5) / 2 - 0.5 = -0.25, 0.25, 0.75, 1.25: clamped linear ramps
     ramp = np.array([0, 0.25, 0.75, 1])
-    np.testing.assert_allclose(run(m, X22)[0, :, :, 0], 2 * ramp[:, None] + ramp[None, :], atol=1e-6)
+    np.testing.assert_allclose(run_one(m, X22)[0, :, :, 0], 2 * ramp[:, None] + ramp[None, :], atol=1e-6)
 
 
 def test_resize_nearest_neighbor_scales_nchw():
@@ -125,13 +94,13 @@ def test_resize_nearest_neighbor_scales_nchw():
     m = _resize(Op.RESIZE_NEAREST_NEIGHBOR, (1, 1, 2, 2), (1, 1, 3, 3), scales, (True,))
     x = X22.reshape(1, 1, 2, 2)
     # floor(i * 2/3) -> rows/cols 0, 0, 1
-    np.testing.assert_array_equal(run(m, x)[0, 0], [[0, 0, 1], [0, 0, 1], [2, 2, 3]])
+    np.testing.assert_array_equal(run_one(m, x)[0, 0], [[0, 0, 1], [0, 0, 1], [2, 2, 3]])
 
 
 def test_resize_nearest_neighbor_align_corners_rounds():
     m = _resize(Op.RESIZE_NEAREST_NEIGHBOR, (1, 2, 2, 1), (1, 3, 3, 1), ints(3, 3), (False, True, False))
     # round(i * 1/2) -> rows/cols 0, 1, 1
-    np.testing.assert_array_equal(run(m, X22)[0, :, :, 0], [[0, 1, 1], [2, 3, 3], [2, 3, 3]])
+    np.testing.assert_array_equal(run_one(m, X22)[0, :, :, 0], [[0, 1, 1], [2, 3, 3], [2, 3, 3]])
 
 
 def test_feature_levels():

@@ -4,55 +4,14 @@ import math
 import numpy as np
 import pytest
 
-import nnapi
 from nnapi import NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
+from tests.executor.op_harness import OMIT, build, run, scalar
 
 F32 = C.TENSOR_FLOAT32
 
 
 def t(dims, code=F32, scale=0.0, zp=0):
     return OperandType(code, dims, scale, zp)
-
-
-def scalar(code, value):
-    return (OperandType(code), value)
-
-
-def build(code, inputs, outputs, finish=True):
-    """One-operation model. `inputs`: (OperandType, constant value, or None for a model input,
-    or "omit" for an omitted optional operand)."""
-    m = nnapi.Model()
-    ins, model_ins = [], []
-    for otype, value in inputs:
-        i = m.add_operand(otype)
-        if isinstance(value, str) and value == "omit":
-            m.set_operand_value(i, None)
-        elif value is None:
-            model_ins.append(i)
-        else:
-            m.set_operand_value(i, np.asarray(value, dtype=otype.dtype))
-        ins.append(i)
-    outs = [m.add_operand(o) for o in outputs]
-    m.add_operation(code, ins, outs)
-    m.identify_inputs_and_outputs(model_ins, outs)
-    if finish:
-        m.finish()
-    return m
-
-
-def run(model, *arrays):
-    comp = nnapi.Compilation(model)
-    comp.finish()
-    ex = nnapi.Execution(comp)
-    for k, a in enumerate(arrays):
-        ex.set_input(k, a)
-    outs = []
-    for k, o in enumerate(model.outputs):
-        otype = model.operands[o].type
-        outs.append(np.zeros(otype.dimensions, dtype=otype.dtype))
-        ex.set_output(k, outs[-1])
-    ex.compute()
-    return outs
 
 
 def sigmoid(x):
@@ -91,7 +50,7 @@ def test_unidirectional_sequence_rnn_batch_major_is_a_running_sum():
 def test_bidirectional_sequence_rnn_merged_outputs():
     eye = [[1.0]]
     ins = _sequence_rnn_inputs(True) + [(t([1, 1]), eye), (t([1, 1]), eye), (t([1]), [0.0]), (t([1, 1]), None),
-                                        (t([3, 1, 1]), "omit"), (t([1, 1]), "omit"), (t([1, 1]), "omit"),
+                                        (t([3, 1, 1]), OMIT), (t([1, 1]), OMIT), (t([1, 1]), OMIT),
                                         scalar(C.INT32, 0), scalar(C.BOOL, True), scalar(C.BOOL, True)]
     m = build(Op.BIDIRECTIONAL_SEQUENCE_RNN, ins, [t([3, 1, 2])])
     x = np.array([[[1]], [[2]], [[3]]], np.float32)
@@ -116,7 +75,7 @@ def test_svdf_rank1_memory2():
 
 def test_svdf_rank_must_divide_filters():
     ins = [(t([1, 1]), None), (t([3, 1]), [[1.0], [1.0], [1.0]]), (t([3, 2]), np.ones((3, 2))),
-           (t([1]), "omit"), (t([1, 6]), None), scalar(C.INT32, 2), scalar(C.INT32, 0)]
+           (t([1]), OMIT), (t([1, 6]), None), scalar(C.INT32, 2), scalar(C.INT32, 0)]
     m = build(Op.SVDF, ins, [t([1, 6]), t([1, 1])])
     with pytest.raises(NnapiError) as e:
         run(m, np.ones((1, 1), np.float32), np.zeros((1, 6), np.float32))
@@ -130,9 +89,9 @@ def _lstm_inputs(code=F32, scalar_code=C.FLOAT32, cell_bias=1.0):
     zero2, zero1 = [[0.0]], [0.0]
     ins = [(t([1, 1], code), None)]
     ins += [(t([1, 1], code), zero2)] * 8                      # input-to-* and recurrent-to-* weights
-    ins += [(t([1], code), "omit")] * 3                         # no peephole
+    ins += [(t([1], code), OMIT)] * 3                     # no peephole
     ins += [(t([1], code), zero1), (t([1], code), zero1), (t([1], code), [cell_bias]), (t([1], code), zero1)]
-    ins += [(t([1, 1], code), "omit"), (t([1], code), "omit")]  # no projection
+    ins += [(t([1, 1], code), OMIT), (t([1], code), OMIT)]  # no projection
     ins += [(t([1, 1], code), None), (t([1, 1], code), None)]   # output state, cell state
     ins += [scalar(C.INT32, 4), (OperandType(scalar_code), 0.0), (OperandType(scalar_code), 0.0)]
     return ins

@@ -2,54 +2,12 @@
 import numpy as np
 import pytest
 
-import nnapi
-from nnapi import NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
-
-
-def build(code, inputs, outputs, finish=True):
-    """One-operation model. `inputs`: (OperandType, constant value or None for a model input)."""
-    m = nnapi.Model()
-    ins, model_ins = [], []
-    for otype, value in inputs:
-        i = m.add_operand(otype)
-        if value is None:
-            model_ins.append(i)
-        else:
-            m.set_operand_value(i, np.asarray(value, dtype=otype.dtype))
-        ins.append(i)
-    outs = [m.add_operand(t) for t in outputs]
-    m.add_operation(code, ins, outs)
-    m.identify_inputs_and_outputs(model_ins, outs)
-    if finish:
-        m.finish()
-    return m
-
-
-def run(model, *arrays):
-    comp = nnapi.Compilation(model)
-    comp.finish()
-    ex = nnapi.Execution(comp)
-    for k, a in enumerate(arrays):
-        ex.set_input(k, a)
-    outs = []
-    for k, o in enumerate(model.outputs):
-        t = model.operands[o].type
-        outs.append(np.zeros(t.dimensions, dtype=t.dtype))
-        ex.set_output(k, outs[-1])
-    ex.compute()
-    return outs
-
-
-def t(code, dims, scale=0.0, zp=0):
-    return OperandType(code, dims, scale, zp)
+from nnapi import NnapiError, OperandCode as C, OperationCode as Op, ResultCode
+from tests.executor.op_harness import build, run, scalar, t
 
 
 def axes(*values):
     return (t(C.TENSOR_INT32, [len(values)]), list(values))
-
-
-def scalar(code, value):
-    return (OperandType(code), value)
 
 
 def test_mean_float_duplicate_and_negative_axes():

@@ -3,48 +3,10 @@ executor/kernels/shape.py, executor/kernels/shape_space.py), through the public 
 import numpy as np
 import pytest
 
-import nnapi
 from nnapi import NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
+from tests.executor.op_harness import OMIT, build, run
 
 F32, I32, Q8 = C.TENSOR_FLOAT32, C.TENSOR_INT32, C.TENSOR_QUANT8_ASYMM
-NO_VALUE = object()  # marks an omitted (NO_VALUE) operand in build()
-
-
-def build(code, inputs, outputs, finish=True):
-    """One-operation model. `inputs`: (OperandType, constant value or None for a model input or
-    NO_VALUE for an omitted operand); `outputs`: OperandTypes. Returns the model."""
-    m = nnapi.Model()
-    ins, model_inputs = [], []
-    for otype, value in inputs:
-        i = m.add_operand(otype)
-        ins.append(i)
-        if value is None:
-            model_inputs.append(i)
-        elif value is NO_VALUE:
-            m.set_operand_value(i, None)
-        else:
-            m.set_operand_value(i, np.asarray(value, dtype=otype.dtype))
-    outs = [m.add_operand(t) for t in outputs]
-    m.add_operation(code, ins, outs)
-    m.identify_inputs_and_outputs(model_inputs, outs)
-    if finish:
-        m.finish()
-    return m
-
-
-def run(model, *arrays):
-    comp = nnapi.Compilation(model)
-    comp.finish()
-    ex = nnapi.Execution(comp)
-    for k, a in enumerate(arrays):
-        ex.set_input(k, a)
-    outs = []
-    for k, o in enumerate(model.outputs):
-        t = model.operands[o].type
-        outs.append(np.zeros(t.dimensions, dtype=t.dtype))
-        ex.set_output(k, outs[-1])
-    ex.compute()
-    return outs
 
 
 def scalar(value, code=C.INT32):
@@ -73,7 +35,7 @@ def test_reshape_infers_the_minus_one():
 
 
 def test_squeeze_omitted_axes_squeezes_every_unit_dimension():
-    m = build(Op.SQUEEZE, [(OperandType(F32, [1, 3, 1]), None), (OperandType(I32, [1]), NO_VALUE)],
+    m = build(Op.SQUEEZE, [(OperandType(F32, [1, 3, 1]), None), (OperandType(I32, [1]), OMIT)],
               [OperandType(F32, [3])])
     out, = run(m, np.array([[[1], [2], [3]]], np.float32))
     np.testing.assert_array_equal(out, [1, 2, 3])

@@ -7,8 +7,7 @@ import pytest
 
 import nnapi
 from nnapi import NnapiError, OperandCode as C, OperationCode as Op, ResultCode
-from tests.executor.test_activation import build, t, unary
-from tests.nnapi.helpers import execute
+from tests.executor.op_harness import build, run, t, unary
 
 F32 = C.TENSOR_FLOAT32
 B8 = C.TENSOR_BOOL8
@@ -38,7 +37,7 @@ def test_int32_abs_and_neg():
 
 def test_pow_broadcasts():
     m = build(Op.POW, [(t(F32, [2, 2]), None), (t(F32, [1]), [2.0])], [t(F32, [2, 2])])
-    out = execute(m, [np.array([[1, 2], [3, 4]], dtype=np.float32)])[0]
+    out = run(m, np.array([[1, 2], [3, 4]], dtype=np.float32))[0]
     np.testing.assert_allclose(out, [[1, 4], [9, 16]])
 
 
@@ -68,7 +67,7 @@ def test_dequantize_per_channel_to_float16():
     m.add_operation(Op.DEQUANTIZE, [x], [y])
     m.identify_inputs_and_outputs([x], [y])
     m.finish()
-    out = execute(m, [np.array([[1, 2], [-3, 4]], dtype=np.int8)])[0]
+    out = run(m, np.array([[1, 2], [-3, 4]], dtype=np.int8))[0]
     np.testing.assert_array_equal(out, [[0.5, 4.0], [-1.5, 8.0]])
 
 
@@ -86,7 +85,7 @@ def test_comparisons_of_quant8_with_different_scales(code, expected):
     # a: scale 1 -> reals 2, 4; b: scale 2, broadcast [1] -> real 2
     m = build(code, [(t(C.TENSOR_QUANT8_ASYMM, [2], 1.0, 0), None),
                      (t(C.TENSOR_QUANT8_ASYMM, [1], 2.0, 0), [1])], [t(B8, [2])])
-    np.testing.assert_array_equal(execute(m, [np.array([2, 4], dtype=np.uint8)])[0], expected)
+    np.testing.assert_array_equal(run(m, np.array([2, 4], dtype=np.uint8))[0], expected)
 
 
 def test_maximum_minimum_requantize_to_the_output_scale():
@@ -94,16 +93,16 @@ def test_maximum_minimum_requantize_to_the_output_scale():
     ins = [(t(C.TENSOR_QUANT8_ASYMM, [2], 0.5, 0), None), (t(C.TENSOR_QUANT8_ASYMM, [1], 1.0, 0), [3])]
     out_t = t(C.TENSOR_QUANT8_ASYMM, [2], 0.25, 0)
     a = np.array([2, 8], dtype=np.uint8)
-    np.testing.assert_array_equal(execute(build(Op.MAXIMUM, ins, [out_t]), [a])[0], [12, 16])
-    np.testing.assert_array_equal(execute(build(Op.MINIMUM, ins, [out_t]), [a])[0], [4, 12])
+    np.testing.assert_array_equal(run(build(Op.MAXIMUM, ins, [out_t]), a)[0], [12, 16])
+    np.testing.assert_array_equal(run(build(Op.MINIMUM, ins, [out_t]), a)[0], [4, 12])
 
 
 def test_logical_ops():
     a = np.array([[True, False], [True, True]])
     ins = [(t(B8, [2, 2]), None), (t(B8, [2]), [True, False])]
-    np.testing.assert_array_equal(execute(build(Op.LOGICAL_AND, ins, [t(B8, [2, 2])]), [a])[0],
+    np.testing.assert_array_equal(run(build(Op.LOGICAL_AND, ins, [t(B8, [2, 2])]), a)[0],
                                   [[True, False], [True, False]])
-    np.testing.assert_array_equal(execute(build(Op.LOGICAL_OR, ins, [t(B8, [2, 2])]), [a])[0],
+    np.testing.assert_array_equal(run(build(Op.LOGICAL_OR, ins, [t(B8, [2, 2])]), a)[0],
                                   [[True, False], [True, True]])
     np.testing.assert_array_equal(unary(Op.LOGICAL_NOT, t(B8, [2, 2]), t(B8, [2, 2]), a),
                                   [[False, True], [False, False]])
@@ -114,7 +113,7 @@ def test_select_requantizes_each_input():
     m = build(Op.SELECT, [(t(B8, [2]), None), (t(C.TENSOR_QUANT8_ASYMM, [2], 1.0, 0), [4, 4]),
                           (t(C.TENSOR_QUANT8_ASYMM, [2], 0.5, 0), [4, 4])],
               [t(C.TENSOR_QUANT8_ASYMM, [2], 0.5, 0)])
-    np.testing.assert_array_equal(execute(m, [np.array([True, False])])[0], [8, 4])
+    np.testing.assert_array_equal(run(m, np.array([True, False]))[0], [8, 4])
 
 
 def test_validate_reports_too_low_feature_level():
@@ -146,7 +145,7 @@ def test_rsqrt_quant8_saturates_zero_and_negative_inputs():
     # input scale 0.5 zp 10: reals 4, 0, -3; output scale 0.125: 1/sqrt(4) = 0.5 -> 4, the others saturate
     m = build(Op.RSQRT, [(t(C.TENSOR_QUANT8_ASYMM, [3], 0.5, 10), None)],
               [t(C.TENSOR_QUANT8_ASYMM, [3], 0.125, 0)])
-    np.testing.assert_array_equal(execute(m, [np.array([18, 10, 4], dtype=np.uint8)])[0], [4, 255, 255])
+    np.testing.assert_array_equal(run(m, np.array([18, 10, 4], dtype=np.uint8))[0], [4, 255, 255])
     assert m.min_feature_level() == 7
 
 
@@ -154,5 +153,5 @@ def test_shapes_that_do_not_broadcast_fail_at_execution():
     # the input's extent is unknown in the model, so only execution can see the mismatch
     m = build(Op.MAXIMUM, [(t(F32, [0]), None), (t(F32, [2]), [1.0, 2.0])], [t(F32, [0])])
     with pytest.raises(NnapiError) as e:
-        execute(m, [np.zeros(3, dtype=np.float32)], out_shapes=[(3,)])
+        run(m, np.zeros(3, dtype=np.float32))
     assert e.value.code == ResultCode.OP_FAILED and "broadcast" in str(e.value)

@@ -27,19 +27,3 @@ def add_model(finish=True, const_b=None):
         m.finish()
     return m
 
-
-def execute(model, inputs, out_shapes=None):
-    comp = nnapi.Compilation(model)
-    comp.finish()
-    ex = nnapi.Execution(comp)
-    for k, x in enumerate(inputs):
-        ex.set_input(k, x)
-    outs = []
-    for k, o in enumerate(model.outputs):
-        t = model.operands[o].type
-        shape = out_shapes[k] if out_shapes else t.dimensions
-        buf = np.zeros(shape, dtype=t.dtype)
-        ex.set_output(k, buf)
-        outs.append(buf)
-    ex.compute()
-    return outs

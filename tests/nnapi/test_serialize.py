@@ -6,8 +6,9 @@ import pytest
 import nnapi
 from nnapi import NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
 from nnapi.serialize import HEADER_SIZE, to_bytes
+from tests.executor.op_harness import run
 
-from .helpers import SHAPE, add_model, execute
+from .helpers import SHAPE, add_model
 
 
 def rich_model():
@@ -51,7 +52,7 @@ def test_round_trip_is_exact(tmp_path):
     loaded = nnapi.load(path)
     same_model(m, loaded)
     x = np.ones(SHAPE, np.float32)
-    np.testing.assert_array_equal(execute(m, [x])[0], execute(loaded, [x])[0])
+    np.testing.assert_array_equal(run(m, x)[0], run(loaded, x)[0])
 
 
 def test_blob_is_aligned_and_mapped(tmp_path):

@@ -9,8 +9,9 @@ import numpy as np
 from nnapi import FuseCode, OperandCode as C, OperationCode as Op
 
 from ...registry import Reason, Unsupported, converter
+from .common import name, otype
 from .unary_emit import (DTYPES, F32, FLOAT_LEVEL, FLOATS, QUANT8, const_like, elementwise, emit, is_quantized,
-                         name_of, negate, otype, requantize, same_quant, step, temp)
+                         negate, requantize, same_quant, step, temp)
 
 # TFLite clamp -> the NNAPI clamps applied in order (RELU_0_TO_1 = RELU(RELU1(x)), exact)
 _CLAMPS = {"RELU": [FuseCode.RELU], "RELU_N1_TO_1": [FuseCode.RELU1], "RELU6": [FuseCode.RELU6],
@@ -88,7 +89,7 @@ def _prelu(ctx, node, alpha_of):
     alpha = alpha_of(x)
     if ctx.feature_level >= 3 or otype(ctx, x).code not in FLOATS:
         if otype(ctx, x).code not in FLOATS:
-            ctx.require_level(3, f"{node.op} on quantized {name_of(ctx, x_t)} (PRELU)")
+            ctx.require_level(3, f"{node.op} on quantized {name(ctx, x_t)} (PRELU)")
         emit(ctx, Op.PRELU, [x, alpha], ctx.output(out_t))
         return
     out = ctx.output(out_t)
@@ -103,7 +104,7 @@ def prelu(node, ctx):
     """PRELU with a per-tensor alpha broadcast against the input."""
     a_t = node.inputs[1]
     if ctx.tensor(a_t).quant is not None and ctx.tensor(a_t).quant.per_channel:
-        raise Unsupported(Reason.QUANTIZATION_TYPE, f"PRELU alpha {name_of(ctx, a_t)} is per-channel quantized; "
+        raise Unsupported(Reason.QUANTIZATION_TYPE, f"PRELU alpha {name(ctx, a_t)} is per-channel quantized; "
                                                     f"NNAPI PRELU takes alpha with the input's per-tensor type")
     _prelu(ctx, node, lambda x: ctx.operand(a_t))
 
@@ -144,6 +145,6 @@ def _gelu_tanh_body(ctx, xs, out):
 def gelu(node, ctx):
     """GELU with approximate=True (tanh form); the erf form has no NNAPI equivalent."""
     if not node.attrs.get("approximate", False):
-        raise Unsupported(Reason.ATTRIBUTE, f"GELU {name_of(ctx, node.outputs[0])} with approximate=False needs "
+        raise Unsupported(Reason.ATTRIBUTE, f"GELU {name(ctx, node.outputs[0])} with approximate=False needs "
                                             f"erf, which NNAPI has no operation for (only the tanh form converts)")
     elementwise(ctx, node, "GELU", _gelu_tanh_body)

@@ -6,7 +6,8 @@ import numpy as np
 from nnapi import OperationCode as Op
 
 from ...registry import Reason, Unsupported, converter
-from .unary_emit import broadcast, emit, is_quantized, name_of, otype, same_quant, static_dims
+from .common import name, otype
+from .unary_emit import broadcast, emit, is_quantized, same_quant, static_dims
 
 _MIN_MAX = {"MAXIMUM": Op.MAXIMUM, "MINIMUM": Op.MINIMUM}
 _COMPARE = {"EQUAL": Op.EQUAL, "NOT_EQUAL": Op.NOT_EQUAL, "GREATER": Op.GREATER,
@@ -19,7 +20,7 @@ MIN_COMPARE_SCALE = 1.0 / 256
 
 def _require_same_quant(ctx, node, tensors, why):
     if any(is_quantized(ctx, i) for i in tensors) and not same_quant(ctx, *tensors):
-        names = ", ".join(name_of(ctx, i) for i in tensors)
+        names = ", ".join(name(ctx, i) for i in tensors)
         raise Unsupported(Reason.QUANTIZATION_TYPE, f"{node.op}: {names} have different quantization; {why}")
 
 
@@ -46,7 +47,7 @@ def compare(node, ctx):
         scale = ctx.tensor(a).quant.scale
         if scale < MIN_COMPARE_SCALE:
             raise Unsupported(Reason.QUANTIZATION_TYPE,
-                              f"{node.op}: scale {scale:g} of {name_of(ctx, a)} is below 1/256, where LiteRT's "
+                              f"{node.op}: scale {scale:g} of {name(ctx, a)} is below 1/256, where LiteRT's "
                               f"fixed-point rescaling merges neighbouring values and NNAPI does not")
     _binary(ctx, node, _COMPARE[node.op])
 
@@ -63,7 +64,7 @@ def _select_condition(ctx, node, cond_t, x_t):
     if node.op != "SELECT" or c_rank != 1 or x_rank <= 1:
         return ctx.operand(cond_t)
     if not ctx.is_const(cond_t):
-        raise Unsupported(Reason.RANK, f"SELECT with rank-1 condition {name_of(ctx, cond_t)} on rank-{x_rank} "
+        raise Unsupported(Reason.RANK, f"SELECT with rank-1 condition {name(ctx, cond_t)} on rank-{x_rank} "
                                        f"inputs needs a constant condition (NNAPI SELECT does not broadcast)")
     data = np.asarray(ctx.const_value(cond_t, "condition"), np.bool_).reshape((-1,) + (1,) * (x_rank - 1))
     return ctx.const(data)

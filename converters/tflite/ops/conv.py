@@ -6,8 +6,9 @@ from __future__ import annotations
 from nnapi import OperationCode as Op, PaddingCode
 
 from ...registry import Reason, Unsupported, converter
-from .nn_common import (bias_operand, fuse_of, name, padding, positive_attrs, reject_float16, reject_hybrid,
-                        require_rank, static_shape, weights_operand)
+from .common import name
+from .nn_common import (bias_operand, fuse_of, padding, positive_attrs, reject_float16, reject_hybrid, require_rank,
+                        static_shape, weights_operand)
 
 
 def _checked_weights(ctx, input_i: int, filter_i: int, bias_i: int) -> tuple:

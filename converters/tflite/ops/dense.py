@@ -14,9 +14,10 @@ from nnapi import OperandType, OperationCode as Op, PaddingCode
 
 from ...folding import folder
 from ...registry import Reason, Unsupported, converter
+from .common import name, otype, temp
 from .nn_common import (bias_operand, const_like, constant_array, constant_from, densify, fuse_of, fuse_operand,
-                        name, operand_like, reject_float16, reject_hybrid, require_rank, reshape_into,
-                        reshaped, static_shape, weights_operand)
+                        reject_float16, reject_hybrid, require_rank, reshape_into, reshaped, static_shape,
+                        weights_operand)
 
 BATCH_MATMUL_LEVEL = 6  # NNAPI BATCH_MATMUL
 
@@ -37,7 +38,7 @@ def _fc_result(ctx, node, rows: int, units: int):
     if tuple(ctx.shape(y)) == (rows, units):
         return ctx.activation(fuse_of(node, ctx), y)
     fuse = fuse_operand(node, ctx)
-    tmp = operand_like(ctx, y, [rows, units], "fc_2d")
+    tmp = temp(ctx, y, [rows, units], "fc_2d")
     return fuse, tmp, (lambda: reshape_into(ctx, tmp, y))
 
 
@@ -76,7 +77,7 @@ def _per_channel_fc(node, ctx, x, w, b, rows, units, depth):
     weights = constant_array(ctx, w, "per-channel weights")
     flt = const_like(ctx, w, np.asarray(weights).reshape(units, 1, 1, depth), f"{ctx.tensor(w).name}/1x1")
     image = reshaped(ctx, ctx.operand(x), [rows, 1, 1, depth], f"{ctx.tensor(x).name}/1x1")
-    conv_out = operand_like(ctx, node.outputs[0], [rows, 1, 1, units], "1x1")
+    conv_out = temp(ctx, node.outputs[0], [rows, 1, 1, units], "1x1")
     ctx.emit_form(Op.CONV_2D, "implicit", [conv_out], input=image, filter=flt, bias=bias_operand(ctx, b, x, w, units),
                   padding=ctx.i32(PaddingCode.VALID), stride_w=ctx.i32(1), stride_h=ctx.i32(1),
                   fuse=fuse_operand(node, ctx))
@@ -97,7 +98,7 @@ def _rank_to(ctx, i: int, rank: int) -> int:
 def _swap_last(ctx, operand: int, shape: tuple, label: str) -> int:
     """TRANSPOSE of the last two dimensions (adj_x below BATCH_MATMUL's level)."""
     perm = list(range(len(shape) - 2)) + [len(shape) - 1, len(shape) - 2]
-    t = ctx.model.operands[operand].type
+    t = otype(ctx, operand)
     out = ctx.temp(OperandType(t.code, [shape[p] for p in perm], t.scale, t.zero_point), label)
     ctx.emit_form(Op.TRANSPOSE, "default", [out], input=operand, perm=ctx.const(np.asarray(perm, np.int32)))
     return out

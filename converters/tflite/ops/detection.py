@@ -14,6 +14,7 @@ import numpy as np
 from nnapi import OperandCode as C, OperandType, OperationCode as Op
 
 from ...registry import Reason, Unsupported, converter
+from .common import name
 
 
 def custom_options(ctx, node) -> dict:
@@ -66,7 +67,7 @@ def detection_postprocess(node, ctx):
     label_offset = columns - int(opts["num_classes"])
     if label_offset != 1:
         # NNAPI always treats score column 0 as the background and skips it
-        raise Unsupported(Reason.ATTRIBUTE, f"{node.op} class predictions {ctx.tensor(scores_in).name!r} have "
+        raise Unsupported(Reason.ATTRIBUTE, f"{node.op} class predictions {name(ctx, scores_in)} have "
                                             f"{columns} columns for num_classes {opts['num_classes']}: NNAPI needs "
                                             f"exactly one leading background column")
     if len(node.outputs) != 4:
@@ -84,7 +85,7 @@ def detection_postprocess(node, ctx):
     out_boxes, out_classes, out_scores, out_count = node.outputs
     for i in (out_classes, out_count):
         if np.dtype(ctx.tensor(i).dtype) != np.float32:
-            raise Unsupported(Reason.OPERAND_TYPE, f"{node.op} output {ctx.tensor(i).name!r} must be float32")
+            raise Unsupported(Reason.OPERAND_TYPE, f"{node.op} output {name(ctx, i)} must be float32")
     label = node.name or "detection"
     classes = ctx.temp(OperandType(C.TENSOR_INT32, ctx.shape(out_classes)), f"{label}/classes_int32")
     count = ctx.temp(OperandType(C.TENSOR_INT32, ctx.shape(out_count)), f"{label}/count_int32")

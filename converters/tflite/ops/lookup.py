@@ -6,7 +6,8 @@ import numpy as np
 from nnapi import OperandCode as C, OperandType, OperationCode as Op
 
 from ...registry import Reason, Unsupported, converter
-from .movement_util import bind_output, check_types, name, norm_axis, reject_attr, reshape, temp, true_rank
+from .common import name, reshape, temp
+from .movement_util import check_types, norm_axis, reject_attr, true_rank
 
 
 @converter("tflite", "GATHER", versions=(1, 8))
@@ -73,6 +74,6 @@ def hashtable_lookup(node, ctx):
     if np.dtype(ctx.tensor(hits).dtype) != np.uint8:
         raise Unsupported(Reason.OPERAND_TYPE, f"HASHTABLE_LOOKUP hits {name(ctx, hits)} must be uint8")
     # hits are raw 0/1 bytes in LiteRT; NNAPI types them as quant8 with scale 1, zero point 0 (same bytes)
-    hits_op = bind_output(ctx, hits, OperandType(C.TENSOR_QUANT8_ASYMM, ctx.shape(hits), 1.0, 0))
+    hits_op = ctx.bind_output(hits, OperandType(C.TENSOR_QUANT8_ASYMM, ctx.shape(hits), 1.0, 0))
     ctx.emit_form(Op.HASHTABLE_LOOKUP, "default", [ctx.output(out), hits_op], lookups=ctx.operand(lookups),
                   keys=ctx.operand(keys), values=ctx.operand(values))

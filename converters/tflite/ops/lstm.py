@@ -15,8 +15,8 @@ from nnapi.ops import SPECS
 from ...registry import Reason, Unsupported, converter
 from .lstm_basic import FULL, basic_lstm
 from .lstm_integer import integer_args
-from .recurrent_common import (GATES, LAYER_NORM, LAYER_NORM_FIRST, WEIGHTS, activation_code, clip_value,
-                               has_layer_norm, input_at, lstm_states, named_inputs, require_float, scratch)
+from .recurrent_common import (GATES, LAYER_NORM, LAYER_NORM_FIRST, WEIGHTS, activation_code, check_merged_outputs,
+                               clip_value, has_layer_norm, input_at, lstm_states, named_inputs, require_float, scratch)
 from .recurrent_unroll import unroll
 
 
@@ -92,10 +92,7 @@ def bidirectional_sequence_lstm(node, ctx):
     """Forward and backward LSTMs; merged or separate outputs; cross- or parallel-linked aux input."""
     require_float(ctx, node, range(1, 48))
     merge, time_major = bool(node.attrs.get("merge_outputs")), bool(node.attrs.get("time_major"))
-    n_out = 1 if merge else 2
-    if len(node.outputs) != n_out:
-        raise Unsupported(Reason.INVALID, f"{node.op} with merge_outputs={merge} must have {n_out} outputs, "
-                                          f"has {len(node.outputs)}")
+    check_merged_outputs(node, merge)
     if merge and not time_major:
         raise Unsupported(Reason.ATTRIBUTE, f"{node.op} merge_outputs with time_major=false: LiteRT's kernel leaves "
                                             f"part of the merged batch-major output unwritten (its values vary "

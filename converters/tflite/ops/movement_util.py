@@ -1,7 +1,8 @@
 """Helpers shared by the shape, data-movement, reduction and lookup converters
 (shape.py, slicing.py, static.py, reduce.py, lookup.py): static values and
 shapes, axis handling, constant folding and the small emission patterns
-(reshape, slice, concatenate, tile, gather) the lowerings are built from."""
+(slice, concatenate, tile, gather) the lowerings are built from; naming, temporaries and
+RESHAPE are in common.py."""
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -12,6 +13,7 @@ from nnapi import OperandCode as C, OperandType, OperationCode as Op
 
 from ...folding import folder as _shared_folder
 from ...registry import Reason, Unsupported
+from .common import adopt, name, otype, reshape, stored, temp
 
 # TFLite tensor types the context maps to NNAPI (others, e.g. INT4, read as raw bytes and must not pass)
 _KNOWN_TYPES = {"FLOAT32", "FLOAT16", "INT32", "UINT8", "INT64", "BOOL", "INT16", "INT8"}
@@ -26,10 +28,6 @@ def check_types(ctx, node) -> None:
         kind = getattr(t, "tflite_type", None)
         if kind is not None and kind not in _KNOWN_TYPES:
             raise Unsupported(Reason.OPERAND_TYPE, f"tensor {t.name!r} has type {kind}, which NNAPI has no type for")
-
-
-def name(ctx, i: int) -> str:
-    return repr(ctx.tensor(i).name)
 
 
 # -- static shapes and values -----------------------------------------------------------
@@ -83,16 +81,7 @@ def reject_attr(node, key: str, ok, why: str) -> None:
         raise Unsupported(Reason.ATTRIBUTE, f"{node.op} {key}={node.attrs[key]!r}: {why}")
 
 
-# -- operands -------------------------------------------------------------------------
-
-def temp(ctx, like: int, shape: Sequence[int], suffix: str) -> int:
-    """An intermediate operand with tensor `like`'s type and quantization and the given shape."""
-    return ctx.temp_like(like, suffix, dimensions=tuple(int(d) for d in shape) or (1,))
-
-
-def bind_output(ctx, t: int, otype: OperandType, note: Optional[str] = None) -> int:
-    return ctx.bind_output(t, otype, note)
-
+# -- constants ------------------------------------------------------------------------
 
 def constant_type(ctx, t: int, array: np.ndarray) -> tuple[OperandType, np.ndarray]:
     """(NNAPI type, data) for a folded value of tensor t (int64 -> int32 when it fits)."""
@@ -100,46 +89,34 @@ def constant_type(ctx, t: int, array: np.ndarray) -> tuple[OperandType, np.ndarr
     dims = array.shape or (1,)
     if array.dtype == np.int64:
         if array.size and np.abs(array).max() >= 2 ** 31:
-            raise Unsupported(Reason.OPERAND_TYPE, f"tensor {ctx.tensor(t).name!r}: int64 values do not fit int32")
+            raise Unsupported(Reason.OPERAND_TYPE, f"tensor {name(ctx, t)}: int64 values do not fit int32")
         return OperandType(C.TENSOR_INT32, dims), array.astype(np.int32).reshape(dims)
-    otype, cq = ctx.nnapi_type(t)
+    ttype, cq = ctx.nnapi_type(t)
     if cq is not None:
-        raise Unsupported(Reason.QUANTIZATION_TYPE, f"tensor {ctx.tensor(t).name!r} is per-channel")
-    if otype.code == C.TENSOR_QUANT8_ASYMM and array.dtype == np.int8:
-        array = (array.astype(np.int16) + 128).astype(np.uint8)  # the context's uint8 rewrite
-    otype = OperandType(otype.code, dims, otype.scale, otype.zero_point)
-    return otype, array.astype(otype.dtype).reshape(dims)
+        raise Unsupported(Reason.QUANTIZATION_TYPE, f"tensor {name(ctx, t)} is per-channel")
+    ttype = OperandType(ttype.code, dims, ttype.scale, ttype.zero_point)
+    return ttype, stored(ttype.code, array).astype(ttype.dtype).reshape(dims)
 
 
 def constant_output(ctx, t: int, array: np.ndarray) -> None:
     """Fold output tensor t into a constant operand: no operation is emitted, consumers read the
     constant. A graph output cannot be a constant in NNAPI, so there one copy is emitted."""
-    otype, data = constant_type(ctx, t, array)
+    ttype, data = constant_type(ctx, t, array)
     if t not in ctx.graph.outputs:
-        idx = ctx.model.add_operand(otype, name=ctx.tensor(t).name)
+        idx = ctx.model.add_operand(ttype, name=ctx.tensor(t).name)
         ctx.model.set_operand_value(idx, data)
-        ctx.operand_of[t] = idx
-        ctx.tensor_of[idx] = t
+        adopt(ctx, t, idx)
         return
-    value = ctx.const(data, otype.code, f"{ctx.tensor(t).name}/folded", otype.scale, otype.zero_point)
-    out = bind_output(ctx, t, otype)
-    if otype.code == C.TENSOR_INT32:  # RESHAPE takes int32 only from level 6, ADD from level 4
+    value = ctx.const(data, ttype.code, f"{ctx.tensor(t).name}/folded", ttype.scale, ttype.zero_point)
+    out = ctx.bind_output(t, ttype)
+    if ttype.code == C.TENSOR_INT32:  # RESHAPE takes int32 only from level 6, ADD from level 4
         zero = ctx.const(np.zeros(1, np.int32), C.TENSOR_INT32, f"{ctx.tensor(t).name}/zero")
         ctx.emit_form(Op.ADD, "default", [out], input1=value, input2=zero, fuse=ctx.i32(0))
     else:
-        ctx.emit_form(Op.RESHAPE, "default", [out], input=value, shape=ctx.const(np.array(data.shape, np.int32)))
+        reshape(ctx, value, out, data.shape)
 
 
 # -- emission patterns ---------------------------------------------------------------------
-
-def reshape(ctx, x: int, out: int, shape: Sequence[int], int32_level: Optional[int] = None) -> None:
-    """RESHAPE to a constant shape. It takes int32 only from level 6: for int32 tensors below it,
-    `int32_level` names the level at which the caller's other emission takes over."""
-    if int32_level is not None and ctx.feature_level < 6 and ctx.model.operands[x].type.code == C.TENSOR_INT32:
-        raise Unsupported(Reason.FEATURE_LEVEL, f"this reshape of an int32 tensor needs NNAPI feature level "
-                                                f"{int32_level}", int32_level)
-    ctx.emit_form(Op.RESHAPE, "default", [out], input=x, shape=ctx.const(np.asarray(shape, np.int32)))
-
 
 def concat(ctx, parts: Sequence[int], axis: int, out: int) -> None:
     ctx.emit(Op.CONCATENATION, list(parts) + [ctx.i32(axis)], [out])
@@ -149,7 +126,7 @@ def strided_slice(ctx, x: int, out: int, begin, end, strides, end_mask: int = 0,
                   int32_level: Optional[int] = None) -> None:
     """STRIDED_SLICE (level 2). It has no int32 form: for int32 tensors, `int32_level` names the level
     at which the caller's other emission takes over."""
-    if int32_level is not None and ctx.model.operands[x].type.code == C.TENSOR_INT32:
+    if int32_level is not None and otype(ctx, x).code == C.TENSOR_INT32:
         raise Unsupported(Reason.FEATURE_LEVEL, f"this slice of an int32 tensor needs NNAPI feature level "
                                                 f"{int32_level}", int32_level)
     vec = lambda v: ctx.const(np.asarray(v, np.int32))  # noqa: E731
@@ -180,7 +157,7 @@ def tile(ctx, like: int, x: int, shape: Sequence[int], multiples: Sequence[int],
     if ctx.feature_level >= 3:
         ctx.emit_form(Op.TILE, "default", [out], input=x, multiples=ctx.const(np.asarray(multiples, np.int32)))
         return
-    if ctx.model.operands[x].type.code == C.TENSOR_INT32:
+    if otype(ctx, x).code == C.TENSOR_INT32:
         raise Unsupported(Reason.FEATURE_LEVEL, "TILE of an int32 tensor needs NNAPI feature level 3", 3)
     if any(m < 1 for m in multiples):
         raise Unsupported(Reason.FEATURE_LEVEL, "TILE with a zero multiple needs NNAPI feature level 3", 3)

@@ -6,19 +6,16 @@ from __future__ import annotations
 import numpy as np
 import tflite
 
-from nnapi import OperandCode as C, OperandType, OperationCode as Op, PaddingCode
+from nnapi import OperandCode as C, OperandType, PaddingCode
 
 from ...context import FUSE_CODES
 from ...registry import Reason, Unsupported
+from .common import adopt, name, otype, reshape, stored
 
 # TFLite Padding enum -> NNAPI implicit padding: both define SAME as
 # total = max((out - 1) * stride + (k - 1) * dilation + 1 - in, 0), the smaller half first
 PADDING = {0: PaddingCode.SAME, 1: PaddingCode.VALID}
 _QUANT_DTYPES = (np.dtype(np.uint8), np.dtype(np.int8))
-
-
-def name(ctx, i: int) -> str:
-    return repr(ctx.tensor(i).name)
 
 
 def padding(node, ctx) -> PaddingCode:
@@ -130,22 +127,15 @@ def bias_operand(ctx, bias_i: int, input_i: int, filter_i: int, channels: int) -
 
 def reshaped(ctx, operand: int, dims, label: str) -> int:
     """A RESHAPE of `operand` to `dims` (same type and quantization); returns the new operand."""
-    t = ctx.model.operands[operand].type
+    t = otype(ctx, operand)
     out = ctx.temp(OperandType(t.code, list(dims), t.scale, t.zero_point), label)
-    ctx.emit_form(Op.RESHAPE, "default", [out], input=operand, shape=ctx.const(np.asarray(dims, np.int32)))
+    reshape(ctx, operand, out, dims)
     return out
 
 
 def reshape_into(ctx, operand: int, out_tensor: int) -> None:
     """RESHAPE `operand` into the operand of source tensor `out_tensor`."""
-    out = ctx.output(out_tensor)
-    ctx.emit_form(Op.RESHAPE, "default", [out], input=operand,
-                  shape=ctx.const(np.asarray(ctx.shape(out_tensor), np.int32)))
-
-
-def operand_like(ctx, tensor: int, dims, label: str) -> int:
-    """A temporary with source tensor `tensor`'s NNAPI type and quantization but other dimensions."""
-    return ctx.temp_like(tensor, label, dimensions=list(dims))
+    reshape(ctx, operand, ctx.output(out_tensor), ctx.shape(out_tensor))
 
 
 # -- DENSIFY: TFLite sparse tensors ------------------------------------------------
@@ -216,26 +206,21 @@ def densify(t) -> np.ndarray:
 def const_like(ctx, tensor: int, value: np.ndarray, label: str = "") -> int:
     """A constant operand holding `value` with source tensor `tensor`'s NNAPI type and quantization
     (the int8 -> uint8 rewrite below feature level 4 applied), in `value`'s shape."""
-    otype, cq = ctx.nnapi_type(tensor)
-    data = np.asarray(value)
-    if otype.code == C.TENSOR_QUANT8_ASYMM and data.dtype == np.int8:
-        data = (data.astype(np.int16) + 128).astype(np.uint8)
+    ttype, cq = ctx.nnapi_type(tensor)
+    data = stored(ttype.code, np.asarray(value))
     dims = list(data.shape) or [1]
-    idx = ctx.model.add_operand(OperandType(otype.code, dims, otype.scale, otype.zero_point),
+    idx = ctx.model.add_operand(OperandType(ttype.code, dims, ttype.scale, ttype.zero_point),
                                 name=label or ctx.tensor(tensor).name)
     if cq is not None:
         ctx.model.set_operand_symm_per_channel_quant_params(idx, cq[0], cq[1])
-    ctx.model.set_operand_value(idx, np.ascontiguousarray(data.astype(otype.dtype)).reshape(dims))
+    ctx.model.set_operand_value(idx, np.ascontiguousarray(data.astype(ttype.dtype)).reshape(dims))
     return idx
 
 
 def constant_from(ctx, out_tensor: int, value: np.ndarray) -> int:
     """Register `value` as the constant NNAPI operand of source tensor `out_tensor` (nothing is emitted;
     consumers' ctx.operand(out_tensor) then returns this constant)."""
-    idx = const_like(ctx, out_tensor, np.asarray(value).reshape(ctx.shape(out_tensor)))
-    ctx.operand_of[out_tensor] = idx
-    ctx.tensor_of[idx] = out_tensor
-    return idx
+    return adopt(ctx, out_tensor, const_like(ctx, out_tensor, np.asarray(value).reshape(ctx.shape(out_tensor))))
 
 
 def fuse_of(node, ctx) -> int:

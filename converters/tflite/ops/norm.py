@@ -10,7 +10,8 @@ import math
 from nnapi import OperationCode as Op
 
 from ...registry import Reason, Unsupported, converter
-from .nn_common import fuse_of, name, operand_like, reshape_into, reshaped, static_shape
+from .common import name, temp
+from .nn_common import fuse_of, reshape_into, reshaped, static_shape
 
 ANY_RANK_LEVEL = 3  # from feature level 3 these take any rank up to 4
 _MAX_RANK = 4
@@ -29,7 +30,7 @@ def _along_last_axis(node, ctx, code: Op, low_ranks: set, low_dims, **params) ->
     rows, channels = math.prod(shape[:-1]), shape[-1]
     dims = low_dims(rows, channels) if ctx.feature_level < ANY_RANK_LEVEL else [rows, channels]
     inner = reshaped(ctx, ctx.operand(x), dims, f"{ctx.tensor(x).name}/{len(dims)}d")
-    tmp = operand_like(ctx, y, dims, f"{len(dims)}d")
+    tmp = temp(ctx, y, dims, f"{len(dims)}d")
     ctx.emit_form(code, "default", [tmp], input=inner, **params)
     reshape_into(ctx, tmp, y)
 

@@ -8,7 +8,8 @@ import numpy as np
 from nnapi import OperationCode as Op
 
 from ...registry import Reason, Unsupported, converter
-from .nn_common import fuse_of, name, padding, positive_attrs, require_rank
+from .common import name
+from .nn_common import fuse_of, padding, positive_attrs, require_rank
 
 _POOLS = {"AVERAGE_POOL_2D": Op.AVERAGE_POOL_2D, "MAX_POOL_2D": Op.MAX_POOL_2D, "L2_POOL_2D": Op.L2_POOL_2D}
 

@@ -13,8 +13,8 @@ from nnapi import OperationCode as Op
 from nnapi.ops import SPECS
 
 from ...registry import Reason, Unsupported, converter
-from .recurrent_common import (activation_code, optional_operand, require_float, scratch, starts_at_zero,
-                               state_operand)
+from .recurrent_common import (activation_code, check_merged_outputs, optional_operand, require_float, scratch,
+                               starts_at_zero, state_operand)
 from .recurrent_unroll import unroll
 
 
@@ -73,10 +73,7 @@ def bidirectional_sequence_rnn(node, ctx):
     named = {**_rnn_cell(ctx, node, 1, "fw_"), **_rnn_cell(ctx, node, 5, "bw_")}
     for k, name in ((9, "aux_input"), (10, "fw_aux_weights"), (11, "bw_aux_weights")):
         named[name] = optional_operand(ctx, node, k, name)
-    n_out = 1 if merge else 2
-    if len(node.outputs) != n_out:
-        raise Unsupported(Reason.INVALID, f"{node.op} with merge_outputs={merge} must have {n_out} outputs, "
-                                          f"has {len(node.outputs)}")
+    check_merged_outputs(node, merge)
     outs = [ctx.output(o) for o in node.outputs]
     ctx.emit_form(Op.BIDIRECTIONAL_SEQUENCE_RNN, "default", outs, input=ctx.operand(node.inputs[0]),
                   activation=activation_code(ctx, node), time_major=ctx.boolean(bool(node.attrs.get("time_major"))),

@@ -22,6 +22,14 @@ def activation_code(ctx, node) -> int:
     return ctx.i32(act)
 
 
+def check_merged_outputs(node, merge: bool) -> None:
+    """A bidirectional op has one output with merge_outputs, else one per direction."""
+    n_out = 1 if merge else 2
+    if len(node.outputs) != n_out:
+        raise Unsupported(Reason.INVALID, f"{node.op} with merge_outputs={merge} must have {n_out} outputs, "
+                                          f"has {len(node.outputs)}")
+
+
 def input_at(node, k: int) -> int:
     """Input tensor k, or -1 when the operator lists fewer inputs (trailing optional ones)."""
     return node.inputs[k] if k < len(node.inputs) else -1

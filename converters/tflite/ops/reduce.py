@@ -17,7 +17,8 @@ import numpy as np
 from nnapi import OperandCode as C, OperandType, OperationCode as Op
 
 from ...registry import Reason, Unsupported, converter
-from .movement_util import bind_output, check_types, int_list, name, norm_axis, reshape, static_shape, temp, true_rank
+from .common import name, reshape, temp
+from .movement_util import check_types, int_list, norm_axis, static_shape, true_rank
 
 # TFLite op -> (NNAPI op, newest LiteRT version, quantized inputs allowed, pooling op for spatial axes)
 _REDUCERS = {
@@ -82,8 +83,8 @@ def index_output(ctx, t: int) -> int:
     """The int32 operand for an index output tensor (int64 ones are narrowed, see the module doc)."""
     if np.dtype(ctx.tensor(t).dtype) != np.int64:
         return ctx.output(t)
-    return bind_output(ctx, t, OperandType(C.TENSOR_INT32, ctx.shape(t)),
-                       "int64 -> int32: NNAPI writes int32 indices (every index fits)")
+    return ctx.bind_output(t, OperandType(C.TENSOR_INT32, ctx.shape(t)),
+                           "int64 -> int32: NNAPI writes int32 indices (every index fits)")
 
 
 @converter("tflite", "ARG_MAX", "ARG_MIN", versions=(1, 3))

@@ -15,8 +15,9 @@ import numpy as np
 from nnapi import OperandCode as C, OperationCode as Op
 
 from ...registry import Reason, Unsupported, converter
-from .movement_util import (check_types, concat, int_list, name, norm_axis, reshape, slice_static, static_shape,
-                            static_value, strided_slice, temp, tile, true_rank)
+from .common import name, otype, reshape, temp
+from .movement_util import (check_types, concat, int_list, norm_axis, slice_static, static_shape, static_value,
+                            strided_slice, tile, true_rank)
 
 def _target_shape(ctx, node) -> list[int]:
     """RESHAPE's new shape: the shape input, else the new_shape option, else the output's static shape."""
@@ -58,7 +59,7 @@ def squeeze(node, ctx):
         raise Unsupported(Reason.INVALID, f"SQUEEZE of {name(ctx, x)}: dimensions {sorted(axes)} are not all 1")
     src = ctx.operand(x)
     # SQUEEZE has no int32 form; RESHAPE to the static result does the same (int32 from level 6)
-    if ctx.feature_level >= 2 and ctx.model.operands[src].type.code != C.TENSOR_INT32:
+    if ctx.feature_level >= 2 and otype(ctx, src).code != C.TENSOR_INT32:
         ctx.emit_form(Op.SQUEEZE, "default", [ctx.output(out)], input=src,
                       axes=ctx.const(np.asarray(sorted(axes), np.int32)))
     else:
@@ -256,18 +257,19 @@ def depth_space(node, ctx):
                   block_size=ctx.i32(node.attrs.get("block_size", 0)))
 
 
-def _rank4(ctx, node) -> None:
+def _block_inputs(ctx, node) -> tuple:
+    """(input, block shape, third input) of BATCH_TO_SPACE_ND / SPACE_TO_BATCH_ND, whose input must be 4-D."""
+    check_types(ctx, node)
     if true_rank(ctx, node.inputs[0]) != 4:
         raise Unsupported(Reason.RANK, f"{node.op} of {name(ctx, node.inputs[0])}: NNAPI takes 4-D inputs only")
+    x, block_t, third = node.inputs
+    return x, int_list(ctx, block_t, f"{node.op} block_shape"), third
 
 
 @converter("tflite", "BATCH_TO_SPACE_ND", versions=(1, 4))
 def batch_to_space(node, ctx):
     """BATCH_TO_SPACE_ND; non-zero crops become a slice of the NNAPI result."""
-    check_types(ctx, node)
-    _rank4(ctx, node)
-    x, block_t, crops_t = node.inputs
-    block = int_list(ctx, block_t, "BATCH_TO_SPACE_ND block_shape")
+    x, block, crops_t = _block_inputs(ctx, node)
     crops = static_value(ctx, crops_t, "BATCH_TO_SPACE_ND crops").reshape(-1, 2).astype(int)
     n, h, w, c = static_shape(ctx, x)
     if len(block) != 2 or crops.shape[0] != 2:
@@ -289,10 +291,7 @@ def batch_to_space(node, ctx):
 @converter("tflite", "SPACE_TO_BATCH_ND", versions=(1, 4))
 def space_to_batch(node, ctx):
     """SPACE_TO_BATCH_ND (pads with the logical zero, like LiteRT)."""
-    check_types(ctx, node)
-    _rank4(ctx, node)
-    x, block_t, pads_t = node.inputs
-    block = int_list(ctx, block_t, "SPACE_TO_BATCH_ND block_shape")
+    x, block, pads_t = _block_inputs(ctx, node)
     pads = static_value(ctx, pads_t, "SPACE_TO_BATCH_ND paddings").astype(np.int32).reshape(-1, 2)
     ctx.emit_form(Op.SPACE_TO_BATCH_ND, "default", [ctx.output(node.outputs[0])], input=ctx.operand(x),
                   block_shape=ctx.const(np.asarray(block, np.int32)), paddings=ctx.const(pads))

@@ -15,8 +15,9 @@ import numpy as np
 from nnapi import OperandCode as C, OperationCode as Op
 
 from ...registry import Reason, Unsupported, converter
-from .movement_util import (check_types, concat, gather_const, int_list, name, norm_axis, reject_attr, reshape,
-                            slice_static, static_shape, static_value, strided_slice, temp, true_rank)
+from .common import name, reshape, temp
+from .movement_util import (check_types, concat, gather_const, int_list, norm_axis, reject_attr, slice_static,
+                            static_shape, static_value, strided_slice, true_rank)
 
 
 @converter("tflite", "SLICE", versions=(1, 8))

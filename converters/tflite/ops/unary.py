@@ -6,8 +6,9 @@ from __future__ import annotations
 from nnapi import OperationCode as Op
 
 from ...registry import converter
-from .unary_emit import (B8, FLOAT_LEVEL, FLOATS, const_like, elementwise, emit, is_quantized, negate,
-                         otype, static_dims, step, temp)
+from .common import otype
+from .unary_emit import (B8, FLOAT_LEVEL, FLOATS, const_like, elementwise, emit, is_quantized, negate, static_dims,
+                         step, temp)
 
 _DIRECT = {"EXP": Op.EXP, "LOG": Op.LOG, "SIN": Op.SIN, "SQRT": Op.SQRT, "RSQRT": Op.RSQRT, "FLOOR": Op.FLOOR}
 RSQRT_QUANT_LEVEL = 7   # RSQRT takes quantized tensors itself from feature level 7

@@ -7,14 +7,15 @@ import numpy as np
 from nnapi import OperationCode as Op
 
 from ...registry import Reason, Unsupported, converter
-from .unary_emit import FLOATS, I32, elementwise, emit, name_of, negate, otype, step, temp
+from .common import name, otype
+from .unary_emit import FLOATS, I32, elementwise, emit, negate, step, temp
 
 
 def _float_only(ctx, node):
     for i in node.inputs:
         if np.dtype(ctx.tensor(i).dtype) not in (np.dtype(np.float32), np.dtype(np.float16)):
             raise Unsupported(Reason.OPERAND_TYPE, f"{node.op} on {np.dtype(ctx.tensor(i).dtype).name} "
-                                                   f"{name_of(ctx, i)}: NNAPI {node.op} takes floats only")
+                                                   f"{name(ctx, i)}: NNAPI {node.op} takes floats only")
 
 
 @converter("tflite", "POW", versions=(1, 1))
@@ -69,7 +70,7 @@ def floor_mod(node, ctx):
     if np.dtype(ctx.tensor(node.inputs[0]).dtype) != np.int32:
         raise Unsupported(Reason.OPERAND_TYPE,
                           f"FLOOR_MOD on {np.dtype(ctx.tensor(node.inputs[0]).dtype).name} "
-                          f"{name_of(ctx, node.inputs[0])}: LiteRT uses fmod, and x - floor(x / y) * y rounds "
+                          f"{name(ctx, node.inputs[0])}: LiteRT uses fmod, and x - floor(x / y) * y rounds "
                           f"differently in float (only int32 converts)")
     elementwise(ctx, node, "FLOOR_MOD", _floor_mod_int, quantized=False)
 
@@ -85,6 +86,6 @@ def _add_n(ctx, xs, out):
 def add_n(node, ctx):
     """A chain of ADDs (floats, int32)."""
     if len(node.inputs) < 2:
-        raise Unsupported(Reason.INVALID, f"ADD_N {name_of(ctx, node.outputs[0])} has {len(node.inputs)} input(s); "
+        raise Unsupported(Reason.INVALID, f"ADD_N {name(ctx, node.outputs[0])} has {len(node.inputs)} input(s); "
                                           f"LiteRT requires at least 2")
     elementwise(ctx, node, "ADD_N", _add_n, quantized=False)

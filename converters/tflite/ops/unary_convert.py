@@ -7,7 +7,8 @@ from nnapi import OperandCode as C, OperationCode as Op
 
 from ...folding import folder
 from ...registry import Reason, Unsupported, converter
-from .unary_emit import const_like, emit, name_of, otype, requantize, static_dims
+from .common import name, otype
+from .unary_emit import const_like, emit, requantize, static_dims
 
 _BOOL = np.dtype(np.bool_)
 
@@ -20,11 +21,11 @@ def cast(node, ctx):
     for i, dt in ((x_t, src), (out_t, dst)):
         if dt == np.int8:
             # below level 4 int8 runs as uint8 + 128, and NNAPI CAST has no int8 pairs: raw values would change
-            raise Unsupported(Reason.OPERAND_TYPE, f"CAST of int8 {name_of(ctx, i)}: NNAPI CAST has no int8 form")
+            raise Unsupported(Reason.OPERAND_TYPE, f"CAST of int8 {name(ctx, i)}: NNAPI CAST has no int8 form")
     if (src == _BOOL) != (dst == _BOOL) and (ctx.tensor(x_t).quant or ctx.tensor(out_t).quant):
         # the bool compositions work on real values, CAST on stored ones
-        raise Unsupported(Reason.OPERAND_TYPE, f"CAST between bool and quantized {name_of(ctx, x_t)} -> "
-                                               f"{name_of(ctx, out_t)}")
+        raise Unsupported(Reason.OPERAND_TYPE, f"CAST between bool and quantized {name(ctx, x_t)} -> "
+                                               f"{name(ctx, out_t)}")
     x, out = ctx.operand(x_t), ctx.output(out_t)
     if src == _BOOL and dst != _BOOL:
         dims = static_dims(ctx, out, "CAST from bool")
@@ -81,7 +82,7 @@ def dequantize(node, ctx):
     out_tensor = ctx.tensor(out_t)
     if np.dtype(out_tensor.dtype) != np.float32:
         raise Unsupported(Reason.OPERAND_TYPE, f"DEQUANTIZE to {np.dtype(out_tensor.dtype).name} "
-                                               f"{name_of(ctx, out_t)}: only float32 outputs convert")
+                                               f"{name(ctx, out_t)}: only float32 outputs convert")
     x = ctx.operand(x_t)
     op = Op.CAST if otype(ctx, x).code == C.TENSOR_FLOAT16 else Op.DEQUANTIZE
     emit(ctx, op, [x], ctx.output(out_t))
@@ -96,9 +97,9 @@ def zeros_like(node, ctx):
     x_t, out_t = node.inputs[0], node.outputs[0]
     code = otype(ctx, ctx.operand(x_t)).code
     if code not in _ZERO:
-        raise Unsupported(Reason.OPERAND_TYPE, f"ZEROS_LIKE of {code.name} {name_of(ctx, x_t)}: NNAPI FILL takes "
+        raise Unsupported(Reason.OPERAND_TYPE, f"ZEROS_LIKE of {code.name} {name(ctx, x_t)}: NNAPI FILL takes "
                                                f"float and int32 only")
-    ctx.require_level(4, f"ZEROS_LIKE {name_of(ctx, out_t)} (FILL)")
+    ctx.require_level(4, f"ZEROS_LIKE {name(ctx, out_t)} (FILL)")
     out = ctx.output(out_t)
     shape = ctx.const(np.asarray(static_dims(ctx, out, "ZEROS_LIKE"), np.int32))
     ctx.emit_form(Op.FILL, "default", [out], shape=shape, value=ctx.scalar(*_ZERO[code]))

@@ -11,6 +11,7 @@ import numpy as np
 from nnapi import FuseCode, OperandCode as C, OperandType, OperationCode as Op
 
 from ...registry import Reason, Unsupported
+from .common import name, otype
 
 F32, F16, I32, B8 = C.TENSOR_FLOAT32, C.TENSOR_FLOAT16, C.TENSOR_INT32, C.TENSOR_BOOL8
 Q8, Q8S = C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED
@@ -22,14 +23,6 @@ _FUSED = (Op.ADD, Op.SUB, Op.MUL, Op.DIV)
 
 # a body emits the float (or native) computation of `out` from operand indexes `xs`
 Body = Callable[[object, Sequence[int], int], None]
-
-
-def otype(ctx, operand: int) -> OperandType:
-    return ctx.model.operands[operand].type
-
-
-def name_of(ctx, i: int) -> str:
-    return repr(ctx.tensor(i).name)
 
 
 def is_quantized(ctx, i: int) -> bool:
@@ -56,8 +49,8 @@ def temp(ctx, like: int, suffix: str, code: Optional[C] = None, dims: Optional[t
     t = otype(ctx, like)
     code = t.code if code is None else code
     scale, zp = (t.scale, t.zero_point) if code in QUANT8 else (0.0, 0)
-    name = f"{ctx.model.operands[like].name}/{suffix}"
-    return ctx.temp(OperandType(code, t.dimensions if dims is None else dims, scale, zp), name)
+    label = f"{ctx.model.operands[like].name}/{suffix}"
+    return ctx.temp(OperandType(code, t.dimensions if dims is None else dims, scale, zp), label)
 
 
 def const_like(ctx, value, like: int, shape: tuple = (1,), code: Optional[C] = None) -> int:
@@ -141,11 +134,11 @@ def via_float(ctx, node, what: str, body: Body) -> None:
     out_t = node.outputs[0]
     for i in node.inputs:
         if i >= 0 and not is_quantized(ctx, i):
-            raise Unsupported(Reason.OPERAND_TYPE, f"{what}: input {name_of(ctx, i)} is not quantized like the "
+            raise Unsupported(Reason.OPERAND_TYPE, f"{what}: input {name(ctx, i)} is not quantized like the "
                                                    f"others")
     if not is_quantized(ctx, out_t):
-        raise Unsupported(Reason.OPERAND_TYPE, f"{what}: output {name_of(ctx, out_t)} is not quantized")
-    ctx.require_level(FLOAT_LEVEL, f"{what} on quantized {name_of(ctx, out_t)} (computed in float, then QUANTIZE)")
+        raise Unsupported(Reason.OPERAND_TYPE, f"{what}: output {name(ctx, out_t)} is not quantized")
+    ctx.require_level(FLOAT_LEVEL, f"{what} on quantized {name(ctx, out_t)} (computed in float, then QUANTIZE)")
     xs = [dequantize(ctx, ctx.operand(i)) for i in node.inputs]
     out = ctx.output(out_t)
     y = temp(ctx, out, "float", F32)
@@ -158,7 +151,7 @@ def elementwise(ctx, node, what: str, body: Body, quantized: bool = True) -> Non
     through `via_float` when `quantized`, else are reported."""
     if any(i >= 0 and is_quantized(ctx, i) for i in list(node.inputs) + list(node.outputs)):
         if not quantized:
-            raise Unsupported(Reason.OPERAND_TYPE, f"{what} on quantized {name_of(ctx, node.outputs[0])} has no "
+            raise Unsupported(Reason.OPERAND_TYPE, f"{what} on quantized {name(ctx, node.outputs[0])} has no "
                                                    f"exact NNAPI form")
         via_float(ctx, node, what, body)
         return

@@ -1,0 +1,52 @@
+"""Helpers every TFLite converter family uses (the family helpers movement_util.py, nn_common.py,
+unary_emit.py and recurrent_common.py build on these): naming a tensor in a message, operand
+types, temporaries shaped like a source tensor, RESHAPE to a constant shape, and constants in
+the context's stored form. Registers nothing."""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+from nnapi import OperandCode as C, OperandType, OperationCode as Op
+
+from ...registry import Reason, Unsupported
+
+
+def name(ctx, i: int) -> str:
+    """Source tensor i's name as messages quote it."""
+    return repr(ctx.tensor(i).name)
+
+
+def otype(ctx, operand: int) -> OperandType:
+    """The type of NNAPI operand `operand`."""
+    return ctx.model.operands[operand].type
+
+
+def temp(ctx, like: int, shape: Sequence[int], suffix: str) -> int:
+    """An intermediate operand with source tensor `like`'s type and quantization and the given shape."""
+    return ctx.temp_like(like, suffix, dimensions=tuple(int(d) for d in shape) or (1,))
+
+
+def reshape(ctx, x: int, out: int, shape: Sequence[int], int32_level: Optional[int] = None) -> None:
+    """RESHAPE to a constant shape. It takes int32 only from level 6: for int32 tensors below it,
+    `int32_level` names the level at which the caller's other emission takes over."""
+    if int32_level is not None and ctx.feature_level < 6 and otype(ctx, x).code == C.TENSOR_INT32:
+        raise Unsupported(Reason.FEATURE_LEVEL, f"this reshape of an int32 tensor needs NNAPI feature level "
+                                                f"{int32_level}", int32_level)
+    ctx.emit_form(Op.RESHAPE, "default", [out], input=x, shape=ctx.const(np.asarray(shape, np.int32)))
+
+
+def stored(code: C, data: np.ndarray) -> np.ndarray:
+    """`data` as an operand of `code` stores it: int8 values of a tensor the context rewrote to
+    TENSOR_QUANT8_ASYMM (below feature level 4) shift by 128, like the context's own constants."""
+    if code == C.TENSOR_QUANT8_ASYMM and data.dtype == np.int8:
+        return (data.astype(np.int16) + 128).astype(np.uint8)
+    return data
+
+
+def adopt(ctx, t: int, operand: int) -> int:
+    """Make `operand` the NNAPI operand of source tensor t (consumers' ctx.operand(t) returns it)."""
+    ctx.operand_of[t] = operand
+    ctx.tensor_of[operand] = t
+    return operand
