@@ -3,6 +3,12 @@
 Kernel modules live in `executor/kernels/<family>.py` and register with the
 `@kernel(OperationCode.X)` decorator; every module of that package is imported
 by `load_kernels()`, so adding a family is adding a file.
+
+A module may also register `@prepare(OperationCode.X)`: a function called once
+at compilation with a PrepareContext (executor/runtime.py) that returns a
+specialized `run(ctx) -> list[np.ndarray]` for that operation (weights laid out,
+parameters parsed), or None when it cannot specialize (e.g. a filter that is
+not constant); the plain kernel then runs.
 """
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ from typing import Callable
 from nnapi.codes import OperationCode
 
 KERNELS: dict[OperationCode, Callable] = {}
+PREPARERS: dict[OperationCode, Callable] = {}
 
 # Codes that deliberately have no kernel, with the reason (shown by the
 # conformance runner and the coverage report).
@@ -21,15 +28,22 @@ NOT_IMPLEMENTED: dict[OperationCode, str] = {
 }
 
 
-def kernel(*codes: OperationCode):
-    """Register a kernel function `fn(ctx) -> list[np.ndarray]` for one or more codes."""
-    def deco(fn):
-        for code in codes:
-            if code in KERNELS:
-                raise ValueError(f"two kernels for {code.name}")
-            KERNELS[code] = fn
-        return fn
-    return deco
+def _registrar(table: dict, what: str):
+    def register(*codes: OperationCode):
+        def deco(fn):
+            for code in codes:
+                if code in table:
+                    raise ValueError(f"two {what} for {code.name}")
+                table[code] = fn
+            return fn
+        return deco
+    return register
+
+
+# `@kernel(codes...)` registers `fn(ctx) -> list[np.ndarray]`; `@prepare(codes...)` registers a
+# compile-time specializer `fn(pctx) -> run(ctx) | None`
+kernel = _registrar(KERNELS, "kernels")
+prepare = _registrar(PREPARERS, "preparers")
 
 
 _loaded = False

@@ -1,8 +1,11 @@
-"""Compile a finished nnapi.Model once (order, kernels, constants, last uses)
-and run it many times.
+"""Compile a finished nnapi.Model once (order, kernels, constants, the memory
+plan, prepared operations) and run it many times.
 
 Kernels are called as `kernel(ctx) -> list[np.ndarray]` with an OpContext
-(see below) and return one array per output operand.
+(see below) and return one array per output operand. Where a kernel module
+registered a preparer for the code (registry.prepare), it is called once here
+with a PrepareContext and the callable it returns replaces the kernel for that
+operation.
 """
 from __future__ import annotations
 
@@ -16,7 +19,9 @@ from nnapi.errors import NnapiError, op_failed
 from nnapi.operand import Operand, OperandType
 from nnapi.validate import execution_order
 
-from .registry import load_kernels, missing_reason
+from .kernels.scratch import Scratch
+from .planner import plan
+from .registry import PREPARERS, load_kernels, missing_reason
 
 C = OperandCode
 
@@ -55,12 +60,16 @@ class Value:
 
 
 class Step:
-    __slots__ = ("index", "code", "kernel", "inputs", "outputs", "frees")
+    """One operation in execution order; `run` is the prepared callable, or the kernel itself."""
 
-    def __init__(self, index, code, kernel, inputs, outputs):
+    __slots__ = ("index", "code", "kernel", "inputs", "outputs", "output_operands", "frees", "run")
+
+    def __init__(self, index, code, kernel, inputs, outputs, output_operands=()):
         self.index, self.code, self.kernel = index, code, kernel
         self.inputs, self.outputs = inputs, outputs
+        self.output_operands = list(output_operands)
         self.frees: tuple = ()
+        self.run = kernel
 
 
 class RunState:
@@ -81,7 +90,7 @@ class OpContext:
         self.step = step
         self.model = compiled.model
         self.inputs: list[Optional[Value]] = inputs
-        self.outputs: list[Operand] = [compiled.model.operands[o] for o in step.outputs]
+        self.outputs: list[Operand] = step.output_operands
         self.relaxed = compiled.relaxed
         self.state = state
 
@@ -114,6 +123,33 @@ class OpContext:
         return sub.run_values(list(values), self.state)
 
 
+class PrepareContext(OpContext):
+    """What a preparer sees at compilation: constant inputs as Values, run-time inputs as None
+    (`is_runtime(i)` tells them from absent ones) and every input's declared operand."""
+
+    __slots__ = ("runtime",)
+
+    def __init__(self, compiled: "CompiledModel", step: Step):
+        super().__init__(compiled, step, [compiled.constants.get(i) for i in step.inputs], None)
+        self.runtime = tuple(i >= 0 and i not in compiled.constants
+                             and compiled.model.operands[i].lifetime != Lifetime.NO_VALUE for i in step.inputs)
+
+    def is_runtime(self, i: int) -> bool:
+        return i < len(self.runtime) and self.runtime[i]
+
+    def operand(self, i: int) -> Operand:
+        return self.model.operands[self.step.inputs[i]]
+
+    def run_kernel(self, arrays: dict) -> list:
+        """The plain kernel on `arrays` ({input position: array}, e.g. every value an 8-bit input can
+        take) with the constant inputs as they are: lets a preparer tabulate an elementwise kernel."""
+        ins = list(self.inputs)
+        for i, a in arrays.items():
+            opnd = self.operand(i)
+            ins[i] = Value(a, opnd.type.with_dimensions(a.shape), opnd.channel_quant)
+        return self.step.kernel(OpContext(self.compiled, self.step, ins, RunState(0.0)))
+
+
 class CompiledModel:
     def __init__(self, model, relaxed: Optional[bool] = None, _cache: Optional[dict] = None):
         if not model.finished:
@@ -132,25 +168,34 @@ class CompiledModel:
             reason = missing_reason(op.code)
             if reason is not None:
                 raise NnapiError(ResultCode.BAD_DATA, f"operation {k} ({op.code.name}): {reason}", operation=k)
-            self.steps.append(Step(k, op.code, kernels[op.code], op.inputs, op.outputs))
+            self.steps.append(Step(k, op.code, kernels[op.code], op.inputs, op.outputs,
+                                   [model.operands[o] for o in op.outputs]))
         self.constants: dict[int, Value] = {}
+        # work arrays of the prepared operations: they run one at a time, so they share them
+        self.scratch = Scratch()
+        self._types: dict[tuple, OperandType] = {}   # (operand, shape) -> type with those dimensions
         for i, opnd in enumerate(model.operands):
             if opnd.is_constant:
                 self.constants[i] = Value(opnd.value, opnd.type, opnd.channel_quant)
         # free each temporary after its last use
-        keep = set(model.outputs) | set(self.constants)
-        last_use: dict[int, int] = {}
-        for s, step in enumerate(self.steps):
-            for i in step.inputs:
-                last_use[i] = s
-        frees: list[list[int]] = [[] for _ in self.steps]
-        for i, s in last_use.items():
-            if i not in keep:
-                frees[s].append(i)
-        for step, f in zip(self.steps, frees):
-            step.frees = tuple(f)
+        self.plan = plan(model, self.steps)
+        for step, f in zip(self.steps, self.plan.frees):
+            step.frees = f
         for sub in model.referenced_models:
             self.subgraph(sub)
+        for step in self.steps:
+            step.run = self._prepared(step) or step.kernel
+
+    def _prepared(self, step: Step):
+        """The preparer's specialized callable for `step`, or None. A preparer that fails leaves the
+        operation to its kernel, which reports any problem when the model runs."""
+        preparer = PREPARERS.get(step.code)
+        if preparer is None:
+            return None
+        try:
+            return preparer(PrepareContext(self, step))
+        except Exception:  # noqa: BLE001  (the plain kernel reports the problem at run time)
+            return None
 
     def subgraph(self, model) -> "CompiledModel":
         sub = self._cache.get(id(model))
@@ -161,9 +206,17 @@ class CompiledModel:
     def input_value(self, k: int, array: Optional[np.ndarray]) -> Optional[Value]:
         if array is None:
             return None
-        opnd = self.model.operands[self.model.inputs[k]]
-        return Value(array, opnd.type.with_dimensions(array.shape) if opnd.type.is_tensor else opnd.type,
+        index = self.model.inputs[k]
+        opnd = self.model.operands[index]
+        return Value(array, self._shaped_type(index, array.shape) if opnd.type.is_tensor else opnd.type,
                      opnd.channel_quant)
+
+    def _shaped_type(self, index: int, shape: tuple) -> OperandType:
+        """Operand `index`'s type with these dimensions, made once per shape (runs repeat shapes)."""
+        t = self._types.get((index, shape))
+        if t is None:
+            t = self._types[(index, shape)] = self.model.operands[index].type.with_dimensions(shape)
+        return t
 
     def run(self, arrays: Sequence[Optional[np.ndarray]], state: RunState) -> list[Optional[Value]]:
         return self.run_values([self.input_value(k, a) for k, a in enumerate(arrays)], state)
@@ -178,7 +231,7 @@ class CompiledModel:
             ins = [env.get(i) for i in step.inputs]
             ctx = OpContext(self, step, ins, state)
             try:
-                results = step.kernel(ctx)
+                results = step.run(ctx)
             except NnapiError:
                 raise
             except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError, OverflowError,
@@ -207,11 +260,15 @@ class CompiledModel:
         if dt is not None and arr.dtype != dt:
             arr = arr.astype(dt)
         if otype.is_tensor:
-            declared = otype.dimensions
-            if declared is not None and len(declared) and (
-                    len(declared) != arr.ndim or any(d and d != a for d, a in zip(declared, arr.shape))):
-                ctx.fail(f"output operand {index} has shape {list(arr.shape)}, the model declares {list(declared)}")
-            return Value(arr, otype.with_dimensions(arr.shape), opnd.channel_quant)
+            shaped = self._types.get((index, arr.shape))
+            if shaped is None:  # a shape not seen yet for this operand: check it against the declaration
+                declared = otype.dimensions
+                if declared is not None and len(declared) and (
+                        len(declared) != arr.ndim or any(d and d != a for d, a in zip(declared, arr.shape))):
+                    ctx.fail(f"output operand {index} has shape {list(arr.shape)}, "
+                             f"the model declares {list(declared)}")
+                shaped = self._shaped_type(index, arr.shape)
+            return Value(arr, shaped, opnd.channel_quant)
         return Value(arr.reshape(()), otype, None)
 
 

@@ -7,7 +7,8 @@ from nnapi.codes import FuseCode, OperationCode as Op
 
 from ..registry import kernel
 from .activation_fixed import hard_swish_quant, logistic_quant, tanh_quant
-from .common import QUANT8, QUANT_RANGE, fuse_range, multiply_by_quantized_multiplier, quantize_multiplier
+from .common import QUANT8, QUANT_RANGE, fuse_range
+from .fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
 from .unary import float_result, requantize_to
 
 _RELU_FUSE = {Op.RELU: FuseCode.RELU, Op.RELU1: FuseCode.RELU1, Op.RELU6: FuseCode.RELU6}

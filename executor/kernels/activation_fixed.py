@@ -13,84 +13,28 @@ import math
 
 import numpy as np
 
-from .common import INT32_MAX, INT32_MIN, QUANT_RANGE, quantize_multiplier, rounding_divide_by_pot
+from .common import QUANT_RANGE
+from .fixedpoint import (
+    INT32_MAX,
+    INT32_MIN,
+    exp_on_negative_values,
+    one_over_one_plus_x,
+    quantize_multiplier,
+    rounding_divide_by_pot,
+    two_over_one_plus_x,
+)
+from .fixedpoint import saturating_multiply_by_pot as _mul_pot
+from .fixedpoint import saturating_rounding_doubling_high_mul as _high_mul
 
 _INPUT_INTEGER_BITS = 4     # inputs are rescaled to F4 (|x| < 16) before logistic/tanh
 _F2_ONE = 1 << 29
 
 
-# -- gemmlowp primitives (elementwise, int64 arrays of int32 values) ------------
-
-def _high_mul(a, b, bits: int = 31):
-    """SaturatingRoundingDoublingHighMul for int32 (bits=31) or int16 (bits=15) raws, elementwise."""
-    a = np.asarray(a, dtype=np.int64)
-    b = np.asarray(b, dtype=np.int64)
-    ab = a * b
-    half = np.int64(1 << (bits - 1))
-    s = ab + np.where(ab >= 0, half, 1 - half)
-    res = np.where(s >= 0, s >> bits, -((-s) >> bits))      # C division truncates toward zero
-    lo = -(1 << bits)
-    return np.where((a == lo) & (b == lo), (1 << bits) - 1, res)
-
-
-def _mul_pot(x, exponent: int, bits: int = 31):
-    """SaturatingRoundingMultiplyByPOT: saturating left shift, or rounding right shift."""
-    if exponent >= 0:
-        return np.clip(np.asarray(x, dtype=np.int64) << exponent, -(1 << bits), (1 << bits) - 1)
-    return rounding_divide_by_pot(x, -exponent)
-
-
-def _rounding_half_sum(a, b):
-    s = np.asarray(a, dtype=np.int64) + b
-    s = s + np.where(s >= 0, 1, -1)
-    return np.where(s >= 0, s >> 1, -((-s) >> 1))
-
-
-def _exp_on_quarter_interval(a):
-    """exp(a) for F0 a in [-1/4, 0): Taylor series around -1/8."""
-    constant_term, one_third = 1895147668, 715827883      # exp(-1/8), 1/3 in F0
-    x = a + (1 << 28)
-    x2 = _high_mul(x, x)
-    x3 = _high_mul(x2, x)
-    x4_over_4 = _mul_pot(_high_mul(x2, x2), -2)
-    poly = _mul_pot(_high_mul(x4_over_4 + x3, one_third) + x2, -1)
-    return constant_term + _high_mul(constant_term, x + poly)
-
-
-# exp(-2^e) in F0 for the barrel shifter, e = -2 .. 4
-_EXP_OF_NEG_POT = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308),
-                   (2, 39332535), (3, 720401), (4, 242))
-
-
-def _exp_on_negative_values(a, integer_bits: int):
-    """exp(a) in F0 for F<integer_bits> a <= 0 (integer_bits <= 5)."""
-    frac_bits = 31 - integer_bits
-    quarter = 1 << (frac_bits - 2)
-    a_mod = (a & (quarter - 1)) - quarter
-    result = _exp_on_quarter_interval(_mul_pot(a_mod, integer_bits))
-    remainder = a_mod - a
-    for exponent, multiplier in _EXP_OF_NEG_POT:
-        if integer_bits > exponent:
-            bit = (remainder & (1 << (frac_bits + exponent))) != 0
-            result = np.where(bit, _high_mul(result, multiplier), result)
-    return np.where(a == 0, INT32_MAX, result)
-
-
-def _two_over_one_plus_x(a):
-    """2 / (1 + a) in F2 for F0 a in [0, 1]: Newton-Raphson from the 48/17 - 32/17 x estimate."""
-    half_denominator = _rounding_half_sum(a, INT32_MAX)
-    x = 1515870810 + _high_mul(half_denominator, -1010580540)
-    for _ in range(3):
-        one_minus = _F2_ONE - _high_mul(half_denominator, x)
-        x = x + _mul_pot(_high_mul(x, one_minus), 2)
-    return x
-
-
 def _logistic_f0(a):
     """gemmlowp::logistic of F4 raws -> F0 raws."""
     positive = a > 0
-    e = _exp_on_negative_values(np.where(positive, -a, a), _INPUT_INTEGER_BITS)
-    result_pos = _mul_pot(_two_over_one_plus_x(e), 1)          # 1 / (1 + exp(-|a|))
+    e = exp_on_negative_values(np.where(positive, -a, a), _INPUT_INTEGER_BITS)
+    result_pos = one_over_one_plus_x(e)                         # 1 / (1 + exp(-|a|))
     result = np.where(positive, result_pos, INT32_MAX - result_pos)
     return np.where(a == 0, 1 << 30, result)
 
@@ -100,7 +44,7 @@ def _tanh_f0(a):
     negative = a < 0
     n = np.where(negative, a, -a)
     # exp(2n): the raw of F4 n read as F5 is 2n
-    t = _mul_pot(_two_over_one_plus_x(_exp_on_negative_values(n, _INPUT_INTEGER_BITS + 1)) - _F2_ONE, 2)
+    t = _mul_pot(two_over_one_plus_x(exp_on_negative_values(n, _INPUT_INTEGER_BITS + 1)) - _F2_ONE, 2)
     return np.where(a == 0, 0, np.where(negative, -t, t))
 
 

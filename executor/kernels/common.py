@@ -1,18 +1,17 @@
-"""Helpers shared by every kernel family: fixed-point requantization (the
+"""Helpers shared by every kernel family: requantization (on fixedpoint.py's
 TFLite/NNAPI rules), fuse codes, (de)quantization, padding and layout.
 
 Nothing here registers a kernel.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from nnapi.codes import FuseCode, OperandCode, PaddingCode
 
+from .fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
+
 C = OperandCode
-INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 QUANT_RANGE = {
     C.TENSOR_QUANT8_ASYMM: (0, 255),
@@ -27,58 +26,6 @@ QUANT8 = (C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED)
 
 def is_quant(code) -> bool:
     return code in QUANT_RANGE
-
-
-# -- fixed-point arithmetic (gemmlowp / TFLite reference semantics) ------------
-
-def quantize_multiplier(real: float) -> tuple[int, int]:
-    """Split a positive real multiplier into (int32 q31 multiplier, shift); real ~= m * 2^(shift-31)."""
-    if real == 0.0:
-        return 0, 0
-    q, shift = math.frexp(real)
-    q_fixed = int(round(q * (1 << 31)))
-    if q_fixed == (1 << 31):
-        q_fixed //= 2
-        shift += 1
-    if shift < -31:
-        return 0, 0
-    if shift > 30:  # saturate like TFLite
-        return INT32_MAX, 30
-    return q_fixed, shift
-
-
-def saturating_rounding_doubling_high_mul(a: np.ndarray, b: int) -> np.ndarray:
-    """gemmlowp SaturatingRoundingDoublingHighMul over int64 arrays holding int32 values."""
-    a = np.asarray(a, dtype=np.int64)
-    ab = a * np.int64(b)
-    nudge = np.where(ab >= 0, np.int64(1 << 30), np.int64(1 - (1 << 30)))
-    s = ab + nudge
-    # C integer division truncates toward zero
-    res = np.where(s >= 0, s >> 31, -((-s) >> 31))
-    if b == INT32_MIN:
-        res = np.where(a == INT32_MIN, INT32_MAX, res)
-    return res
-
-
-def rounding_divide_by_pot(x: np.ndarray, exponent: int) -> np.ndarray:
-    """Round-half-away-from-zero division by 2^exponent (gemmlowp RoundingDivideByPOT)."""
-    x = np.asarray(x, dtype=np.int64)
-    if exponent <= 0:
-        return x
-    mask = (1 << exponent) - 1
-    remainder = x & mask
-    threshold = (mask >> 1) + (x < 0)
-    return (x >> exponent) + (remainder > threshold)
-
-
-def multiply_by_quantized_multiplier(x: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
-    """TFLite MultiplyByQuantizedMultiplier: x * multiplier * 2^shift with the reference rounding."""
-    left = shift if shift > 0 else 0
-    right = 0 if shift > 0 else -shift
-    x = np.asarray(x, dtype=np.int64)
-    if left:
-        x = np.clip(x * (1 << left), INT32_MIN, INT32_MAX)
-    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x, multiplier), right)
 
 
 def requantize(acc: np.ndarray, real_multiplier: float, zero_point: int, code) -> np.ndarray:

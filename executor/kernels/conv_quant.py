@@ -17,8 +17,8 @@ import numpy as np
 
 from nnapi.codes import OperandCode as C
 
-from .common import (INT32_MAX, INT32_MIN, fuse_range, is_quant, multiply_by_quantized_multiplier,
-                     quantize_multiplier)
+from .common import fuse_range, is_quant
+from .fixedpoint import INT32_MAX, INT32_MIN, multiply_by_quantized_multiplier, quantize_multiplier
 
 # the largest |product| of two zero-point-corrected 8-bit values: 255 * 255
 _MAX_PRODUCT = 255 * 255
@@ -61,13 +61,13 @@ def finish(ctx, acc: np.ndarray, inp, flt, bias, fuse: int) -> np.ndarray:
         return np.clip(res, lo, hi).astype(out.dtype)
     total = np.rint(acc).astype(np.int64) + bias.array.astype(np.int64)
     total = np.clip(total, INT32_MIN, INT32_MAX)  # the fixed-point multiply expects int32 values
-    scaled = _requantize_channels(total, _real_multipliers(ctx, inp, flt, acc.shape[-1]))
+    scaled = _requantize_channels(total, real_multipliers(ctx, inp.scale, flt, acc.shape[-1]))
     return np.clip(scaled + out.zero_point, lo, hi).astype(out.dtype)
 
 
-def _real_multipliers(ctx, inp, flt, channels: int) -> np.ndarray:
+def real_multipliers(ctx, in_scale: float, flt, channels: int) -> np.ndarray:
     """Per output channel: float32(input_scale * filter_scale) / output_scale, in double (as Android does)."""
-    product = np.float32(inp.scale) * filter_scales(ctx, flt, channels)
+    product = np.float32(in_scale) * filter_scales(ctx, flt, channels)
     return product.astype(np.float64) / np.float64(ctx.out_type().scale)
 
 

@@ -3,18 +3,23 @@ window placed at stride-spaced origins; the result is cropped by the padding.
 
 One GEMM gives every (input pixel, output channel, filter tap) product; the
 col2im scatter then adds each filter tap's plane at its strided offset (a loop
-over the filter taps, never over pixels).
+over the filter taps, never over pixels). With a constant filter the preparer
+converts it once and runs the GEMM and scatter in float32 (exact for quantized
+operands when the bound allows, as in conv_prepared.py).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from nnapi.codes import OperationCode as Op, PaddingCode
+from nnapi.codes import OperationCode as Op
+from nnapi.codes import PaddingCode
 
-from ..registry import kernel
+from ..registry import kernel, prepare
 from .common import from_nhwc, is_quant, to_nhwc
 from .conv import op_args, scalar
+from .conv_prepared import Epilogue, gemm_domain, supported
 from .conv_quant import acc_operand, check_exact, finish
+from .gemm import pad_hw
 
 
 def _implicit_pads(ctx, out_size: int, stride: int, filter_size: int, padding: int) -> tuple[int, int]:
@@ -56,7 +61,7 @@ def scatter(ctx, x: np.ndarray, w: np.ndarray, strides: tuple, pads: tuple) -> n
         ctx.fail(f"output size {oh}x{ow} is not positive")
     cols = (x.reshape(-1, c) @ w.reshape(-1, c).T).reshape(n, h, wd, o, kh, kw)
     # the buffer holds every scattered tap and the whole (possibly larger, negative-tail) output
-    buf = np.zeros((n, max((h - 1) * sh + kh, top + oh), max((wd - 1) * sw + kw, left + ow), o))
+    buf = np.zeros((n, max((h - 1) * sh + kh, top + oh), max((wd - 1) * sw + kw, left + ow), o), cols.dtype)
     for i in range(kh):
         for j in range(kw):
             buf[:, i: i + (h - 1) * sh + 1: sh, j: j + (wd - 1) * sw + 1: sw] += cols[..., i, j]
@@ -82,3 +87,46 @@ def transpose_conv_2d(ctx):
     pads = _pads(ctx, form, args, nchw, flt.shape[1:3], strides)
     acc = scatter(ctx, x, acc_operand(flt), strides, pads)
     return [from_nhwc(finish(ctx, acc, inp, flt, bias, scalar(args, "fuse")), nchw)]
+
+
+class PreparedTransposeConv:
+    """TRANSPOSE_CONV_2D with its filter converted once to the exact GEMM type."""
+
+    def __init__(self, pctx, form, args):
+        self.kernel = pctx.step.kernel
+        self.form, self.args = form, args
+        self.nchw = bool(scalar(args, "layout"))
+        self.strides = (scalar(args, "stride_h"), scalar(args, "stride_w"))
+        if min(self.strides) < 1:
+            raise ValueError(f"strides {self.strides} must be positive")
+        flt = args["filter"]
+        w = flt.array.astype(np.float64) - (flt.zero_point if is_quant(flt.code) else 0)
+        bound, self.dtype, self.zero_point = gemm_domain(pctx, w)
+        self.weights = w.astype(self.dtype)
+        self.epilogue = Epilogue(pctx, args["bias"], flt, scalar(args, "fuse"), bound)
+        self.pads: dict = {}
+        self.scratch = pctx.compiled.scratch
+
+    def __call__(self, ctx):
+        v = ctx.inputs[0]
+        if v is None or v.array.ndim != 4:
+            return self.kernel(ctx)
+        x = to_nhwc(v.array, self.nchw)
+        if x.shape[3] != self.weights.shape[3] or x.shape[0] == 0:
+            return self.kernel(ctx)
+        if x.shape not in self.pads:
+            self.pads[x.shape] = _pads(ctx, self.form, self.args, self.nchw, self.weights.shape[1:3], self.strides)
+        xf = pad_hw(x, (0, 0, 0, 0), self.scratch, self.dtype, self.zero_point)
+        acc = scatter(ctx, xf, self.weights, self.strides, self.pads[x.shape])
+        return [from_nhwc(self.epilogue(acc), self.nchw)]
+
+
+@prepare(Op.TRANSPOSE_CONV_2D)
+def prepare_transpose_conv_2d(pctx):
+    if not supported(pctx):
+        return None
+    form, args = op_args(pctx)
+    flt, bias = args["filter"], args["bias"]
+    if flt is None or bias is None or flt.array.ndim != 4 or bias.array.shape != (flt.array.shape[0],):
+        return None
+    return PreparedTransposeConv(pctx, form, args)

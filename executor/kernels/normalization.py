@@ -13,7 +13,8 @@ from nnapi.codes import OperandCode as C, OperationCode as Op
 
 from ..registry import kernel
 from .common import QUANT8, QUANT_RANGE, from_nhwc, to_nhwc
-from .norm_fixedpoint import inv_sqrt_multiplier, rounding_divide_by_pot, srdhm
+from .fixedpoint import (inv_sqrt_multiplier, rounding_divide_by_pot,
+                         saturating_rounding_doubling_high_mul as srdhm)
 
 
 def resolve_axis(ctx, index: int, rank: int, default: int = -1) -> int:

@@ -8,13 +8,14 @@ output share scale and zero point).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from nnapi.codes import OperationCode as Op
 
-from ..registry import kernel
+from ..registry import kernel, prepare
 from .common import QUANT8, apply_fuse, explicit_out_size, from_nhwc, implicit_padding, to_nhwc
 
 
@@ -57,20 +58,26 @@ def pool_params(ctx) -> PoolParams:
 def _windows(x: np.ndarray, p: PoolParams, pad_value) -> np.ndarray:
     """(N, OH, OW, C, FH, FW) strided view of the windows over a padded NHWC array."""
     top, bottom, left, right = p.pads
-    padded = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)), constant_values=pad_value)
+    if p.filter == x.shape[1:3] and not any(p.pads):   # a global pool: the one window is x itself
+        return x.transpose(0, 3, 1, 2)[:, None, None]
+    padded = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)), constant_values=pad_value) \
+        if top or bottom or left or right else x
     win = sliding_window_view(padded, p.filter, axis=(1, 2))
     return win[:, ::p.strides[0], ::p.strides[1]]
 
 
+@lru_cache(maxsize=256)
 def _counts(h: int, w: int, p: PoolParams) -> np.ndarray:
-    """Number of real (unpadded) input elements under each window, shape (OH, OW, 1)."""
+    """Number of real (unpadded) input elements under each window, shape (OH, OW, 1); read-only."""
     ones = np.ones((1, h, w, 1), dtype=np.int64)
-    return _windows(ones, p, 0).sum(axis=(-2, -1))[0]
+    counts = _windows(ones, p, 0).sum(axis=(-2, -1))[0]
+    counts.flags.writeable = False
+    return counts
 
 
-def _run_pool(ctx, reduce):
+def _run_pool(ctx, reduce, p: PoolParams = None):
     """Shared driver: layout, shape checks, zero-sized batches, fuse and output type."""
-    p = pool_params(ctx)
+    p = p or pool_params(ctx)
     inp = ctx.inputs[0]
     x = to_nhwc(inp.array, p.nchw)
     n, h, w, c = x.shape
@@ -120,17 +127,33 @@ def _l2(x, p: PoolParams, code):
     return np.sqrt(_window_mean(xf * xf, p))
 
 
-@kernel(Op.AVERAGE_POOL_2D)
-def average_pool_2d(ctx):
-    return _run_pool(ctx, _average)
+_REDUCE = {Op.AVERAGE_POOL_2D: _average, Op.MAX_POOL_2D: _max, Op.L2_POOL_2D: _l2}
 
 
-@kernel(Op.MAX_POOL_2D)
-def max_pool_2d(ctx):
-    return _run_pool(ctx, _max)
+@kernel(*_REDUCE)
+def pool_2d(ctx):
+    return _run_pool(ctx, _REDUCE[ctx.step.code])
 
 
-@kernel(Op.L2_POOL_2D)
-def l2_pool_2d(ctx):
-    return _run_pool(ctx, _l2)
+class PreparedPool:
+    """A pool whose parameters are constants: they are read and checked once per input shape."""
 
+    def __init__(self, reduce):
+        self.reduce = reduce
+        self.params: dict = {}
+
+    def __call__(self, ctx):
+        x = ctx.inputs[0]
+        key = None if x is None else x.array.shape
+        p = self.params.get(key)
+        if p is None:
+            p = pool_params(ctx)
+            self.params[key] = p
+        return _run_pool(ctx, self.reduce, p)
+
+
+@prepare(*_REDUCE)
+def prepare_pool(pctx):
+    if not pctx.is_runtime(0) or any(pctx.is_runtime(i) for i in range(1, len(pctx.inputs))):
+        return None
+    return PreparedPool(_REDUCE[pctx.step.code])

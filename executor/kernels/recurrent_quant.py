@@ -17,8 +17,17 @@ import numpy as np
 from nnapi.codes import OperationCode as Op
 
 from ..registry import kernel
-from .common import (INT32_MAX, INT32_MIN, multiply_by_quantized_multiplier, quantize_multiplier,
-                     rounding_divide_by_pot, saturating_rounding_doubling_high_mul)
+from .fixedpoint import (
+    EXP_BARREL,
+    inv_sqrt_multiplier,
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+    rounding_divide_by_pot,
+    saturating_multiply_by_pot,
+    saturating_rounding_doubling_high_mul,
+)
+from .fixedpoint import rounding_half_sum as _half_sum
+from .fixedpoint import trunc_div as _trunc_div
 
 _I16_MIN, _I16_MAX = -(1 << 15), (1 << 15) - 1
 _ONE_F0 = _I16_MAX          # 1.0 with 0 integer bits saturates to the largest raw value
@@ -37,37 +46,19 @@ def _sat(x):
     return np.clip(x, _I16_MIN, _I16_MAX)
 
 
-def _trunc_div(x, d: int):
-    """C integer division (toward zero)."""
-    return np.where(x >= 0, x // d, -((-x) // d))
-
-
 def _mul(a, b):
     """Fixed-point product (int16 SaturatingRoundingDoublingHighMul); integer bits add up."""
-    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
-    ab = a * b
-    res = _trunc_div(ab + np.where(ab >= 0, 1 << 14, 1 - (1 << 14)), 1 << 15)
-    return np.where((a == b) & (a == _I16_MIN), _I16_MAX, res)
+    return saturating_rounding_doubling_high_mul(a, b, bits=15)
 
 
 def _shift_sat(x, exponent: int):
-    """SaturatingRoundingMultiplyByPOT for a positive exponent (Rescale to fewer integer bits)."""
-    return _sat(np.asarray(x, np.int64) << exponent)
+    """SaturatingRoundingMultiplyByPOT (Rescale to fewer integer bits) on int16 raws."""
+    return saturating_multiply_by_pot(x, exponent, bits=15)
 
 
 def _const(q31: int) -> int:
     """gemmlowp's int32 fixed-point constants, rescaled to int16 with rounding."""
     return int(rounding_divide_by_pot(np.int64(q31), 16))
-
-
-def _half_sum(a, b):
-    s = np.asarray(a, np.int64) + b
-    return _trunc_div(s + np.where(s >= 0, 1, -1), 2)
-
-
-# exp(-2^k) multipliers of gemmlowp's barrel shifter, keyed by k
-_EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308),
-               (2, 39332535), (3, 720401), (4, 242))
 
 
 def _exp_on_interval_between_negative_one_quarter_and_0(a):
@@ -89,7 +80,7 @@ def _exp_on_negative_values(a, ib: int):
     a_mod_quarter_minus_quarter = _wrap((a & (quarter - 1)) - quarter)
     result = _exp_on_interval_between_negative_one_quarter_and_0(_shift_sat(a_mod_quarter_minus_quarter, ib))
     remainder = _wrap(a_mod_quarter_minus_quarter - a)
-    for exponent, multiplier in _EXP_BARREL:
+    for exponent, multiplier in EXP_BARREL:  # the int32 constants, rescaled by _const
         if ib > exponent:
             bit = (remainder & (1 << (frac + exponent))) != 0
             result = np.where(bit, _mul(result, _const(multiplier)), result)
@@ -201,41 +192,6 @@ def _requant(acc, scale: float):
     return multiply_by_quantized_multiplier(acc, m, s)
 
 
-def _srdhm32(a: int, b: int) -> int:
-    return int(saturating_rounding_doubling_high_mul(np.int64(a), b))
-
-
-def _sat32(x: int) -> int:
-    return max(INT32_MIN, min(INT32_MAX, x))
-
-
-def inv_sqrt_multiplier(value: int) -> tuple[int, int]:
-    """TFLite GetInvSqrtQuantizedMultiplierExp (reverse_shift -1): 1/sqrt(value) as (q31 multiplier, shift).
-
-    Newton-Raphson in int32 fixed point with 3 integer bits, on the input normalized to [2^27, 2^29).
-    """
-    if value <= 1:
-        return INT32_MAX, 0
-    shift = 11
-    while value >= 1 << 29:
-        value //= 4
-        shift += 1
-    pairs = (32 - value.bit_length() - 1) // 2 - 1  # leading zeros - 1, in bit pairs, minus one
-    shift -= pairs
-    value <<= 2 * pairs
-    half_input = int(rounding_divide_by_pot(np.int64(value >> 1), 1))
-    half_three = (1 << 28) + (1 << 27)
-    x = 1 << 28  # 1.0 with 3 integer bits
-    for _ in range(5):
-        x3 = _sat32(_srdhm32(_srdhm32(x, x), x) << 6)
-        x = _sat32((_srdhm32(half_three, x) - _srdhm32(half_input, x3)) << 3)
-    x = _srdhm32(x, 1518500250)  # times sqrt(2)/2
-    if shift < 0:
-        x <<= -shift
-        shift = 0
-    return x, -shift
-
-
 def _layer_norm(gate, weights, bias, scale: float, variance_limit: int):
     """The reference's integer layer normalization of int16 gate pre-activations (per batch row)."""
     n = gate.shape[1]
@@ -244,14 +200,11 @@ def _layer_norm(gate, weights, bias, scale: float, variance_limit: int):
     variance = _trunc_div(variance, _LAYER_NORM_GUARD)
     variance = np.where(variance < 1, variance_limit, variance)
     m_ln, s_ln = quantize_multiplier(scale)
-    out = np.empty_like(gate)
-    for b in range(gate.shape[0]):  # one inverse square root per batch row
-        m, s = inv_sqrt_multiplier(int(variance[b]))
-        rescaled = multiply_by_quantized_multiplier(1024 * gate[b] - mean[b], m, s)
-        val = rescaled * weights + bias
-        val = _trunc_div(val + np.where(val > 0, 512, -512), 1024)
-        out[b] = _sat(multiply_by_quantized_multiplier(val, m_ln, s_ln + 12))
-    return out
+    m, right_shift = inv_sqrt_multiplier(variance)  # one inverse square root per batch row
+    rescaled = multiply_by_quantized_multiplier(1024 * gate - mean[:, None], m[:, None], -right_shift[:, None])
+    val = rescaled * weights + bias
+    val = _trunc_div(val + np.where(val > 0, 512, -512), 1024)
+    return _sat(multiply_by_quantized_multiplier(val, m_ln, s_ln + 12))
 
 
 def _q(ctx, i):

@@ -8,15 +8,23 @@ exact stored values with output scale 1/256.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
-from nnapi.codes import OperandCode as C, OperationCode as Op
+from nnapi.codes import OperandCode as C
+from nnapi.codes import OperationCode as Op
 
 from ..registry import kernel
-from .common import QUANT8, QUANT_RANGE, quantize_multiplier
-from .norm_fixedpoint import (count_leading_zeros32, exp_on_negative_values, one_over_one_plus_x,
-                              rounding_divide_by_pot, srdhm)
+from .common import QUANT8, QUANT_RANGE
+from .fixedpoint import (
+    count_leading_zeros32,
+    exp_on_negative_values,
+    one_over_one_plus_x,
+    quantize_multiplier,
+    rounding_divide_by_pot,
+)
+from .fixedpoint import saturating_rounding_doubling_high_mul as srdhm
 from .normalization import max_rank_4, resolve_axis
 
 _DIFF_INTEGER_BITS = 5     # input differences in Q5.26
@@ -46,14 +54,25 @@ def _input_multiplier(ctx, beta: float) -> tuple[int, int]:
     return multiplier, left_shift
 
 
-def _softmax_quant(q: np.ndarray, multiplier: int, left_shift: int, code, axis: int) -> np.ndarray:
+@lru_cache(maxsize=64)
+def _exp_table(multiplier: int, left_shift: int) -> tuple[np.ndarray, np.ndarray]:
+    """(exp in Q0, used) for every 8-bit difference d = x - max(x) in [-255, 0], indexed by -d: the
+    fixed-point exp depends on nothing else, so it is worked out once per input multiplier."""
     # differences below -radius have exp() too small to matter: they give exactly 0
     radius = math.floor(((1 << _DIFF_INTEGER_BITS) - 1) * (1 << (31 - _DIFF_INTEGER_BITS))
                         / (1 << left_shift))
-    diff = q.astype(np.int64) - q.max(axis=axis, keepdims=True).astype(np.int64)
+    diff = -np.arange(256, dtype=np.int64)
     used = diff >= -radius
     rescaled = srdhm(np.where(used, diff, 0) * (1 << left_shift), multiplier)
     exps = np.where(used, exp_on_negative_values(rescaled, _DIFF_INTEGER_BITS), 0)
+    exps.flags.writeable = used.flags.writeable = False
+    return exps, used
+
+
+def _softmax_quant(q: np.ndarray, multiplier: int, left_shift: int, code, axis: int) -> np.ndarray:
+    exp_table, used_table = _exp_table(multiplier, left_shift)
+    index = q.max(axis=axis, keepdims=True).astype(np.intp) - q
+    exps, used = exp_table[index], used_table[index]
     sums = np.sum(rounding_divide_by_pot(exps, _ACCUM_INTEGER_BITS), axis=axis, keepdims=True)
     headroom = count_leading_zeros32(sums)
     bits_over_unit = _ACCUM_INTEGER_BITS - headroom

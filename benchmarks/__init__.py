@@ -1,0 +1,1 @@
+"""Executor benchmarks: authored models (models.py) and the comparison table (run.py)."""

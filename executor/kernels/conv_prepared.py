@@ -1,0 +1,228 @@
+"""Compiled CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D and FULLY_CONNECTED.
+
+When the filter, bias and parameters are constants (the usual case), the
+preparers lay the filter out once for a single matrix multiply (or for the
+depthwise tap loop), precompute the fuse clamp and, for quantized operations,
+the per-channel fixed-point requantization and the accumulator bound that
+proves a float32 GEMM exact (|partial sums| < 2**24; else float64, exact below
+2**53). Each run is then: subtract the input zero point while casting, pad,
+im2col, GEMM, bias, clamp or requantize. The results equal the plain kernels'
+(conv.py) bit for bit in the quantized case.
+
+Float16 operands, non-constant filters and anything unexpected at run time go
+to the plain kernel. TRANSPOSE_CONV_2D's preparer (conv_transpose.py) reuses
+the epilogue and the exactness rule.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from nnapi.codes import OperandCode as C
+from nnapi.codes import OperationCode as Op
+
+from ..registry import prepare
+from .common import QUANT8, QUANT_RANGE, explicit_out_size, fuse_range
+from .conv import op_args, scalar, window
+from .conv_quant import real_multipliers
+from .gemm import abs_row_sums, depthwise, exact_dtype, im2col, pad_hw
+from .requantize import Requantizer
+from .scratch import Scratch
+
+_CODES = (C.TENSOR_FLOAT32, *QUANT8)
+
+
+class Epilogue:
+    """Accumulator [..., O] -> output: + bias and the fuse clamp (float, in place: the accumulator is the
+    output), or the requantizer (quantized: the accumulator is scratch)."""
+
+    def __init__(self, pctx, bias, flt, fuse: int, acc_bound: float):
+        in_type, out = pctx.operand(0).type, pctx.out_type()
+        lo, hi = fuse_range(fuse, out.code, out.scale, out.zero_point)
+        channels = bias.array.shape[0]
+        self.quant = in_type.code in QUANT8
+        if self.quant:
+            self.requant = Requantizer(bias.array, real_multipliers(pctx, in_type.scale, flt, channels),
+                                       out.zero_point, lo, hi, out.dtype, acc_bound, pctx.compiled.scratch)
+        else:
+            self.bias = bias.array.astype(np.float32)
+            self.clamp = None if (lo, hi) == (-np.inf, np.inf) else (np.float32(lo), np.float32(hi))
+
+    def buffer(self, scratch: Scratch, shape: tuple, dtype) -> np.ndarray:
+        """Where the accumulator goes: reused scratch when quantized, a fresh output array when float."""
+        return scratch.get("acc", shape, dtype) if self.quant else np.empty(shape, dtype)
+
+    def __call__(self, acc: np.ndarray) -> np.ndarray:
+        if self.quant:
+            return self.requant(acc)
+        acc += self.bias
+        if self.clamp is not None:
+            np.clip(acc, *self.clamp, out=acc)
+        return acc
+
+
+def supported(pctx) -> bool:
+    """A run-time input 0 of a fast type, every other input a constant or omitted."""
+    return (pctx.is_runtime(0) and pctx.operand(0).type.code in _CODES
+            and not any(pctx.is_runtime(i) for i in range(1, len(pctx.inputs))))
+
+
+def gemm_domain(pctx, filters: np.ndarray) -> tuple[float, np.dtype, int]:
+    """(accumulator bound, GEMM dtype, input zero point) for filters [O, ...] already in the
+    accumulation domain: float32 for float models; for quantized ones the cheapest exact type given
+    max |q - zero_point| of the input type times each output channel's sum of |filter| (ValueError
+    when not even float64 is exact)."""
+    t = pctx.operand(0).type
+    if t.code not in QUANT8:
+        return 0.0, np.dtype(np.float32), 0
+    lo, hi = QUANT_RANGE[t.code]
+    bound = float(abs_row_sums(filters).max(initial=0)) * max(t.zero_point - lo, hi - t.zero_point)
+    dtype = exact_dtype(bound)
+    if dtype is None:
+        raise ValueError(f"no float GEMM is exact for sums up to {bound}")
+    return bound, dtype, t.zero_point
+
+
+class PreparedConv:
+    """One convolution with its filter laid out: `gemm` [K, O] (one group), `grouped` [G, K, O/G], or
+    `taps` [kh, kw, O] (depthwise, input channels repeated `multiplier` times)."""
+
+    def __init__(self, pctx, form, args, layout):
+        self.kernel = pctx.step.kernel
+        self.form, self.args = form, args
+        self.nchw = bool(scalar(args, "layout", False))
+        self.kind, self.groups, self.multiplier = layout
+        flt = args["filter"]
+        o, kh, kw, cg = flt.array.shape
+        self.kernel_hw = (kh, kw)
+        self.channels = cg * self.groups
+        quant = pctx.operand(0).type.code in QUANT8
+        w = flt.array.astype(np.float64) - (flt.zero_point if quant else 0)
+        if self.kind == "depthwise":  # [1, kh, kw, C*M] -> [C*M, kh, kw]
+            w = w[0].transpose(2, 0, 1)
+            o, self.channels = cg, cg // self.multiplier
+        bound, self.dtype, self.zero_point = gemm_domain(pctx, w)
+        if self.kind == "depthwise":
+            self.weights = np.ascontiguousarray(w.transpose(1, 2, 0), self.dtype)
+        elif self.kind == "gemm":
+            self.weights = np.ascontiguousarray(w.reshape(o, -1).T, self.dtype)
+        else:
+            g = self.groups
+            self.weights = np.ascontiguousarray(w.reshape(g, o // g, -1).transpose(0, 2, 1), self.dtype)
+        self.out_channels = o
+        self.epilogue = Epilogue(pctx, args["bias"], flt, scalar(args, "fuse"), bound)
+        self.geometry: dict = {}
+        self.tiled: dict = {}
+        self.scratch = pctx.compiled.scratch
+
+    def _tiled(self, width: int) -> np.ndarray:
+        """Depthwise taps repeated `width` times along the channel axis, made once per width."""
+        tiled = self.tiled.get(width)
+        if tiled is None:
+            tiled = self.tiled[width] = np.tile(self.weights, (1, 1, width))
+        return tiled
+
+    def _geometry(self, ctx, h: int, w: int):
+        """(pads, strides, dilations, (OH, OW)) for an input size, worked out once per size."""
+        key = (h, w)
+        if key not in self.geometry:
+            win = window(ctx, self.form, self.args, (h, w), self.kernel_hw)
+            (pt, pb, pl, pr), (sh, sw), (dh, dw) = win.pads, win.strides, win.dilations
+            out_hw = (explicit_out_size(h, sh, self.kernel_hw[0], pt, pb, dh),
+                      explicit_out_size(w, sw, self.kernel_hw[1], pl, pr, dw))
+            self.geometry[key] = (win.pads, win.strides, win.dilations, out_hw)
+        return self.geometry[key]
+
+    def __call__(self, ctx):
+        v = ctx.inputs[0]
+        if v is None or v.array.ndim != 4:
+            return self.kernel(ctx)
+        x = v.array.transpose(0, 2, 3, 1) if self.nchw else v.array
+        n, h, w, c = x.shape
+        if c != self.channels or n == 0:
+            return self.kernel(ctx)
+        pads, strides, dilations, out_hw = self._geometry(ctx, h, w)
+        if min(out_hw) <= 0:
+            return self.kernel(ctx)
+        padded = pad_hw(x, pads, self.scratch, self.dtype, self.zero_point)
+        shape = (n, *out_hw, self.out_channels)
+        if self.kind == "depthwise":
+            if self.multiplier > 1:
+                padded = np.repeat(padded, self.multiplier, axis=3)
+            acc = depthwise(padded, self.weights, out_hw, strides, dilations,
+                            self.epilogue.buffer(self.scratch, shape, self.dtype), self.scratch, self._tiled)
+        else:
+            cols = im2col(padded, out_hw, self.kernel_hw, strides, dilations, self.scratch)
+            if self.kind == "gemm":
+                acc = np.matmul(cols, self.weights,
+                                out=self.epilogue.buffer(self.scratch, (cols.shape[0], shape[-1]), self.dtype))
+            else:
+                g = self.groups
+                cols = cols.reshape(cols.shape[0], -1, g, c // g).transpose(2, 0, 1, 3).reshape(g, cols.shape[0], -1)
+                acc = np.matmul(cols, self.weights).transpose(1, 0, 2)
+            acc = acc.reshape(shape)
+        out = self.epilogue(acc)
+        return [out.transpose(0, 3, 1, 2) if self.nchw else out]
+
+
+def _prepare(pctx, layout):
+    if not supported(pctx):
+        return None
+    form, args = op_args(pctx)
+    flt, bias = args["filter"], args["bias"]
+    if flt is None or bias is None or flt.array.ndim != 4 or bias.array.ndim != 1 \
+            or bias.array.shape[0] != flt.array.shape[0 if layout[0] != "depthwise" else 3]:
+        return None
+    return PreparedConv(pctx, form, args, layout)
+
+
+@prepare(Op.CONV_2D)
+def prepare_conv_2d(pctx):
+    return _prepare(pctx, ("gemm", 1, 1))
+
+
+@prepare(Op.GROUPED_CONV_2D)
+def prepare_grouped_conv_2d(pctx):
+    groups = scalar(op_args(pctx)[1], "groups")
+    return _prepare(pctx, ("grouped", groups, 1)) if groups and groups > 0 else None
+
+
+@prepare(Op.DEPTHWISE_CONV_2D)
+def prepare_depthwise_conv_2d(pctx):
+    multiplier = scalar(op_args(pctx)[1], "multiplier")
+    return _prepare(pctx, ("depthwise", 1, multiplier)) if multiplier and multiplier > 0 else None
+
+
+class PreparedFullyConnected:
+    def __init__(self, pctx):
+        self.kernel = pctx.step.kernel
+        weights, bias = pctx.inputs[1], pctx.inputs[2]
+        quant = pctx.operand(0).type.code in QUANT8
+        w = weights.array.astype(np.float64) - (weights.zero_point if quant else 0)
+        bound, self.dtype, self.zero_point = gemm_domain(pctx, w)
+        self.size = w.shape[1]
+        self.weights = np.ascontiguousarray(w.T, self.dtype)
+        self.epilogue = Epilogue(pctx, bias, weights, pctx.scalar(3), bound)
+        self.scratch = pctx.compiled.scratch
+
+    def __call__(self, ctx):
+        v = ctx.inputs[0]
+        if v is None or v.array.ndim < 2 or v.array.size % self.size or v.array.size == 0:
+            return self.kernel(ctx)
+        rows = v.array.reshape(-1, self.size)
+        if rows.dtype != self.dtype:
+            rows = np.subtract(rows, self.dtype.type(self.zero_point),
+                               out=self.scratch.get("rows", rows.shape, self.dtype), casting="unsafe")
+        acc = np.matmul(rows, self.weights,
+                        out=self.epilogue.buffer(self.scratch, (rows.shape[0], self.weights.shape[1]), self.dtype))
+        return [self.epilogue(acc)]
+
+
+@prepare(Op.FULLY_CONNECTED)
+def prepare_fully_connected(pctx):
+    if not supported(pctx):
+        return None
+    weights, bias = pctx.inputs[1], pctx.inputs[2]
+    if weights is None or bias is None or weights.array.ndim != 2 or bias.array.ndim != 1 \
+            or bias.array.shape[0] != weights.array.shape[0] or weights.array.shape[1] == 0:
+        return None
+    return PreparedFullyConnected(pctx)

@@ -1,0 +1,78 @@
+"""Compiled elementwise operations on 8-bit quantized tensors: lookup tables.
+
+An elementwise kernel's output element depends only on the input element(s)
+and on parameters fixed at compilation (scales, zero points, fuse code). With
+8-bit inputs that is a function of 256 values (unary) or 256 x 256 pairs
+(binary), so the preparer runs the plain kernel once on every value and each
+run is a table lookup: bit for bit the kernel's result, in one or two passes
+instead of the kernel's dozens of fixed-point passes.
+
+Nothing here changes what a kernel computes; it only tabulates it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from nnapi.codes import OperationCode as Op
+
+from ..registry import prepare
+from .common import QUANT8
+
+UNARY = (Op.RELU, Op.RELU1, Op.RELU6, Op.LOGISTIC, Op.TANH, Op.ELU, Op.HARD_SWISH, Op.DEQUANTIZE)
+BINARY = (Op.ADD, Op.SUB, Op.MUL)
+# below this many outputs a binary table (65536 kernel evaluations at compilation) does not pay
+MIN_BINARY_OUTPUTS = 1024
+
+
+def _all_values(dtype) -> np.ndarray:
+    """The 256 values of an 8-bit type, ordered by their bit pattern (so uint8 views index them)."""
+    return np.arange(256, dtype=np.uint8).view(dtype)
+
+
+def _quant8_inputs(pctx, count: int) -> bool:
+    """Inputs 0..count-1 are run-time 8-bit quantized tensors, everything else constant or omitted."""
+    return (all(pctx.is_runtime(i) and pctx.operand(i).type.code in QUANT8 for i in range(count))
+            and not any(pctx.is_runtime(i) for i in range(count, len(pctx.inputs))))
+
+
+class UnaryTable:
+    def __init__(self, pctx):
+        self.kernel = pctx.step.kernel
+        self.dtype = pctx.operand(0).type.dtype
+        self.table = pctx.run_kernel({0: _all_values(self.dtype)})[0]
+
+    def __call__(self, ctx):
+        x = ctx.inputs[0]
+        if x is None or x.array.dtype != self.dtype:
+            return self.kernel(ctx)
+        return [self.table[x.array.view(np.uint8)]]
+
+
+class BinaryTable:
+    """table[a_bits * 256 + b_bits]; numpy broadcasting of the index is the operation's broadcasting."""
+
+    def __init__(self, pctx):
+        self.kernel = pctx.step.kernel
+        self.dtypes = (pctx.operand(0).type.dtype, pctx.operand(1).type.dtype)
+        a, b = (_all_values(dt) for dt in self.dtypes)
+        self.table = pctx.run_kernel({0: np.repeat(a, 256), 1: np.tile(b, 256)})[0]
+
+    def __call__(self, ctx):
+        a, b = ctx.inputs[0], ctx.inputs[1]
+        if a is None or b is None or (a.array.dtype, b.array.dtype) != self.dtypes:
+            return self.kernel(ctx)
+        high = np.left_shift(a.array.view(np.uint8), 8, dtype=np.uint16)
+        return [self.table[np.bitwise_or(high, b.array.view(np.uint8))]]
+
+
+@prepare(*UNARY)
+def prepare_unary(pctx):
+    return UnaryTable(pctx) if _quant8_inputs(pctx, 1) else None
+
+
+@prepare(*BINARY)
+def prepare_binary(pctx):
+    dims = pctx.out_type().dimensions
+    if not _quant8_inputs(pctx, 2) or (dims and all(dims) and int(np.prod(dims)) < MIN_BINARY_OUTPUTS):
+        return None
+    return BinaryTable(pctx)

@@ -1,0 +1,137 @@
+"""The compiled "int32 accumulator + bias -> output integers" step of one operation:
+
+    clip(MultiplyByQuantizedMultiplier(clamp_int32(acc + bias), M[c], shift[c]) + zero_point, lo, hi)
+
+for integer-valued accumulators acc [..., C], bit for bit as TFLite computes it.
+
+The reference rounds twice: with x = acc + bias, a = x * M and e = -shift >= 0,
+y = floor((a + 2^30) / 2^31) (SaturatingRoundingDoublingHighMul), then
+floor((y + 2^(e-1) - [y < 0]) / 2^e) (RoundingDivideByPOT, for e > 0). As the
+inner floor can be taken out, that is one floor:
+
+    floor((a + 2^30 + 2^(30+e) - 2^31 [y < 0]) / 2^(31+e)),  y < 0  <=>  x <= tau = floor((-2^30 - 1) / M)
+
+At compile time the accumulator bound picks the cheapest exact way to evaluate it:
+
+* "float": every numerator below 2^53, so float64 holds it exactly; the division
+  by 2^(31+e) is folded into the constants (scaling by a power of two is exact)
+  and the float accumulator is read directly: about five passes;
+* "int": the numerator fits int64: the same formula in in-place int64 passes;
+* "reference": a channel shifts left (multiplier >= 1): fixedpoint.py as is.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .fixedpoint import INT32_MAX, INT32_MIN, multiply_by_quantized_multiplier, quantize_multipliers
+from .scratch import Scratch
+
+
+class Requantizer:
+    """One operation's requantization: bias [C], real multipliers [C] (input scale x filter scale /
+    output scale), the output zero point, the fused clamp [lo, hi] in stored units, the output dtype and
+    a bound on |acc| proven at compile time."""
+
+    def __init__(self, bias, real_multipliers, zero_point: int, lo: int, hi: int, dtype, acc_bound: float,
+                 scratch: Scratch = None):
+        self.bias = np.asarray(bias, np.int64)
+        self.m, self.shift = quantize_multipliers(real_multipliers)
+        self.zero_point, self.lo, self.hi, self.dtype = int(zero_point), int(lo), int(hi), np.dtype(dtype)
+        self.scratch = scratch or Scratch()
+        x_bound = float(acc_bound) + float(np.abs(self.bias).max(initial=0))
+        self.clamp = x_bound > INT32_MAX
+        self.mode = "reference"
+        if not np.any(self.shift > 0):
+            self._fold(min(x_bound, 2.0 ** 31), float(acc_bound))
+
+    def _fold(self, x_bound: float, acc_bound: float) -> None:
+        e = -self.shift
+        self.k = 31 + e
+        # numerator constants per channel (Python ints: exact), zero point included
+        c = [(1 << 30) + ((1 << (30 + int(ei))) if ei > 0 else 0) + self.zero_point * (1 << (31 + int(ei)))
+             for ei in e]
+        self.sign = np.where(e > 0, np.int64(1) << 31, 0)   # the [y < 0] term only exists when e > 0
+        # where y < 0 the result without the term is already <= zero_point: a clamp at or above the
+        # zero point (a fused RELU, RELU6) makes the term irrelevant
+        self.needs_sign = bool(np.any(self.sign)) and self.lo < self.zero_point
+        m = np.maximum(self.m, 1)
+        self.tau1 = np.where(self.m > 0, -(((1 << 30) + m) // m), INT32_MIN - 1) + 1
+        self.plain_sign = bool(np.all(self.tau1 == 0))   # M > 2^30 everywhere: y < 0 iff x < 0
+        m_max = float(self.m.max(initial=0))
+        # "float" reads the accumulator itself, so the bias joins the constants
+        offset = -int(np.iinfo(self.dtype).min) if self.dtype.kind == "i" and self.dtype.itemsize == 1 else 0
+        c_float = [ci + int(b) * int(mi) + (offset << int(ki)) for ci, b, mi, ki in zip(c, self.bias, self.m, self.k)]
+        if not self.clamp and acc_bound * m_max + max(abs(v) for v in c_float) + 2.0 ** 31 < 2.0 ** 53:
+            self.mode = "float"
+            scale = np.ldexp(1.0, -self.k)
+            self.mf, self.cf = self.m * scale, np.array(c_float, np.float64) * scale
+            self.sf = self.sign * scale
+            self.threshold = (self.tau1 - self.bias).astype(np.float64)   # acc < this  <=>  x <= tau
+            self.offset = offset
+            self.tiled: dict = {}
+        elif x_bound * m_max + max(abs(v) for v in c) + 2.0 ** 31 < 2.0 ** 62:
+            self.mode = "int"
+            self.c = np.array(c, np.int64)
+
+    def __call__(self, acc) -> np.ndarray:
+        acc = np.asarray(acc)
+        if self.mode == "float":
+            return self._float(acc)
+        x = self.scratch.get("x", acc.shape, np.int64)
+        np.copyto(x, acc, casting="unsafe")
+        x += self.bias
+        if self.clamp:
+            np.clip(x, INT32_MIN, INT32_MAX, out=x)
+        if self.mode == "int":
+            self._int(x)
+        else:
+            x = multiply_by_quantized_multiplier(x, self.m, self.shift) + self.zero_point
+        np.clip(x, self.lo, self.hi, out=x)
+        return x.astype(self.dtype)
+
+    def _rows(self, acc: np.ndarray):
+        """acc as [rows, W*C] with the per-channel constants repeated W times, when acc [..., W, C] is
+        contiguous: numpy then broadcasts whole rows instead of C values at a time."""
+        if acc.ndim < 3 or not acc.flags.c_contiguous:
+            return acc, self.mf, self.cf, self.threshold, self.sf
+        width = acc.shape[-2]
+        tiled = self.tiled.get(width)
+        if tiled is None:
+            tiled = self.tiled[width] = tuple(np.tile(v, width) for v in (self.mf, self.cf, self.threshold, self.sf))
+        return (acc.reshape(-1, tiled[0].size), *tiled)
+
+    def _float(self, acc: np.ndarray) -> np.ndarray:
+        shape = acc.shape
+        acc, mf, cf, threshold, sf = self._rows(acc)
+        t = self.scratch.get("t", acc.shape, np.float64)
+        np.multiply(acc, mf, out=t)
+        t += cf
+        if self.needs_sign:
+            mask = self.scratch.get("mask", acc.shape, np.bool_)
+            np.less(acc, threshold, out=mask)
+            correction = self.scratch.get("correction", acc.shape, np.float64)
+            np.multiply(mask, sf, out=correction)   # (a masked ufunc is many times slower)
+            t -= correction
+        t = t.reshape(shape)
+        off = self.offset
+        np.clip(t, self.lo + off, self.hi + off, out=t)
+        if self.lo + off >= 0 and self.hi + off <= 255:   # non-negative: the uint8 cast is the floor
+            out = t.astype(np.uint8)
+            if off:  # back from the offset 128 of int8: flip the top bit
+                np.bitwise_xor(out, np.uint8(0x80), out=out)
+            return out.view(self.dtype) if off else out.astype(self.dtype, copy=False)
+        np.floor(t, out=t)
+        return (t - off).astype(self.dtype) if off else t.astype(self.dtype)
+
+    def _int(self, x: np.ndarray) -> None:
+        """In place: x <- the requantized values (zero point included)."""
+        neg = None
+        if self.needs_sign:
+            neg = self.scratch.get("neg", x.shape, np.int64)
+            np.right_shift(x if self.plain_sign else x - self.tau1, 63, out=neg)   # -1 where y < 0, else 0
+            neg *= self.sign
+        x *= self.m
+        x += self.c
+        if neg is not None:
+            x += neg
+        x >>= self.k

@@ -1,0 +1,421 @@
+"""The executor's fast paths compute what the slow straightforward definitions compute:
+
+* the folded fixed-point requantizer equals TFLite's MultiplyByQuantizedMultiplier
+  (written out here with Python integers) on random and worst-case accumulators;
+* quantized convolutions through float32/float64 GEMMs equal an int64 reference,
+  bit for bit, including inputs and filters at the ends of their ranges;
+* prepared and unprepared execution of the same model give identical outputs
+  (quantized) or float32-close outputs (float);
+* the memory plan's lifetimes, peak and buffer sharing.
+
+No timing here: CI does not time anything.
+"""
+import itertools
+
+import numpy as np
+import pytest
+
+import nnapi
+from executor.kernels import fixedpoint as fp
+from executor.kernels.gemm import exact_dtype
+from executor.kernels.requantize import Requantizer
+from executor.runtime import RunState, compile_model
+from nnapi import OperandCode as C
+from nnapi import OperandType
+from nnapi import OperationCode as Op
+
+RNG = np.random.default_rng(1234)
+
+
+# -- the definitions, with Python integers ----------------------------------------------------------
+
+def _srdhm_ref(a: int, b: int) -> int:
+    if a == b == fp.INT32_MIN:
+        return fp.INT32_MAX
+    ab = a * b
+    s = ab + ((1 << 30) if ab >= 0 else 1 - (1 << 30))
+    return s // (1 << 31) if s >= 0 else -((-s) // (1 << 31))  # C division truncates
+
+
+def _rdbp_ref(x: int, e: int) -> int:
+    if e == 0:
+        return x
+    mask = (1 << e) - 1
+    rem, threshold = x & mask, (mask >> 1) + (1 if x < 0 else 0)
+    return (x >> e) + (1 if rem > threshold else 0)
+
+
+def _mbqm_ref(x: int, m: int, shift: int) -> int:
+    if shift > 0:
+        x = max(fp.INT32_MIN, min(fp.INT32_MAX, x << shift))
+    return _rdbp_ref(_srdhm_ref(x, m), max(-shift, 0))
+
+
+def test_srdhm_and_rounding_divide_match_the_c_definitions():
+    a = np.concatenate([RNG.integers(fp.INT32_MIN, fp.INT32_MAX, 3000, endpoint=True),
+                        [fp.INT32_MIN, fp.INT32_MAX, 0, -1, 1, -(1 << 30), 1 << 30]])
+    b = np.concatenate([RNG.integers(fp.INT32_MIN, fp.INT32_MAX, 3000, endpoint=True),
+                        [fp.INT32_MIN, fp.INT32_MIN, 7, 1 << 30, -(1 << 30), 1, -1]])
+    got = fp.saturating_rounding_doubling_high_mul(a, b)
+    assert got.tolist() == [_srdhm_ref(int(x), int(y)) for x, y in zip(a, b)]
+    e = RNG.integers(0, 31, a.size)
+    assert fp.rounding_divide_by_pot(a, e).tolist() == [_rdbp_ref(int(x), int(k)) for x, k in zip(a, e)]
+    # RoundingHalfSum: (s + (s >= 0 ? 1 : -1)) / 2 with C truncation
+    s = a // 2 + b // 2
+    want = [(v + (1 if v >= 0 else -1)) // 2 if v >= 0 else -((-(v - 1)) // 2) for v in s.tolist()]
+    assert fp.rounding_half_sum(a // 2, b // 2).tolist() == want
+    # the int16 form saturates min * min too
+    a16, b16 = a % (1 << 16) - (1 << 15), b % (1 << 16) - (1 << 15)
+    a16[:2] = b16[:2] = -(1 << 15)
+    got16 = fp.saturating_rounding_doubling_high_mul(a16, b16, bits=15).tolist()
+    assert got16 == [(1 << 15) - 1 if x == y == -(1 << 15) else round_away(int(x) * int(y), 1 << 15)
+                     for x, y in zip(a16, b16)]
+
+
+def round_away(v: int, d: int) -> int:
+    """The C form: (v + (v >= 0 ? d/2 : 1 - d/2)) / d, truncated."""
+    s = v + (d // 2 if v >= 0 else 1 - d // 2)
+    return s // d if s >= 0 else -((-s) // d)
+
+
+@pytest.mark.parametrize("bound", [1000, 1 << 20, (1 << 24) - 1, fp.INT32_MAX, 1 << 40])
+@pytest.mark.parametrize("left_shift", [False, True])
+def test_requantizer_equals_the_reference(bound, left_shift):
+    channels = 7
+    # tiny, ordinary, exactly 2^-2 (q31 multiplier 2^30), zero, above one (a left shift), just below one
+    reals = np.array([3e-7, 0.0123, 0.25, 0.0, 1.7 if left_shift else 0.7, 0.999999, 4e-3])
+    bias = RNG.integers(-(1 << 20), 1 << 20, channels)
+    if bound >= fp.INT32_MAX:  # acc + bias leaves the int32 range: the reference clamps it
+        bias[0], bias[1] = fp.INT32_MAX, fp.INT32_MIN
+    acc = RNG.integers(-bound, bound, (300, channels), endpoint=True)
+    acc[:2] = [[bound] * channels, [-bound] * channels]
+    modes = set()
+    for zp, lo, hi, dtype in ((10, 0, 255, np.uint8), (0, 0, 255, np.uint8), (-128, -128, 127, np.int8), (3, -(1 << 40), 1 << 40, np.int64)):
+        r = Requantizer(bias, reals, zp, lo, hi, dtype, bound)
+        modes.add(r.mode)
+        got = r(acc.astype(np.float64))
+        total = [[max(fp.INT32_MIN, min(fp.INT32_MAX, int(v) + int(bias[c]))) for c, v in enumerate(row)]
+                 for row in acc]
+        want = [[min(hi, max(lo, _mbqm_ref(t, *fp.quantize_multiplier(float(reals[c]))) + zp))
+                 for c, t in enumerate(row)] for row in total]
+        assert got.dtype == np.dtype(dtype) and got.tolist() == want
+    fitting = "float" if bound <= 1 << 20 else "int" if bound < fp.INT32_MAX else "reference"
+    assert ("reference" if left_shift else fitting) in modes
+
+
+def test_requantizer_picks_the_cheapest_exact_mode():
+    def mode(bound, reals=(0.01, 0.002, 0.25)):
+        return Requantizer(np.zeros(len(reals), np.int64), reals, 0, 0, 255, np.uint8, bound).mode
+    assert mode(1 << 21) == "float"          # 2^21 * 2^31 < 2^53
+    assert mode(1 << 23) == "int"
+    assert mode(100, (1.5,)) == "reference"  # a left shift
+
+
+def test_exact_dtype_bounds():
+    assert exact_dtype(2 ** 24 - 1) == np.float32
+    assert exact_dtype(2 ** 24) == np.float64
+    assert exact_dtype(2 ** 53) is None
+
+
+# -- convolutions: prepared vs unprepared vs int64 reference ----------------------------------------
+
+def _model(code, x_type, flt, flt_type, bias, scalars, out_type, per_channel=None):
+    m = nnapi.Model()
+    x = m.add_operand(x_type)
+    w = m.add_operand(flt_type)
+    if per_channel is not None:
+        m.set_operand_symm_per_channel_quant_params(w, *per_channel)
+    m.set_operand_value(w, flt)
+    bias_code = C.TENSOR_INT32 if x_type.code != C.TENSOR_FLOAT32 else C.TENSOR_FLOAT32
+    b_scale = 0.0 if per_channel is not None or bias_code == C.TENSOR_FLOAT32 else x_type.scale * flt_type.scale
+    b = m.add_operand(OperandType(bias_code, bias.shape, b_scale))
+    m.set_operand_value(b, bias)
+    idx = [x, w, b]
+    for code_, value in scalars:
+        i = m.add_operand(OperandType(code_))
+        m.set_operand_value(i, np.asarray(value, dtype=np.bool_ if code_ == C.BOOL else np.int32))
+        idx.append(i)
+    out = m.add_operand(out_type)
+    m.add_operation(code, idx, [out])
+    m.identify_inputs_and_outputs([x], [out])
+    m.finish()
+    return m
+
+
+def _run_both(model, x):
+    """(prepared output, plain-kernel output, the prepared callables)."""
+    compiled = compile_model(model)
+    prepared = [s.run for s in compiled.steps]
+    assert all(p is not s.kernel for p, s in zip(prepared, compiled.steps)), "the operation was not prepared"
+    fast = compiled.run([x], RunState(2.0))[0].array
+    for s in compiled.steps:
+        s.run = s.kernel
+    slow = compiled.run([x], RunState(2.0))[0].array
+    return fast, slow, prepared
+
+
+def _int64_conv(xq, x_zp, wq, w_zp, bias, stride, pads, dilation, groups):
+    """sum over taps of (x - zp)(w - zp) in int64, one tap at a time; x NHWC, w [O, kh, kw, C/groups]."""
+    x = np.pad(xq.astype(np.int64) - x_zp, ((0, 0), pads[:2], pads[2:], (0, 0)))
+    w = wq.astype(np.int64) - w_zp
+    o, kh, kw, cg = w.shape
+    oh = (x.shape[1] - (kh - 1) * dilation[0] - 1) // stride[0] + 1
+    ow = (x.shape[2] - (kw - 1) * dilation[1] - 1) // stride[1] + 1
+    acc = np.zeros((x.shape[0], oh, ow, o), np.int64)
+    og = o // groups
+    for i in range(kh):
+        for j in range(kw):
+            tap = x[:, i * dilation[0]: i * dilation[0] + (oh - 1) * stride[0] + 1: stride[0],
+                    j * dilation[1]: j * dilation[1] + (ow - 1) * stride[1] + 1: stride[1]]
+            for g in range(groups):
+                acc[..., g * og:(g + 1) * og] += tap[..., g * cg:(g + 1) * cg] @ w[g * og:(g + 1) * og, i, j].T
+    return acc + bias
+
+
+def _requant_ref(acc, real, zp, lo, hi):
+    out = np.empty_like(acc)
+    for c in range(acc.shape[-1]):
+        m, s = fp.quantize_multiplier(float(real[c]))
+        out[..., c] = np.reshape([_mbqm_ref(max(fp.INT32_MIN, min(fp.INT32_MAX, int(v))), m, s)
+                                  for v in acc[..., c].ravel()], acc.shape[:-1])
+    return np.clip(out + zp, lo, hi)
+
+
+Q8 = (C.TENSOR_QUANT8_ASYMM, 0, 255, np.uint8)
+QS8 = (C.TENSOR_QUANT8_ASYMM_SIGNED, -128, 127, np.int8)
+
+
+@pytest.mark.parametrize("case", ["conv", "strided_dilated", "grouped", "depthwise_x2", "depthwise_large",
+                                  "worst_case"])
+@pytest.mark.parametrize("qtype", [Q8, QS8])
+def test_quantized_conv_fast_path_is_bit_identical(case, qtype):
+    code_t, lo, hi, dt = qtype
+    n, h, w, c, o, k = 2, 9, 8, 4, 6, 3
+    if case == "depthwise_large":  # above SMALL_DEPTHWISE outputs: the tap loop over whole rows
+        n, h, w = 1, 48, 50
+    stride, pads, dil, groups = (1, 1), (1, 1, 1, 1), (1, 1), 1
+    if case == "strided_dilated":
+        stride, dil, pads = (2, 3), (2, 1), (2, 0, 1, 3)
+    if case == "grouped":
+        groups = 2
+    per_channel = code_t == C.TENSOR_QUANT8_ASYMM_SIGNED
+    x_zp = int(RNG.integers(lo, hi)) if case != "worst_case" else lo
+    xq = RNG.integers(lo, hi, (n, h, w, c), endpoint=True).astype(dt)
+    if case.startswith("depthwise"):
+        flt_shape, o = (1, k, k, 2 * c), 2 * c
+    else:
+        flt_shape = (o, k, k, c // groups)
+    if per_channel:
+        wq = RNG.integers(-127, 127, flt_shape, endpoint=True).astype(np.int8)
+        w_zp, axis = 0, 3 if case.startswith("depthwise") else 0
+        scales = (0.001 + 0.01 * RNG.random(o)).astype(np.float32)
+        flt_type = OperandType(C.TENSOR_QUANT8_SYMM_PER_CHANNEL, flt_shape)
+        pc = (scales, axis)
+    else:
+        wq = RNG.integers(lo, hi, flt_shape, endpoint=True).astype(dt)
+        w_zp = int(RNG.integers(lo, hi))
+        scales = np.full(o, 0.004, np.float32)
+        flt_type, pc = OperandType(code_t, flt_shape, 0.004, w_zp), None
+    if case == "worst_case":  # every product at its largest magnitude, same sign
+        xq[:] = hi
+        wq[:] = 127 if per_channel else lo
+        if not per_channel:
+            w_zp = hi
+            flt_type = OperandType(code_t, flt_shape, 0.004, w_zp)
+    # depthwise: output channel c*2 + m reads input channel c, i.e. c groups of one channel
+    w_ohwc = wq[0].transpose(2, 0, 1)[..., None] if case.startswith("depthwise") else wq
+    ref_groups = c if case.startswith("depthwise") else groups
+    bias = RNG.integers(-5000, 5000, o).astype(np.int32)
+    acc = _int64_conv(xq, x_zp, w_ohwc, w_zp, bias, stride, pads, dil, ref_groups)
+    # an output scale that spreads the results over the range (not all saturated)
+    x_scale, out_zp = 0.05, (lo + hi + 1) // 2
+    out_scale = float(np.float32(x_scale * scales.mean() * max(acc.std(), 1.0) / 40))
+    scalars = [(C.INT32, pads[2]), (C.INT32, pads[3]), (C.INT32, pads[0]), (C.INT32, pads[1]),
+               (C.INT32, stride[1]), (C.INT32, stride[0])]
+    fuse = 1 if case == "conv" else 0  # RELU once, else the whole output range
+    if case.startswith("depthwise"):
+        op, scalars = Op.DEPTHWISE_CONV_2D, scalars + [(C.INT32, 2), (C.INT32, fuse)]
+    elif groups > 1:
+        op, scalars = Op.GROUPED_CONV_2D, scalars + [(C.INT32, groups), (C.INT32, fuse), (C.BOOL, False)]
+    else:
+        op, scalars = Op.CONV_2D, scalars + [(C.INT32, fuse), (C.BOOL, False), (C.INT32, dil[1]), (C.INT32, dil[0])]
+    x_type = OperandType(code_t, (n, h, w, c), x_scale, x_zp)
+    oh = (h + pads[0] + pads[1] - (k - 1) * dil[0] - 1) // stride[0] + 1
+    ow = (w + pads[2] + pads[3] - (k - 1) * dil[1] - 1) // stride[1] + 1
+    out_type = OperandType(code_t, (n, oh, ow, o), out_scale, out_zp)
+    model = _model(op, x_type, wq, flt_type, bias, scalars, out_type, pc)
+    fast, slow, _ = _run_both(model, xq)
+    assert fast.dtype == slow.dtype and np.array_equal(fast, slow)
+    real = (np.float32(x_scale) * scales).astype(np.float64) / np.float64(np.float32(out_scale))
+    # a fused RELU in stored units is [max(qmin, zero point), qmax]
+    assert np.array_equal(fast, _requant_ref(acc, real, out_zp, max(lo, out_zp) if fuse else lo, hi))
+    assert len(np.unique(fast)) > 10 or case == "worst_case" or fuse   # the outputs are not all saturated
+
+
+def test_fully_connected_falls_back_to_float64_beyond_2_24():
+    size, units = 1200, 3  # 1200 * 255 * 255 > 2**24: float32 sums could round
+    x_type = OperandType(C.TENSOR_QUANT8_ASYMM, (2, size), 0.5, 0)
+    wq = np.full((units, size), 255, np.uint8)
+    wq[1] = RNG.integers(0, 256, size)
+    flt_type = OperandType(C.TENSOR_QUANT8_ASYMM, (units, size), 0.01, 0)
+    model = _model(Op.FULLY_CONNECTED, x_type, wq, flt_type, np.array([7, -9, 0], np.int32), [(C.INT32, 0)],
+                   OperandType(C.TENSOR_QUANT8_ASYMM, (2, units), 4000.0, 1))
+    xq = np.full((2, size), 255, np.uint8)
+    xq[1] = RNG.integers(0, 256, size)
+    fast, slow, prepared = _run_both(model, xq)
+    assert prepared[0].weights.dtype == np.float64
+    assert np.array_equal(fast, slow)
+    acc = xq.astype(np.int64) @ wq.astype(np.int64).T + np.array([7, -9, 0])
+    real = np.full(units, np.float64(np.float32(0.5) * np.float32(0.01)) / np.float64(np.float32(4000.0)))
+    assert np.array_equal(fast, _requant_ref(acc, real, 1, 0, 255))
+
+
+def test_float_conv_prepared_matches_the_plain_kernel_nchw():
+    n, c, h, w, o = 1, 3, 7, 6, 5
+    x = RNG.standard_normal((n, c, h, w)).astype(np.float32)
+    flt = RNG.standard_normal((o, 3, 3, c)).astype(np.float32)
+    bias = RNG.standard_normal(o).astype(np.float32)
+    scalars = [(C.INT32, 1), (C.INT32, 2), (C.INT32, 2), (C.INT32, 3)]  # SAME, strides 2, RELU6
+    model = _model(Op.CONV_2D, OperandType(C.TENSOR_FLOAT32, (n, c, h, w)), flt,
+                   OperandType(C.TENSOR_FLOAT32, flt.shape), bias, scalars + [(C.BOOL, True)],
+                   OperandType(C.TENSOR_FLOAT32, (n, o, 4, 3)))
+    fast, slow, _ = _run_both(model, x)
+    assert fast.dtype == np.float32 and fast.shape == (n, o, 4, 3)
+    np.testing.assert_allclose(fast, slow, rtol=1e-5, atol=1e-5)
+
+
+def test_non_constant_filter_runs_the_plain_kernel():
+    m = nnapi.Model()
+    x = m.add_operand(OperandType(C.TENSOR_FLOAT32, (1, 4)))
+    wt = m.add_operand(OperandType(C.TENSOR_FLOAT32, (2, 4)))
+    b = m.add_operand(OperandType(C.TENSOR_FLOAT32, (2,)))
+    m.set_operand_value(b, np.zeros(2, np.float32))
+    fuse = m.add_operand(OperandType(C.INT32))
+    m.set_operand_value(fuse, np.int32(0))
+    out = m.add_operand(OperandType(C.TENSOR_FLOAT32, (1, 2)))
+    m.add_operation(Op.FULLY_CONNECTED, [x, wt, b, fuse], [out])
+    m.identify_inputs_and_outputs([x, wt], [out])
+    m.finish()
+    compiled = compile_model(m)
+    assert compiled.steps[0].run is compiled.steps[0].kernel
+    y = compiled.run([np.ones((1, 4), np.float32), np.eye(2, 4, dtype=np.float32)], RunState(2.0))[0].array
+    assert y.tolist() == [[1.0, 1.0]]
+
+
+# -- the memory plan ----------------------------------------------------------------------------------
+
+def test_plan_lifetimes_peak_and_shared_buffers():
+    """a -> t1 -> t2 -> t3 -> out (ADD with a constant each time): t1 and t3 can share a buffer."""
+    m = nnapi.Model()
+    t = OperandType(C.TENSOR_FLOAT32, (2, 8))
+    a = m.add_operand(t)
+    one = m.add_operand(t)
+    m.set_operand_value(one, np.ones((2, 8), np.float32))
+    fuse = m.add_operand(OperandType(C.INT32))
+    m.set_operand_value(fuse, np.int32(0))
+    chain = [a] + [m.add_operand(t) for _ in range(4)]
+    for src, dst in itertools.pairwise(chain):
+        m.add_operation(Op.ADD, [src, one, fuse], [dst])
+    m.identify_inputs_and_outputs([a], [chain[-1]])
+    m.finish()
+    compiled = compile_model(m)
+    plan = compiled.plan
+    t1, t2, t3, out = chain[1:]
+    assert plan.lifetimes == {t1: (0, 1), t2: (1, 2), t3: (2, 3), out: (3, 3)}
+    assert plan.frees == [(), (t1,), (t2,), (t3,)]
+    assert plan.peak_bytes == 2 * 64   # a step's input and output are alive at once
+    assert plan.slots[t1] == plan.slots[t3] != plan.slots[t2]
+    assert plan.arena_bytes == 3 * 64   # two shared slots + the output's own
+    y = compiled.run([np.zeros((2, 8), np.float32)], RunState(2.0))[0].array
+    assert (y == 4).all()
+
+
+@pytest.mark.parametrize("qtype", [Q8, QS8])
+def test_quantized_transpose_conv_fast_path_is_bit_identical(qtype):
+    code_t, lo, hi, dt = qtype
+    x_zp, w_zp = (lo + hi) // 2, (lo + hi + 1) // 2
+    xq = RNG.integers(lo, hi, (1, 5, 4, 3), endpoint=True).astype(dt)
+    wq = RNG.integers(lo, hi, (4, 3, 3, 3), endpoint=True).astype(dt)
+    wq[0] = lo  # one filter at the end of the range
+    pads, strides = (1, 0, 0, 1), (2, 1)   # explicit left, right, top, bottom; stride w, h
+    scalars = [(C.INT32, p) for p in pads] + [(C.INT32, s) for s in strides] + [(C.INT32, 0), (C.BOOL, False)]
+    out_hw = ((5 - 1) * strides[1] + 3 - pads[2] - pads[3], (4 - 1) * strides[0] + 3 - pads[0] - pads[1])
+    model = _model(Op.TRANSPOSE_CONV_2D, OperandType(code_t, xq.shape, 0.05, x_zp), wq,
+                   OperandType(code_t, wq.shape, 0.01, w_zp), RNG.integers(-900, 900, 4).astype(np.int32),
+                   scalars, OperandType(code_t, (1, *out_hw, 4), 0.3, x_zp))
+    fast, slow, prepared = _run_both(model, xq)
+    assert prepared[0].weights.dtype == np.float32
+    assert np.array_equal(fast, slow) and len(np.unique(fast)) > 10
+
+
+def test_operations_sharing_work_arrays_keep_their_own_padding():
+    """Two convolutions whose padded inputs have the same shape but sit differently in it (pads
+    1,1,1,1 and 0,2,0,2 on 8x8): the shared work arrays must not leak one's data into the other's
+    border. Compared with the plain kernels."""
+    m = nnapi.Model()
+    t = OperandType(C.TENSOR_QUANT8_ASYMM, (1, 8, 8, 3), 0.1, 100)
+    x = m.add_operand(t)
+    fuse = m.add_operand(OperandType(C.INT32))
+    m.set_operand_value(fuse, np.int32(0))
+    prev = x
+    for k, pads in enumerate([(1, 1, 1, 1), (0, 2, 0, 2), (1, 1, 1, 1)]):
+        w = m.add_operand(OperandType(C.TENSOR_QUANT8_ASYMM, (3, 3, 3, 3), 0.02, 120))
+        m.set_operand_value(w, RNG.integers(0, 256, (3, 3, 3, 3)).astype(np.uint8))
+        b = m.add_operand(OperandType(C.TENSOR_INT32, (3,), 0.1 * 0.02))
+        m.set_operand_value(b, RNG.integers(-500, 500, 3).astype(np.int32))
+        scalars = []
+        for v in (*pads, 1, 1):
+            s = m.add_operand(OperandType(C.INT32))
+            m.set_operand_value(s, np.int32(v))
+            scalars.append(s)
+        out = m.add_operand(t)
+        m.add_operation(Op.CONV_2D, [prev, w, b, *scalars, fuse], [out])
+        prev = out
+    m.identify_inputs_and_outputs([x], [prev])
+    m.finish()
+    xq = RNG.integers(0, 256, (1, 8, 8, 3)).astype(np.uint8)
+    fast, slow, _ = _run_both(m, xq)
+    assert np.array_equal(fast, slow)
+
+
+# -- 8-bit elementwise operations as lookup tables ---------------------------------------------------
+
+@pytest.mark.parametrize("code", [Op.ADD, Op.SUB, Op.MUL])
+@pytest.mark.parametrize("qtype", [Q8, QS8])
+def test_quantized_binary_table_equals_the_kernel(code, qtype):
+    code_t, lo, hi, dt = qtype
+    m = nnapi.Model()
+    a = m.add_operand(OperandType(code_t, (2, 16, 1, 40), 0.07, lo + 10))
+    b = m.add_operand(OperandType(code_t, (16, 8, 1), 0.03, hi - 40))   # broadcast both ways
+    fuse = m.add_operand(OperandType(C.INT32))
+    m.set_operand_value(fuse, np.int32(1))   # RELU
+    out = m.add_operand(OperandType(code_t, (2, 16, 8, 40), 0.05, (lo + hi) // 2))
+    m.add_operation(code, [a, b, fuse], [out])
+    m.identify_inputs_and_outputs([a, b], [out])
+    m.finish()
+    compiled = compile_model(m)
+    assert compiled.steps[0].run is not compiled.steps[0].kernel
+    xa = RNG.integers(lo, hi, (2, 16, 1, 40), endpoint=True).astype(dt)
+    xb = RNG.integers(lo, hi, (16, 8, 1), endpoint=True).astype(dt)
+    fast = compiled.run([xa, xb], RunState(2.0))[0].array
+    compiled.steps[0].run = compiled.steps[0].kernel
+    slow = compiled.run([xa, xb], RunState(2.0))[0].array
+    assert fast.shape == (2, 16, 8, 40) and fast.dtype == slow.dtype and np.array_equal(fast, slow)
+
+
+@pytest.mark.parametrize("code", [Op.LOGISTIC, Op.TANH, Op.RELU6, Op.DEQUANTIZE])
+def test_quantized_unary_table_equals_the_kernel(code):
+    m = nnapi.Model()
+    x = m.add_operand(OperandType(C.TENSOR_QUANT8_ASYMM_SIGNED, (4, 64), 0.06, -7))
+    out_type = {Op.LOGISTIC: OperandType(C.TENSOR_QUANT8_ASYMM_SIGNED, (4, 64), 1 / 256, -128),
+                Op.TANH: OperandType(C.TENSOR_QUANT8_ASYMM_SIGNED, (4, 64), 1 / 128, 0),
+                Op.RELU6: OperandType(C.TENSOR_QUANT8_ASYMM_SIGNED, (4, 64), 0.06, -7),
+                Op.DEQUANTIZE: OperandType(C.TENSOR_FLOAT32, (4, 64))}[code]
+    out = m.add_operand(out_type)
+    m.add_operation(code, [x], [out])
+    m.identify_inputs_and_outputs([x], [out])
+    m.finish()
+    xq = np.arange(-128, 128).astype(np.int8).reshape(4, 64)   # every value
+    fast, slow, prepared = _run_both(m, xq)
+    assert prepared[0].table.shape == (256,)
+    assert fast.dtype == slow.dtype and np.array_equal(fast, slow)
