@@ -37,4 +37,6 @@ def test_executor_uses_only_nnapi_numpy_and_stdlib():
 def test_framework_imports_live_only_in_converters():
     for pkg in ("nnapi", "executor", "samples"):
         for path, roots in package_imports(pkg).items():
+            if pkg == "samples" and path.name.startswith("make_"):
+                continue  # the scripts that author the samples use onnx.helper / LiteRT's schema
             assert not roots & FRAMEWORKS, f"{path}: imports {roots & FRAMEWORKS}"

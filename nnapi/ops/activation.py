@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import Form, OpSpec, TypeCase, arg, fixed_output_quant, same_quant
-from .unary import F16, F32, Q8, Q8S, broadcastable, same_shape, unary
+from .base import Form, OpSpec, TypeCase, arg, broadcast_output, fixed_output_quant, same_quant, same_shape
+from .unary import F16, F32, Q8, Q8S, unary
 
 
 def _levels(f32=1, q8=1, f16=3, q8s=4) -> list[TypeCase]:
@@ -36,6 +36,7 @@ register(OpSpec(
     code=Op.PRELU,
     forms=[Form("default", [arg("input", "T"), arg("alpha", "T")], [arg("output", "T")])],
     type_cases=_levels(3, 3, 3, 4),
-    rules=[broadcastable("input", "alpha")],
-    doc="output = input if input >= 0 else alpha * input; alpha broadcasts against input",
+    rules=[broadcast_output("input", "alpha")],
+    doc="output = input if input >= 0 else alpha * input; input and alpha broadcast, the output has "
+        "their broadcast shape",
 ))

@@ -362,3 +362,133 @@ def fixed_output_quant(out_name: str, by_code: dict) -> Rule:
             yield (f"{out_name} of type {o.type.code.name} must have scale {scale:g} and zero point {zp}, "
                    f"got scale {o.type.scale:g} zero point {o.type.zero_point}")
     return rule
+
+
+# -- shared shape rules ---------------------------------------------------------------
+# Every shape rule checks only what is known: a 0 extent is unknown, and a tensor
+# without dimensions has an unknown rank; either passes.
+
+def known_rank(operand) -> Optional[int]:
+    """The rank of an operand when it is known (0 for scalars), else None (absent, omitted, unknown rank)."""
+    if operand is None or operand.is_omitted:
+        return None
+    return operand.type.rank
+
+
+def rank_of(name: str, delta: int = 0) -> Callable[[OpView], Optional[int]]:
+    """For output_rank: the known rank of input `name` (the first of a repeated list whose rank is
+    known) plus `delta`, or None."""
+    def rank(v: OpView):
+        for o in v.inputs(name):
+            r = known_rank(o)
+            if r is not None:
+                return r + delta
+        return None
+    return rank
+
+
+def length_of(name: str) -> Callable[[OpView], Optional[int]]:
+    """For output_rank: the known length (first extent) of the 1-D (or [n, 2]) input `name`, or None."""
+    def length(v: OpView):
+        o = v.input(name)
+        if o is None or not o.type.dimensions or not o.type.dimensions[0]:
+            return None
+        return o.type.dimensions[0]
+    return length
+
+
+def axes_in_range(input_name: str, axes_name: str, extra: int = 0) -> Rule:
+    """Constant axes must lie in [-rank, rank) of the input (when its rank is known); `extra` widens
+    the range for operations that insert a dimension (EXPAND_DIMS: [-(n + 1), n + 1))."""
+    def rule(v):
+        rank, axes = known_rank(v.input(input_name)), v.const(axes_name)
+        if rank is None or axes is None:
+            return
+        n = rank + extra
+        bad = [int(a) for a in np.ravel(axes) if not -n <= int(a) < n]
+        if bad:
+            yield f"{axes_name} {bad} out of range [-{n}, {n}) for a rank-{rank} {input_name}"
+    return rule
+
+
+def output_rank(out_name: str, expected) -> Rule:
+    """Every operand named `out_name` has rank `expected` (an int, or a function of the view giving the
+    rank or None when it cannot be known), when its rank is known."""
+    def rule(v):
+        want = expected(v) if callable(expected) else expected
+        if want is None:
+            return
+        for o in v.outputs(out_name):
+            r = known_rank(o)
+            if r is not None and r != want:
+                yield f"{out_name} has rank {r}, expected {want}"
+    return rule
+
+
+def output_ranks(**ranks) -> list:
+    """output_rank rules for several outputs with fixed ranks."""
+    return [output_rank(name, r) for name, r in ranks.items()]
+
+
+def rank_at_least(name: str, low: int) -> Rule:
+    def rule(v):
+        rank = known_rank(v.input(name))
+        if rank is not None and rank < low:
+            yield f"{name} has rank {rank}, expected at least {low}"
+    return rule
+
+
+def length_is_rank(vector_name: str, input_name: str = "input") -> Rule:
+    """A parameter tensor with one entry (or row) per input dimension (SLICE begin/size, TILE multiples,
+    TRANSPOSE perm, PAD paddings): its first extent equals the input's rank, when both are known."""
+    def rule(v):
+        rank, length = known_rank(v.input(input_name)), length_of(vector_name)(v)
+        if rank is not None and length is not None and rank != length:
+            yield f"{vector_name} has {length} entries, expected one per dimension of the rank-{rank} {input_name}"
+    return rule
+
+
+def same_shape(*names: str) -> Rule:
+    """Operands whose dimensions are all known must agree (elementwise ops keep the shape)."""
+    def rule(v):
+        ops = [(n, o) for n in names for o in v.inputs(n) + v.outputs(n) if o is not None and not o.is_omitted]
+        known = [(n, o.type.dimensions) for n, o in ops if o.type.dimensions]
+        for (n1, d1), (n2, d2) in zip(known, known[1:]):
+            if len(d1) != len(d2) or any(a and b and a != b for a, b in zip(d1, d2)):
+                yield f"{n1} has shape {list(d1)} but {n2} has shape {list(d2)}"
+                return
+    return rule
+
+
+def _broadcast_extent(p: int, q: int) -> Optional[int]:
+    """The broadcast of two extents (0 = unknown): the extent, 0 when unknown, None when they clash."""
+    known = {p, q} - {0}
+    big = known - {1}
+    if len(big) > 1:
+        return None
+    if big:
+        return big.pop()
+    return 1 if p and q else 0
+
+
+def broadcast_output(a: str, b: str, out: str = "output") -> Rule:
+    """Inputs `a` and `b` broadcast against each other (numpy rules, aligned from the last dimension)
+    and output `out` has the broadcast shape: its rank is the larger input rank and every extent that
+    is known matches. Unknown extents (0) and unknown ranks pass."""
+    def rule(v):
+        x, y = v.input(a), v.input(b)
+        if x is None or y is None or not x.type.dimensions or not y.type.dimensions:
+            return
+        dx, dy = x.type.dimensions, y.type.dimensions
+        rank = max(len(dx), len(dy))
+        px, py = (1,) * (rank - len(dx)) + dx, (1,) * (rank - len(dy)) + dy
+        expected = [_broadcast_extent(p, q) for p, q in zip(px, py)]
+        if None in expected:
+            yield f"{a} {list(dx)} and {b} {list(dy)} do not broadcast"
+            return
+        for o in v.outputs(out):
+            do = o.type.dimensions
+            if do and (len(do) != rank or any(e and d and e != d for e, d in zip(expected, do))):
+                yield (f"{out} has shape {list(do)}, the broadcast shape of {a} {list(dx)} and {b} {list(dy)} "
+                       f"is {['?' if not e else e for e in expected]}")
+    return rule

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import Form, OpSpec, TypeCase, arg
-from .unary import F16, F32, I32, Q8, Q8S, UNARY_FORM, broadcastable, same_shape
+from .base import Form, OpSpec, TypeCase, arg, broadcast_output, same_shape
+from .unary import F16, F32, I32, Q8, Q8S, UNARY_FORM
 
 B8 = C.TENSOR_BOOL8
 _NUMERIC = [TypeCase(3, T=F32), TypeCase(3, T=F16), TypeCase(3, T=I32), TypeCase(3, T=Q8), TypeCase(4, T=Q8S)]
 _BINARY = [arg("input1", "T"), arg("input2", "T")]
-_BROADCAST = [broadcastable("input1", "input2")]
+# the inputs broadcast (any rank: "Supported tensor rank: from 1") and the output has their broadcast shape
+_BROADCAST = [broadcast_output("input1", "input2")]
 
 for _code, _doc in ((Op.MAXIMUM, "max"), (Op.MINIMUM, "min")):
     register(OpSpec(

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import Form, OpSpec, TypeCase, arg, rank_in, same_quant
-from .reduce import output_ranks
+from .base import Form, OpSpec, TypeCase, arg, output_ranks, rank_in, same_quant
 
 _BOX_SCALE = 0.125  # the one quantization NNAPI allows for QUANT16 box coordinates
 

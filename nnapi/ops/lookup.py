@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import Form, OpSpec, TypeCase, arg, cases, fixed_output_quant, rank_in, same_quant
-from .reduce import output_rank, rank_at_least
+from .base import (Form, OpSpec, TypeCase, arg, cases, fixed_output_quant, output_rank, rank_at_least, rank_in,
+                   same_quant)
 
 
 def _dims(o):

@@ -1,10 +1,14 @@
 """Normalization and softmax: L2_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION,
-INSTANCE_NORMALIZATION, SOFTMAX, LOG_SOFTMAX."""
+INSTANCE_NORMALIZATION, SOFTMAX, LOG_SOFTMAX.
+
+Each output has the shape of its input (NNAPI: "Outputs: 0: A tensor of the same
+OperandCode and same shape as input0")."""
 from __future__ import annotations
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import Form, OpSpec, TypeCase, arg, fixed_output_quant, opt, rank_at_most, rank_in
+from .base import (Form, OpSpec, TypeCase, arg, axes_in_range, fixed_output_quant, opt, rank_at_most, rank_in,
+                   same_shape)
 
 _F32, _F16 = C.TENSOR_FLOAT32, C.TENSOR_FLOAT16
 _Q8, _Q8S = C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED
@@ -12,6 +16,8 @@ _Q8, _Q8S = C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED
 # Float scalars (beta, alpha, epsilon, ...) follow the tensor: FLOAT16 for
 # float16 tensors, FLOAT32 otherwise (type variable S).
 _FLOAT_CASES = [TypeCase(1, T=_F32, S=C.FLOAT32), TypeCase(3, T=_F16, S=C.FLOAT16)]
+
+_KEEPS_SHAPE = same_shape("input", "output")
 
 
 def _level3_unless_axis_or_rank(*ranks: int):
@@ -37,7 +43,7 @@ register(OpSpec(
     code=Op.L2_NORMALIZATION,
     forms=[Form("default", [arg("input", "T"), opt("axis", C.INT32, level=3)], [arg("output", "T")])],
     type_cases=[TypeCase(1, T=_F32), TypeCase(3, T=_F16), TypeCase(3, T=_Q8), TypeCase(4, T=_Q8S)],
-    rules=[rank_at_most("input", 4),
+    rules=[rank_at_most("input", 4), _KEEPS_SHAPE,
            fixed_output_quant("output", {_Q8: (1.0 / 128, 128), _Q8S: (1.0 / 128, 0)})],
     level_rules=[_level3_unless_axis_or_rank(4)],
     doc="output = input / sqrt(sum(input^2 along axis)), default axis -1",
@@ -48,7 +54,7 @@ register(OpSpec(
     forms=[Form("default", [arg("input", "T"), arg("radius", C.INT32), arg("bias", "S"), arg("alpha", "S"),
                             arg("beta", "S"), opt("axis", C.INT32, level=3)], [arg("output", "T")])],
     type_cases=_FLOAT_CASES,
-    rules=[rank_at_most("input", 4)],
+    rules=[rank_at_most("input", 4), _KEEPS_SHAPE],
     level_rules=[_level3_unless_axis_or_rank(4)],
     doc="output = input / (bias + alpha * sum of squares within radius along axis) ^ beta",
 ))
@@ -58,7 +64,7 @@ register(OpSpec(
     forms=[Form("default", [arg("input", "T"), arg("gamma", "S"), arg("beta", "S"), arg("epsilon", "S"),
                             arg("layout", C.BOOL)], [arg("output", "T")])],
     type_cases=_FLOAT_CASES,
-    rules=[rank_in("input", [4])],
+    rules=[rank_in("input", [4]), _KEEPS_SHAPE],
     doc="per batch and channel: (input - mean) * gamma / sqrt(variance + epsilon) + beta",
 ))
 
@@ -68,7 +74,7 @@ register(OpSpec(
                 [arg("output", "T")])],
     type_cases=[TypeCase(1, T=_F32, S=C.FLOAT32), TypeCase(1, T=_Q8, S=C.FLOAT32),
                 TypeCase(3, T=_F16, S=C.FLOAT16), TypeCase(4, T=_Q8S, S=C.FLOAT32)],
-    rules=[rank_at_most("input", 4), _positive("beta"),
+    rules=[rank_at_most("input", 4), _positive("beta"), _KEEPS_SHAPE,
            fixed_output_quant("output", {_Q8: (1.0 / 256, 0), _Q8S: (1.0 / 256, -128)})],
     level_rules=[_level3_unless_axis_or_rank(0, 2, 4)],
     doc="output = exp(beta * (input - max)) / sum(exp(beta * (input - max))) along axis (default -1)",
@@ -78,6 +84,6 @@ register(OpSpec(
     code=Op.LOG_SOFTMAX,
     forms=[Form("default", [arg("input", "T"), arg("beta", "S"), arg("axis", C.INT32)], [arg("output", "T")])],
     type_cases=_FLOAT_CASES,
-    rules=[_positive("beta")],
+    rules=[_positive("beta"), axes_in_range("input", "axis"), _KEEPS_SHAPE],
     doc="output = beta * (input - max) - log(sum(exp(beta * (input - max)))) along axis",
 ))

@@ -43,12 +43,30 @@ def _pool_constants(v):
         yield f"invalid fuse code {v.const('fuse')}"
 
 
+def _keeps_batch_and_depth(v):
+    """The 4-D output is [batches, out_height, out_width, depth] (NCHW layout: [batches, depth, ...]):
+    batches and depth are the input's, where known."""
+    inp, out = v.input("input"), v.output("output")
+    if inp is None or out is None or len(inp.type.dimensions) != 4 or len(out.type.dimensions) != 4:
+        return
+    nchw = v.const("layout") if v.has("layout") else False
+    if nchw is None:
+        return
+    for name, axis in (("batches", 0), ("depth", 1 if nchw else 3)):
+        i, o = inp.type.dimensions[axis], out.type.dimensions[axis]
+        if i and o and i != o:
+            yield f"output {name} {o} differs from the input's {i}"
+
+
+_POOL_SHAPE = [rank_in("input", [4]), rank_in("output", [4]), _keeps_batch_and_depth]
+
+
 def _pool(code, type_cases, doc):
     return register(OpSpec(
         code=code,
         forms=_POOL_FORMS,
         type_cases=type_cases,
-        rules=[rank_in("input", [4]), same_quant("input", "output"), _pool_constants],
+        rules=[*_POOL_SHAPE, same_quant("input", "output"), _pool_constants],
         doc=doc,
     ))
 
@@ -89,7 +107,7 @@ def _resize(code, layout_optional, doc):
         code=code,
         forms=[Form("default", _resize_args(layout_optional), [arg("output", "T")])],
         type_cases=_RESIZE_CASES,
-        rules=[rank_in("input", [4]), same_quant("input", "output"), _corner_flags],
+        rules=[*_POOL_SHAPE, same_quant("input", "output"), _corner_flags],
         doc=doc,
     ))
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import Form, OpSpec, TypeCase, arg, opt, rank_in
-from .reduce import output_ranks
+from .base import Form, OpSpec, TypeCase, arg, opt, output_ranks, rank_in
 
 _FLOAT = [TypeCase(1, T=C.TENSOR_FLOAT32, S=C.FLOAT32), TypeCase(3, T=C.TENSOR_FLOAT16, S=C.FLOAT16)]
 _FLOAT_FL3 = [TypeCase(3, T=C.TENSOR_FLOAT32, S=C.FLOAT32), TypeCase(3, T=C.TENSOR_FLOAT16, S=C.FLOAT16)]

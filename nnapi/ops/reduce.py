@@ -5,53 +5,10 @@ import numpy as np
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import Form, OpSpec, TypeCase, arg, cases, rank_at_most, same_quant
+from .base import (Form, OpSpec, TypeCase, arg, axes_in_range, cases, known_rank as _rank, output_rank,
+                   rank_at_least, rank_at_most, same_quant)
 
 _FLOATS = (C.TENSOR_FLOAT32, C.TENSOR_FLOAT16)
-
-
-def _rank(operand):
-    """Known rank of an operand, or None."""
-    return None if operand is None else operand.type.rank
-
-
-def axes_in_range(input_name: str, axes_name: str):
-    """Constant axes must lie in [-rank, rank) of the input (when its rank is known)."""
-    def rule(v):
-        rank, axes = _rank(v.input(input_name)), v.const(axes_name)
-        if rank is None or axes is None:
-            return
-        bad = [int(a) for a in np.ravel(axes) if not -rank <= int(a) < rank]
-        if bad:
-            yield f"{axes_name} {bad} out of range [-{rank}, {rank}) for a rank-{rank} {input_name}"
-    return rule
-
-
-def output_rank(out_name: str, expected):
-    """Every operand named `out_name` has rank `expected` (an int, or a function of the view giving the
-    rank or None when it cannot be known), when its rank is known."""
-    def rule(v):
-        want = expected(v) if callable(expected) else expected
-        if want is None:
-            return
-        for o in v.outputs(out_name):
-            r = _rank(o)
-            if r is not None and r != want:
-                yield f"{out_name} has rank {r}, expected {want}"
-    return rule
-
-
-def output_ranks(**ranks):
-    """output_rank rules for several outputs with fixed ranks."""
-    return [output_rank(name, r) for name, r in ranks.items()]
-
-
-def rank_at_least(name: str, low: int):
-    def rule(v):
-        rank = _rank(v.input(name))
-        if rank is not None and rank < low:
-            yield f"{name} has rank {rank}, expected at least {low}"
-    return rule
 
 
 # -- MEAN and REDUCE_* ------------------------------------------------------------

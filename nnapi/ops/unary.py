@@ -1,45 +1,19 @@
 """Elementwise unary math, CAST, QUANTIZE and DEQUANTIZE.
 
 Also home of what this family's other spec modules (activation.py,
-compare.py) share: the `same_shape` and `broadcastable` rules, the one-input
-form and the `unary` spec builder.
+compare.py) share: the one-input form and the `unary` spec builder (the shape
+rules `same_shape` and `broadcast_output` are in base.py).
 """
 from __future__ import annotations
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import Form, OpSpec, TypeCase, arg, cases, rank_at_most
+from .base import Form, OpSpec, TypeCase, arg, broadcast_output, cases, rank_at_most, same_shape
 
 F32, F16, I32 = C.TENSOR_FLOAT32, C.TENSOR_FLOAT16, C.TENSOR_INT32
 Q8, Q8S = C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED
 
 UNARY_FORM = Form("default", [arg("input", "T")], [arg("output", "T")])
-
-
-def same_shape(*names: str):
-    """Operands whose dimensions are all known must agree (elementwise ops keep the shape)."""
-    def rule(v):
-        ops = [(n, o) for n in names for o in v.inputs(n) + v.outputs(n) if o is not None]
-        known = [(n, o.type.dimensions) for n, o in ops if o.type.dimensions]
-        for (n1, d1), (n2, d2) in zip(known, known[1:]):
-            if len(d1) != len(d2) or any(a and b and a != b for a, b in zip(d1, d2)):
-                yield f"{n1} has shape {list(d1)} but {n2} has shape {list(d2)}"
-                return
-    return rule
-
-
-def broadcastable(*names: str):
-    """Known input dimensions must be numpy-broadcast compatible (0 = unknown extent, not checked)."""
-    def rule(v):
-        shapes = [(n, o.type.dimensions) for n in names for o in v.inputs(n) if o is not None]
-        shapes = [(n, d) for n, d in shapes if d]
-        for axis in range(1, max((len(d) for _, d in shapes), default=0) + 1):
-            sizes = {d[-axis] for _, d in shapes if len(d) >= axis} - {0, 1}
-            if len(sizes) > 1:
-                yield ("shapes " + ", ".join(f"{n} {list(d)}" for n, d in shapes)
-                       + " do not broadcast")
-                return
-    return rule
 
 
 def unary(code, type_cases, rules=(), doc="", max_rank=None):
@@ -67,8 +41,8 @@ register(OpSpec(
     code=Op.POW,
     forms=[Form("default", [arg("base", "T"), arg("exponent", "T")], [arg("output", "T")])],
     type_cases=_FLOATS,
-    rules=[broadcastable("base", "exponent")],
-    doc="output = base ** exponent, numpy-style broadcasting",
+    rules=[broadcast_output("base", "exponent")],
+    doc="output = base ** exponent, numpy-style broadcasting (output has the broadcast shape)",
 ))
 
 # CAST: any pair among the four base types since level 3; identity casts of
