@@ -212,8 +212,10 @@ def partition(graph: SourceGraph, results: list) -> tuple[list, list]:
                     seen.add(t)
                     inputs.append(t)
         used_outside = {t for n in graph.nodes if n.index not in inside for t in n.inputs}
-        outputs = [t for k in nodes for t in graph.nodes[k].outputs
-                   if (t in used_outside or t in graph.outputs) and not graph.tensors[t].is_constant]
+        outputs = [t for k in nodes for t in graph.nodes[k].outputs  # (t < 0: an omitted optional output)
+                   if t >= 0 and (t in used_outside or t in graph.outputs) and not graph.tensors[t].is_constant]
+        if not outputs:
+            continue  # dead code: nothing reads what it computes (an NNAPI model needs an output)
         out.append(Partition(nodes, inputs, outputs))
     return out, fallback
 

@@ -10,18 +10,40 @@ import onnx
 
 from nnapi import OperandCode as C, PaddingCode
 
-from ..registry import Reason, Unsupported, converter
+from ..registry import REGISTRY, Reason, Unsupported, converter
 
 OPSET_MAX = onnx.defs.onnx_opset_version()  # the newest opset the installed onnx package knows
 MS_DOMAIN_VERSIONS = (1, 1)                  # com.microsoft contrib ops (QLinearAdd, ...)
 
 
+STANDARD_DOMAINS = ("", "ai.onnx")
+MS_DOMAIN = "com.microsoft"
+
+
+def _domains(versions) -> tuple:
+    """The domains a converter registered at `versions` serves (com.microsoft ops use MS_DOMAIN_VERSIONS)."""
+    return (MS_DOMAIN,) if tuple(versions) == MS_DOMAIN_VERSIONS else STANDARD_DOMAINS
+
+
+def accepted(node) -> bool:
+    """Whether node's op, domain and opset have a converter (what the driver checks before converting);
+    the fusion plans only pair nodes that pass this."""
+    conv = REGISTRY.get(("onnx", node.op))
+    return (conv is not None and conv.accepts(node.version)
+            and (node.domain or "") in _domains((conv.min_version, conv.max_version)))
+
+
 def onnx_op(*ops: str, versions: tuple = (7, OPSET_MAX)):
     """Register `fn(node, ctx)` for ONNX `ops` at opsets `versions` (inclusive); the context applies the
     layout and fusion plans around it (OnnxContext.convert_node)."""
+    domains = _domains(versions)
+
     def deco(fn):
         @functools.wraps(fn)
         def run(node, ctx):
+            if (node.domain or "") not in domains:  # e.g. a "Conv" of another vendor's domain
+                raise Unsupported(Reason.UNSUPPORTED_OPERATOR, f"{node.label()}: {node.op} of domain "
+                                                               f"{node.domain!r} has no NNAPI converter")
             ctx.convert_node(node, fn)
         converter("onnx", *ops, versions=versions)(run)
         return fn

@@ -259,14 +259,26 @@ class OnnxContext(ConversionContext):
 
     def supported(self, k: int) -> bool:
         """Whether node k of this graph converts at this feature level (the driver's check, cached)."""
-        memo = self.plans["support"]
-        if k not in memo:
-            memo[k] = False  # a plan that depends on itself is not taken
+        memo, active = self.plans["support"], self.plans.setdefault("active", set())
+        if k in memo:
+            return memo[k]
+        if k in active:  # a plan that depends on itself is not taken
+            self.plans["guessed"] = True
+            return False
+        outer, self.plans["guessed"] = self.plans.get("guessed", False), False
+        active.add(k)
+        try:
             g = next(n for n, gr in enumerate(self.graphs) if gr is self.graph)
             source = SourceModel("onnx", self.graphs)
-            memo[k] = isinstance(driver.check_node(source, g, self.graph.nodes[k], self.feature_level,
+            verdict = isinstance(driver.check_node(source, g, self.graph.nodes[k], self.feature_level,
                                                    self.input_shapes), Supported)
-        return memo[k]
+        finally:
+            active.discard(k)
+        guessed = self.plans["guessed"]
+        self.plans["guessed"] = outer or guessed
+        if not guessed or not active:  # a verdict that read an unfinished one is not final (order-dependent)
+            memo[k] = verdict
+        return verdict
 
     def absorbed(self, node) -> bool:
         """True when a fusion plan folds this node into another (it then emits nothing)."""

@@ -34,7 +34,8 @@ FUSABLE = {"Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "Sub", "Mul", "Div"
 QDQ_CORES = {"Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "Sub", "Mul", "AveragePool", "MaxPool",
              "GlobalAveragePool", "GlobalMaxPool", "Concat", "Sigmoid", "Softmax", "Relu", "Clip", "LeakyRelu",
              "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Resize", "Pad", "Slice", "Split",
-             "Gather", "DepthToSpace", "SpaceToDepth", "Min", "Max", "Identity", "Tanh"}
+             "Gather", "DepthToSpace", "SpaceToDepth", "Min", "Max", "Identity", "Tanh",
+             "HardSwish", "ReduceMax", "ReduceMin", "Tile", "Expand"}
 
 _CLIP_CODES = {(0.0, 6.0): FuseCode.RELU6, (-1.0, 1.0): FuseCode.RELU1, (0.0, float("inf")): FuseCode.RELU}
 
@@ -87,7 +88,11 @@ def _users(graph) -> dict:
 
 
 def plan(graph) -> FusionPlan:
+    from .common import accepted  # (common imports the registry; fusion is imported by context)
     p = FusionPlan()
+    # nodes the driver reports unsupported up front (op, domain, opset) take part in no plan: their partner
+    # would otherwise write or read a tensor across a CPU-fallback node
+    ok = {n.index for n in graph.nodes if accepted(n)}
     users = _users(graph)
     outputs = set(graph.outputs)
     producers = {o: n for n in graph.nodes for o in n.outputs if o >= 0}
@@ -96,29 +101,31 @@ def plan(graph) -> FusionPlan:
         u = users.get(t, [])
         return u[0] if len(u) == 1 and t not in outputs else None
 
-    _qdq_groups(graph, p, producers, users, outputs, sole_user)  # first: a quantized core's Relu stays an op
-    _bn_folds(graph, p, producers, sole_user)
-    _activations(graph, p, producers, sole_user)
+    _qdq_groups(graph, p, producers, users, outputs, sole_user, ok)  # first: a quantized core's Relu stays an op
+    _bn_folds(graph, p, producers, sole_user, ok)
+    _activations(graph, p, producers, sole_user, ok)
     return p
 
 
-def _qdq_groups(graph, p, producers, users, outputs, sole_user) -> None:
+def _qdq_groups(graph, p, producers, users, outputs, sole_user, ok) -> None:
     for n in graph.nodes:
-        if n.op not in QDQ_CORES or not n.outputs or n.folded:
+        if n.op not in QDQ_CORES or not n.outputs or n.folded or n.index not in ok:
             continue
         alias, dqs = {}, []
         for i in n.inputs:
             if i < 0:
                 continue
             src = producers.get(i)
-            if src is not None and src.op == "DequantizeLinear":
+            if (src is not None and src.op == "DequantizeLinear" and src.index in ok and src.inputs
+                    and src.inputs[0] >= 0):
                 alias[i] = src.inputs[0]
                 dqs.append(src)
             elif np.dtype(graph.tensors[i].dtype).kind == "f":
                 alias = None  # a float input outside the group: not a quantized op
                 break
         qs = [sole_user(o) for o in n.outputs]
-        if not alias or any(q is None or q.op != "QuantizeLinear" for q in qs):
+        if not alias or any(q is None or q.op != "QuantizeLinear" or q.index not in ok or not q.outputs
+                            or q.outputs[0] < 0 for q in qs):
             continue
         for o, q in zip(n.outputs, qs):
             alias[o] = q.outputs[0]
@@ -133,13 +140,15 @@ def _qdq_groups(graph, p, producers, users, outputs, sole_user) -> None:
             del p.dq_cores[dq]
 
 
-def _bn_folds(graph, p, producers, sole_user) -> None:
+def _bn_folds(graph, p, producers, sole_user, ok) -> None:
     """Conv -> BatchNormalization with constant parameters: fold into the weights."""
     for n in graph.nodes:
-        if n.op != "BatchNormalization" or n.folded or len(n.outputs) != 1 or len(n.inputs) != 5:
+        if (n.op != "BatchNormalization" or n.folded or len(n.outputs) != 1 or len(n.inputs) != 5
+                or n.index not in ok):
             continue
         src = producers.get(n.inputs[0])
         if (src is not None and src.op == "Conv" and not src.folded and src.index not in p.core_alias
+                and src.index in ok
                 and sole_user(src.outputs[0]) is n and graph.tensors[src.inputs[1]].is_constant
                 and all(graph.tensors[i].is_constant for i in n.inputs[1:5])
                 and np.dtype(graph.tensors[n.outputs[0]].dtype) == np.float32):
@@ -147,14 +156,14 @@ def _bn_folds(graph, p, producers, sole_user) -> None:
             p.bn_into[n.index] = src.index
 
 
-def _activations(graph, p, producers, sole_user) -> None:
+def _activations(graph, p, producers, sole_user, ok) -> None:
     """Relu/Clip after a float op with a FuseCode, as that op's only consumer."""
     for n in graph.nodes:
         code = fuse_code(n, graph)
-        if code is None or n.index in p.core_alias or n.folded or not n.inputs:
+        if code is None or n.index in p.core_alias or n.folded or not n.inputs or n.index not in ok:
             continue
         src = producers.get(n.inputs[0])
-        if (src is None or src.op not in FUSABLE or src.folded or src.index in p.core_alias
+        if (src is None or src.op not in FUSABLE or src.folded or src.index in p.core_alias or src.index not in ok
                 or len(src.outputs) != 1 or sole_user(n.inputs[0]) is not n
                 or np.dtype(graph.tensors[n.inputs[0]].dtype) != np.float32):
             continue

@@ -34,16 +34,21 @@ NHWC = (0, 2, 3, 1)
 # ops whose NNAPI form needs NHWC 4-D activations (input 0 and output 0)
 SPATIAL = {"Conv", "ConvTranspose", "AveragePool", "MaxPool", "GlobalAveragePool", "GlobalMaxPool",
            "DepthToSpace", "SpaceToDepth", "Resize", "LRN", "QLinearConv", "QLinearAveragePool",
-           "QLinearGlobalAveragePool"}
+           "QLinearGlobalAveragePool", "InstanceNormalization"}
 # one activation input; the output has its layout (per-channel constants are transposed)
 FOLLOW = {"Relu", "Clip", "Sigmoid", "Tanh", "Floor", "Abs", "Exp", "Log", "Neg", "Sin", "Sqrt", "Elu",
           "LeakyRelu", "Identity", "Dropout", "Cast", "QuantizeLinear", "DequantizeLinear", "QLinearSigmoid",
-          "BatchNormalization", "Split", "Slice", "Pad", "Softmax"}
+          "BatchNormalization", "Split", "Slice", "Pad", "Softmax",
+          # elementwise compositions (ops/extra_activation.py, ops/compare.py)
+          "HardSigmoid", "HardSwish", "Gelu", "Softplus", "Softsign", "Selu", "Celu", "ThresholdedRelu",
+          "Reciprocal", "Ceil", "Sign", "Round", "Not"}
 # several activation inputs of one rank, broadcast or joined: all take one layout
 BROADCAST = {"Add", "Sub", "Mul", "Div", "Pow", "PRelu", "Min", "Max", "Sum", "QLinearAdd", "QLinearMul",
-             "Concat"}
+             "Concat", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Mod",
+             "Where"}
 # reductions: keepdims=0 drops axes from the layout
-REDUCE = {"ReduceMean"}
+REDUCE = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+          "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"}
 # which input of an op is the activation whose layout counts (default 0)
 ACTIVATION_INPUTS = {"QuantizeLinear": (0,), "DequantizeLinear": (0,), "QLinearAdd": (0, 3),
                      "QLinearMul": (0, 3)}
@@ -140,6 +145,9 @@ def plan(graph, feature_level: int) -> dict:
             perm = None
         if perm is not None and not node.folded:
             for o in outs:
+                # NNAPI cannot TRANSPOSE bool tensors: a bool graph output stays in the ONNX layout
+                if o in graph.outputs and graph.tensors[o].dtype == bool:
+                    continue
                 if _rank(graph, o) == len(perm) and not graph.tensors[o].is_constant:
                     perms[o] = perm
     return perms

@@ -48,10 +48,19 @@ def _quant(graph, node, sp, zp, axis_attr, rank):
     if scale is None:
         raise SourceError(f"{node.label()}: scale input {sp} is absent")
     zero = _const(graph, node, zp, "zero point")
+    for what, v in (("scale", scale), ("zero point", zero)):
+        if v is not None and np.asarray(v).dtype.kind in "USOc":
+            raise SourceError(f"{node.label()}: {what} has element type {np.asarray(v).dtype}, not a number")
     scales = np.asarray(scale, np.float64).ravel()
     zeros = np.zeros(scales.shape, np.int64) if zero is None else np.asarray(zero, np.int64).ravel()
     if scales.size == 1 and zeros.size == 1:
         return Quant((float(scales[0]),), (int(zeros[0]),)), (None if zero is None else zero.dtype)
+    if isinstance(axis_attr, bool) or not isinstance(axis_attr, (int, np.integer)):
+        raise SourceError(f"{node.label()}: axis attribute {axis_attr!r} is not an integer")
+    if rank and not -rank <= axis_attr < rank:
+        raise SourceError(f"{node.label()}: axis {axis_attr} is out of range for rank {rank}")
+    if zeros.size not in (1, scales.size):
+        raise SourceError(f"{node.label()}: {scales.size} scales but {zeros.size} zero points")
     axis = axis_attr % rank if rank else 0
     if zeros.size == 1:
         zeros = np.repeat(zeros, scales.size)
@@ -63,7 +72,10 @@ def annotate(graph) -> None:
     """Set tensor.quant (and the quantized dtype) from Q/DQ/QLinear operands; biases get scale x scale."""
     for node in graph.nodes:
         spec = QLINEAR.get(node.op)
-        if spec is None or node.attrs.get("block_size", 0):
+        block = node.attrs.get("block_size", 0)
+        if spec is not None and (isinstance(block, bool) or not isinstance(block, (int, np.integer))):
+            raise SourceError(f"{node.label()}: block_size attribute {block!r} is not an integer")
+        if spec is None or block:
             continue  # blocked quantization (opset 21) has no NNAPI type: the converter reports it
         ios, _ = spec
         for tpos, sp, zp, is_out in ios:

@@ -15,11 +15,13 @@
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Optional, Union
 
 import numpy as np
 import onnx
+from google.protobuf.message import Message
 from onnx import TensorProto, helper, numpy_helper
 
 from ..source_graph import SourceError, SourceGraph, SourceModel, SourceNode, SourceTensor
@@ -49,15 +51,24 @@ class _Reader:
             raise SourceError(f"{self.where}: {label} uses external data {loc!r}, which needs the model "
                               f"read from a file path")
         base = self.folder.resolve()
-        target = (base / loc).resolve()  # resolves '..' and symlinks
+        try:
+            target = (base / loc).resolve()  # resolves '..' and symlinks
+        except (OSError, ValueError) as e:  # a NUL byte, a symlink loop
+            raise SourceError(f"{self.where}: {label} external data location {loc!r} is not a usable path "
+                              f"({e})") from None
         if not loc or Path(loc).is_absolute() or (base != target and base not in target.parents):
             raise SourceError(f"{self.where}: {label} external data location {loc!r} leaves the model's "
                               f"folder; only files inside {str(base)!r} are read")
         try:
             offset, length = int(info.get("offset", 0)), info.get("length")
+            length = None if length is None else int(length)
             with open(target, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if offset < 0 or offset > size or (length is not None and (length < 0 or offset + length > size)):
+                    raise SourceError(f"{self.where}: {label} external data {loc!r}: offset {offset} and length "
+                                      f"{length} do not fit in its {size} bytes")
                 f.seek(offset)
-                data = f.read(-1 if length is None else int(length))
+                data = f.read(-1 if length is None else length)
         except (OSError, ValueError) as e:
             raise SourceError(f"{self.where}: {label} external data {loc!r} cannot be read ({e})") from None
         return memoryview(data)
@@ -114,9 +125,13 @@ class _Reader:
             opsets.setdefault("", opsets["ai.onnx"])
         if "" not in opsets:
             raise SourceError(f"{self.where}: the model imports no default ONNX opset")
+        self.subgraphs: list = []  # If/Loop bodies: graphs 1.. of the SourceModel
+        if not self.proto.graph.output:
+            raise SourceError(f"{self.where}: the graph has no outputs")
         graph = self.read_graph(self.proto.graph, opsets)
         meta = {"ir_version": self.proto.ir_version, "opsets": opsets, "producer": self.proto.producer_name}
-        return SourceModel("onnx", [graph], self.where if self.folder else None, metadata=meta, raw=self.proto)
+        return SourceModel("onnx", [graph] + self.subgraphs, self.where if self.folder else None, metadata=meta,
+                           raw=self.proto)
 
     def read_graph(self, g: onnx.GraphProto, opsets: dict) -> SourceGraph:
         types = {}  # tensor name -> TypeProto.tensor_type
@@ -137,7 +152,7 @@ class _Reader:
                 dtype = _np_dtype(tt.elem_type, f"tensor {name!r}") if known else np.dtype(np.float32)
                 shape = None
                 if tt is not None and tt.HasField("shape"):
-                    shape = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else -1
+                    shape = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else -1
                                   for d in tt.shape.dim)
                 t = SourceTensor(len(tensors), name, shape, dtype)
             tensors.append(t)
@@ -174,10 +189,14 @@ class _Reader:
             _, n, label, domain, attrs = nodes_in[k]
             if n.op_type == "Constant" and domain in STANDARD_DOMAINS:
                 add(n.output[0], self._constant(attrs, label))
-                continue
+                if n.output[0] not in {vi.name for vi in g.output}:
+                    continue  # a graph output stays a node: NNAPI needs an operation to write it
             ins = [add(x) if x else -1 for x in n.input]
             outs = [add(x) if x else -1 for x in n.output]
             nodes.append(SourceNode(len(nodes), n.op_type, ins, outs, attrs, opsets[domain], domain, n.name))
+            if _bodies_of(n):
+                nodes[-1].subgraphs = self._bodies(
+                    n, opsets, types, lambda x: tensors[index[x]].data if x in index else None)
         outputs = []
         for vi in g.output:
             if vi.name not in index:
@@ -186,13 +205,41 @@ class _Reader:
             outputs.append(index[vi.name])
         return SourceGraph(g.name or "main", tensors, nodes, inputs, outputs)
 
+    def _bodies(self, n, opsets: dict, types: dict, constant) -> dict:
+        """Read node n's graph attributes (If branches, Loop body) as graphs of the SourceModel: attribute
+        name -> graph index. Each takes its own inputs, then the values the node's bodies read from
+        enclosing scopes (one list for all bodies, so If's branches accept the same inputs); captured
+        constants become initializers of the body."""
+        captured = _captured(n)
+        found = {}
+        for a in n.attribute:
+            if a.type != onnx.AttributeProto.GRAPH:
+                continue
+            body = onnx.GraphProto()
+            body.CopyFrom(a.g)
+            for name in captured:
+                if constant(name) is not None:
+                    try:
+                        body.initializer.append(numpy_helper.from_array(np.asarray(constant(name)), name))
+                    except Exception:  # noqa: BLE001 (a type onnx cannot write back): passed in at run time
+                        pass
+                vi = body.input.add()
+                vi.name = name
+                if name in types:  # the enclosing graph's type and shape
+                    vi.type.tensor_type.CopyFrom(types[name])
+            self.subgraphs.append(None)  # reserve the index: nested bodies are read (and appended) first
+            k = len(self.subgraphs)
+            self.subgraphs[k - 1] = self.read_graph(body, opsets)
+            found[a.name] = k
+        return found
+
     def _topological(self, nodes_in, producer: dict, known: dict) -> list:
         """Node order where every input is produced first; SourceError on a dangling input or a cycle."""
         graph_inputs = set(known)
         waiting, users = {}, {}
         for k, n, label, _, _ in nodes_in:
             deps = set()
-            for x in n.input:
+            for x in list(n.input) + _captured(n):  # a body's captured values are inputs too
                 if not x or x in graph_inputs:
                     continue
                 if x not in producer:
@@ -228,6 +275,35 @@ class _Reader:
         raise SourceError(f"{self.where}: {label} has no supported value attribute ({sorted(attrs)})")
 
 
+def _check_strings(msg, where: str, path: str = "model") -> None:
+    """SourceError naming the field when a string field is not UTF-8 (protobuf then hands out bytes)."""
+    for fd, value in msg.ListFields():
+        if fd.type == fd.TYPE_MESSAGE:
+            single = isinstance(value, Message)
+            for k, v in enumerate([value] if single else value):
+                _check_strings(v, where, f"{path}.{fd.name}" if single else f"{path}.{fd.name}[{k}]")
+        elif fd.type == fd.TYPE_STRING:
+            for v in ([value] if isinstance(value, (str, bytes)) else value):
+                if isinstance(v, bytes):
+                    raise SourceError(f"{where}: {path}.{fd.name} is not valid UTF-8 text ({v[:40]!r})")
+
+
+def _bodies_of(n) -> list:
+    return [a.g for a in n.attribute if a.type == onnx.AttributeProto.GRAPH]
+
+
+def _captured(n) -> list:
+    """Names node n's bodies read from enclosing scopes, in order of first use."""
+    names: list = []
+    for g in _bodies_of(n):
+        local = {vi.name for vi in g.input} | {t.name for t in g.initializer} | {o for m in g.node for o in m.output}
+        for m in g.node:
+            for x in list(m.input) + _captured(m):
+                if x and x not in local and x not in names:
+                    names.append(x)
+    return names
+
+
 def _pin_inputs(proto: onnx.ModelProto, input_shapes: dict) -> None:
     for vi in proto.graph.input:
         if vi.name in input_shapes and vi.type.HasField("tensor_type"):
@@ -257,6 +333,7 @@ def read_onnx(source: Union[str, Path, bytes, bytearray, memoryview],
         raise SourceError(f"{where}: not a valid ONNX protobuf ({type(e).__name__}: {e})") from None
     if not proto.HasField("graph"):
         raise SourceError(f"{where}: the ONNX model has no graph")
+    _check_strings(proto, where)
     if input_shapes:
         _pin_inputs(proto, input_shapes)
     try:

@@ -2,11 +2,12 @@
 QLinearMul (com.microsoft) and QDQ Add/Mul as the quantized ADD/MUL."""
 from __future__ import annotations
 
-from nnapi import OperationCode as Op
+from nnapi import OperandCode as C, OperationCode as Op
 
 from ...registry import Reason, Unsupported
 from ..common import MS_DOMAIN_VERSIONS, OPSET_MAX, onnx_op
 from ..quant import data_inputs
+from .compare import truncated_div
 
 ARITHMETIC = {"Add": Op.ADD, "Sub": Op.SUB, "Mul": Op.MUL, "Div": Op.DIV, "QLinearAdd": Op.ADD,
               "QLinearMul": Op.MUL}
@@ -26,6 +27,9 @@ def _inputs(node, ctx, tensors):
 def arithmetic(node, ctx):
     """Broadcasting ADD/SUB/MUL/DIV; a following Relu/Clip becomes the FuseCode."""
     a, b = _inputs(node, ctx, node.inputs[:2])
+    if node.op == "Div" and ctx.model.operands[a].type.code == C.TENSOR_INT32:  # ONNX truncates, NNAPI floors
+        truncated_div(node, ctx, a, b)
+        return
     fuse, out = ctx.fused_output(node)
     ctx.emit_form(ARITHMETIC[node.op], "default", [out], input1=a, input2=b, fuse=fuse)
 

@@ -19,6 +19,14 @@ def reshape_to_output(node, ctx) -> None:
     """RESHAPE the input's row-major data to the output's inferred shape (one unknown extent allowed)."""
     x, y = node.inputs[0], node.outputs[0]
     shape = [d if d else -1 for d in ctx.source_shape(y)]
+    if node.op == "Reshape" and shape.count(-1) > 1 and ctx.is_const(node.inputs[1]):
+        # a shape folded at conversion (Shape -> ... -> Concat): inference saw it as unknown
+        target = [int(v) for v in np.asarray(ctx.const_value(node.inputs[1])).ravel()]
+        src = ctx.source_shape(x)
+        zero_copies = not node.attrs.get("allowzero", 0)
+        shape = [src[k] if v == 0 and zero_copies and k < len(src) else v for k, v in enumerate(target)]
+        if shape.count(-1) == 1 and all(src) and all(shape[k] for k in range(len(shape)) if shape[k] != -1):
+            shape[shape.index(-1)] = int(np.prod(src)) // -int(np.prod(shape))
     if shape.count(-1) > 1:
         raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: output shape {shape} has several unknown "
                                                 f"extents (pin the inputs with input_shapes)")

@@ -55,6 +55,7 @@ def resize(node, ctx):
     (n, c, _, _), out = ctx.source_shape(x), ctx.source_shape(y)
     if len(out) != 4 or not (out[2] and out[3]) or (out[0], out[1]) != (n, c):
         raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: needs a known output size resizing only H, W")
+    _check_sampling(node, ctx, (out[2], out[3]), ctx.source_shape(x)[2:])
     code = Op.RESIZE_BILINEAR if mode == "linear" else Op.RESIZE_NEAREST_NEIGHBOR
     named = dict(input=ctx.operand_as(x, NHWC), width=ctx.i32(out[3]), height=ctx.i32(out[2]))
     if any(flags) or code == Op.RESIZE_NEAREST_NEIGHBOR:  # the layout flag is optional only for BILINEAR
@@ -62,3 +63,22 @@ def resize(node, ctx):
     if any(flags):
         named.update(align_corners=ctx.boolean(flags[0]), half_pixel_centers=ctx.boolean(flags[1]))
     ctx.emit_form(code, "default", [ctx.output(y)], **named)
+
+
+def _check_sampling(node, ctx, out_hw, in_hw) -> None:
+    """NNAPI samples with the ratio of the sizes; ONNX with the given scale (exactly the same only when
+    in * scale is the output size) and maps a pytorch_half_pixel output extent of 1 to coordinate 0."""
+    k = 1 if node.version < 11 else 2
+    scales_in = node.inputs[k] if k < len(node.inputs) else -1
+    sizes_in = node.inputs[3] if node.version >= 11 and len(node.inputs) > 3 else -1
+    if scales_in >= 0 and sizes_in < 0 and ctx.is_const(scales_in) and ctx.const_value(scales_in).size:
+        scales = [float(v) for v in ctx.const_value(scales_in).ravel()]
+        axes = node.attrs.get("axes") or list(range(len(scales)))
+        full = dict(zip([a % 4 for a in axes], scales))
+        for a, size, o in ((2, in_hw[0], out_hw[0]), (3, in_hw[1], out_hw[1])):
+            if abs(size * full.get(a, 1.0) - o) > 1e-6 * o:  # float32 scales such as 1.6 are inexact
+                raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: scale {full.get(a)} of axis {a} does not give "
+                                                    f"a whole output size ({size} * scale != {o}); ONNX samples with "
+                                                    f"the scale, NNAPI with the size ratio")
+    if node.attrs.get("coordinate_transformation_mode") == "pytorch_half_pixel" and 1 in out_hw:
+        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: pytorch_half_pixel with an output extent of 1")

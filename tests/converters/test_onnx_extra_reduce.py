@@ -1,0 +1,100 @@
+"""ONNX reductions other than ReduceMean, ArgMax/ArgMin and TopK (ops/reduce_extra.py), compared with
+onnxruntime, in the ONNX layout and after a Conv (NHWC operands)."""
+import numpy as np
+import pytest
+from onnx import helper as h
+
+from converters.onnx import convert
+from converters.onnx.authoring import make_model
+from converters.onnx.runner import verify_levels
+
+RNG = np.random.default_rng(17)
+X = ("x", np.float32, [2, 3, 4, 5])
+CONV_W = {"w": RNG.normal(size=(3, 3, 1, 1)).astype(np.float32)}
+OPS = ["ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
+       "ReduceLogSumExp"]
+AXES = [([2, 3], 1), ([1], 0), ([-1], 0), ([0, 2], 1), (None, 0)]
+
+
+def reduce_node(op, x, axes, keep, opset):
+    if axes is None:
+        return [h.make_node(op, [x], ["y"], keepdims=keep)], {}
+    if opset >= (13 if op == "ReduceSum" else 18):
+        return [h.make_node(op, [x, "axes"], ["y"], keepdims=keep)], {"axes": np.array(axes, np.int64)}
+    return [h.make_node(op, [x], ["y"], axes=axes, keepdims=keep)], {}
+
+
+@pytest.mark.parametrize("opset", [13, 18])
+@pytest.mark.parametrize("nhwc", [False, True])
+@pytest.mark.parametrize("op", OPS)
+def test_reductions(op, nhwc, opset):
+    for axes, keep in AXES:
+        nodes, inits = reduce_node(op, "c" if nhwc else "x", axes, keep, opset)
+        if nhwc:
+            nodes = [h.make_node("Conv", ["x", "w"], ["c"])] + nodes
+            inits.update(CONV_W)
+        verify_levels(make_model(nodes, [X], ["y"], inits, opset=opset), need_level=3)
+
+
+def test_log_sum_exp_of_large_values_does_not_overflow():
+    from converters.onnx.runner import parity
+    nodes, inits = reduce_node("ReduceLogSumExp", "x", [1, 3], 0, 17)
+    data = make_model(nodes, [X], ["y"], inits, opset=17)
+    assert not parity(convert(data, 8), data, inputs=[(200 * RNG.random((2, 3, 4, 5))).astype(np.float32)])
+
+
+def test_reduce_log_sum():
+    nodes = [h.make_node("Abs", ["x"], ["a"]), h.make_node("ReduceLogSum", ["a"], ["y"], axes=[1, 2], keepdims=0)]
+    verify_levels(make_model(nodes, [X], ["y"], opset=13), need_level=3)
+
+
+def test_noop_with_empty_axes_is_identity():
+    data = make_model([h.make_node("ReduceSum", ["x", "axes"], ["r"], noop_with_empty_axes=1),
+                       h.make_node("Relu", ["r"], ["y"])], [X], ["y"], {"axes": np.array([], np.int64)}, opset=13)
+    assert [o.code.name for o in verify_levels(data)[8].model.operations] == ["RELU"]
+
+
+def test_run_time_axes_are_reported():
+    data = make_model([h.make_node("ReduceSum", ["x", "axes"], ["y"])], [X, ("axes", np.int64, [1])],
+                      [("y", np.float32, None)], opset=13)
+    assert convert(data, 8).unsupported[0].reason_code == "non_constant_operand"
+
+
+def test_quantized_reduce_max():
+    """DequantizeLinear -> ReduceMax -> QuantizeLinear converts as a quantized REDUCE_MAX."""
+    s = {"s": np.float32(0.02), "z": np.int8(3)}
+    nodes = [h.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             h.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]),
+             h.make_node("ReduceMax", ["d"], ["r"], axes=[1], keepdims=0),
+             h.make_node("QuantizeLinear", ["r", "s", "z"], ["y"])]
+    r = verify_levels(make_model(nodes, [X], ["y"], s, opset=13), need_level=3)[8]
+    assert [o.code.name for o in r.model.operations] == ["QUANTIZE", "REDUCE_MAX"]
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("axis,keep", [(0, 1), (1, 0), (-1, 1), (3, 0)])
+def test_arg_extremes(op, axis, keep):
+    data = make_model([h.make_node(op, ["x"], ["y"], axis=axis, keepdims=keep)], [X], ["y"], opset=13)
+    r = verify_levels(data, need_level=3)[8]
+    assert r.io_rewrites["y"].startswith("int64 -> int32")
+
+
+def test_arg_max_after_conv_and_select_last_index():
+    nodes = [h.make_node("Conv", ["x", "w"], ["c"]), h.make_node("ArgMax", ["c"], ["y"], axis=1)]
+    verify_levels(make_model(nodes, [X], ["y"], CONV_W, opset=13), need_level=3)
+    last = make_model([h.make_node("ArgMax", ["x"], ["y"], select_last_index=1)], [X], ["y"], opset=13)
+    assert convert(last, 8).unsupported[0].reason_code == "unsupported_attribute"
+
+
+@pytest.mark.parametrize("largest", [1, 0])
+@pytest.mark.parametrize("k", [1, 3])
+def test_topk(k, largest):
+    data = make_model([h.make_node("TopK", ["x", "k"], ["v", "i"], largest=largest)], [X], ["v", "i"],
+                      {"k": np.array([k], np.int64)}, opset=13)
+    verify_levels(data, need_level=3)
+
+
+def test_topk_other_axis_is_reported():
+    data = make_model([h.make_node("TopK", ["x", "k"], ["v", "i"], axis=1)], [X], ["v", "i"],
+                      {"k": np.array([2], np.int64)}, opset=13)
+    assert convert(data, 8).unsupported[0].reason_code == "unsupported_attribute"
