@@ -21,7 +21,8 @@ import nnapi
 
 from .convert import ConversionResult, check_input_shapes
 from .load import detect_format, importer
-from .runners import (MissingDependency, from_nnapi_outputs, litert_all_tensors, random_source_inputs,
+from .runners import (MissingDependency, ReferenceFailed, from_nnapi_outputs, litert_all_tensors,
+                      random_source_inputs,
                       run_onnxruntime, run_traced, to_nnapi_inputs)
 from .source_graph import SourceError
 from .tolerance import within_tolerance
@@ -129,11 +130,14 @@ def _to_source_layout(result: ConversionResult, operand: int, value: np.ndarray,
     return from_nnapi_outputs([tensor_dtype], [value])[0]
 
 
-def _reference_run(fmt: str, data: bytes, graph, inputs, reference: str, want_all: bool):
-    if fmt == "tflite":
-        return litert_all_tensors(data, inputs, reference, graph)
-    names = [t.name for t in graph.tensors if not t.is_constant] if want_all else []
-    return run_onnxruntime(data, inputs, graph, names)
+def _reference_run(fmt: str, path: str, data: bytes, graph, inputs, reference: str, want_all: bool):
+    try:
+        if fmt == "tflite":
+            return litert_all_tensors(data, inputs, reference, graph)
+        names = [t.name for t in graph.tensors if not t.is_constant] if want_all else []
+        return run_onnxruntime(path, inputs, graph, names)  # the path: external data lies beside it
+    except ReferenceFailed as e:
+        raise ParityError(f"{Path(path).name}: {e}") from None
 
 
 def _inputs_for(graph, inputs_file: Optional[str], seed: int, samples: int, input_shapes):
@@ -194,13 +198,16 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
     tol = {"atol": atol, "rtol": rtol, "max_lsb": max_lsb}
     report = ParityReport(Path(model_path).name, reference, 0, [], feature_level=feature_level,
                           converted_from=converted)
-    sample_inputs = _inputs_for(graph, inputs, seed, samples, input_shapes)
+    try:
+        sample_inputs = _inputs_for(graph, inputs, seed, samples, input_shapes)
+    except ValueError as e:
+        raise ParityError(str(e)) from None
     report.samples = len(sample_inputs)
     for k, ins in enumerate(sample_inputs):
         if progress:
             progress(f"sample {k + 1}/{len(sample_inputs)}")
         want_all = layerwise or (result.model is None)
-        ref_outs, ref_tensors = _reference_run(fmt, data, graph, ins, reference, want_all)
+        ref_outs, ref_tensors = _reference_run(fmt, model_path, data, graph, ins, reference, want_all)
         if result.model is None:
             report.partitions = _check_partitions(result, ref_tensors, tol, report.partitions)
             continue

@@ -2,6 +2,7 @@
 models with the executor, on the same inputs."""
 from __future__ import annotations
 
+import math
 from typing import Optional, Sequence
 
 import numpy as np
@@ -9,6 +10,14 @@ import numpy as np
 
 class MissingDependency(Exception):
     """A reference runtime is not installed; the message has the pip command."""
+
+
+class ReferenceFailed(Exception):
+    """The reference framework refused or failed to run the source model (its message included)."""
+
+
+# the largest input tensor random_source_inputs will allocate (a model declaring more is refused, not run)
+MAX_INPUT_BYTES = 1 << 31
 
 
 def litert_interpreter(model_bytes: bytes, reference: str = "litert", threads: int = 1,
@@ -19,21 +28,26 @@ def litert_interpreter(model_bytes: bytes, reference: str = "litert", threads: i
         raise MissingDependency("LiteRT is not installed: pip install ai-edge-litert") from None
     resolver = (OpResolverType.BUILTIN_REF if reference == "litert-ref"
                 else OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
-    it = Interpreter(model_content=bytes(model_bytes), experimental_op_resolver_type=resolver,
-                     num_threads=threads, experimental_preserve_all_tensors=preserve_all_tensors)
-    return it
+    try:
+        return Interpreter(model_content=bytes(model_bytes), experimental_op_resolver_type=resolver,
+                           num_threads=threads, experimental_preserve_all_tensors=preserve_all_tensors)
+    except (ValueError, RuntimeError) as e:
+        raise ReferenceFailed(f"LiteRT could not load the model: {str(e).strip().splitlines()[0][:300]}") from None
 
 
 def _invoke(it, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Run LiteRT interpreter `it` on `inputs` (inputs resized to their shapes); copies of its outputs."""
     details = it.get_input_details()
-    for d, x in zip(details, inputs):
-        if tuple(d["shape"]) != tuple(np.shape(x)):
-            it.resize_tensor_input(d["index"], list(np.shape(x)))
-    it.allocate_tensors()
-    for d, x in zip(details, inputs):
-        it.set_tensor(d["index"], np.asarray(x, dtype=d["dtype"]))
-    it.invoke()
+    try:
+        for d, x in zip(details, inputs):
+            if tuple(d["shape"]) != tuple(np.shape(x)):
+                it.resize_tensor_input(d["index"], list(np.shape(x)))
+        it.allocate_tensors()
+        for d, x in zip(details, inputs):
+            it.set_tensor(d["index"], np.asarray(x, dtype=d["dtype"]))
+        it.invoke()
+    except (ValueError, RuntimeError) as e:
+        raise ReferenceFailed(f"LiteRT could not run the model: {str(e).strip().splitlines()[0][:300]}") from None
     return [it.get_tensor(d["index"]).copy() for d in it.get_output_details()]
 
 
@@ -89,6 +103,9 @@ def random_source_inputs(graph, seed: int = 0, input_shapes: Optional[dict] = No
         t = graph.tensors[i]
         shape = tuple((input_shapes or {}).get(t.name, [max(d, 1) for d in (t.shape or ())]))
         dt = np.dtype(t.dtype)
+        if math.prod(shape) * dt.itemsize > MAX_INPUT_BYTES:
+            raise ValueError(f"input {t.name!r} of shape {list(shape)} would need more than "
+                             f"{MAX_INPUT_BYTES >> 30} GiB; pass smaller inputs (--inputs or --input-shape)")
         if dt.kind == "f":
             arrays.append(rng.random(shape).astype(dt))
         elif dt == np.bool_:
@@ -129,32 +146,41 @@ def litert_all_tensors(model_bytes: bytes, inputs: Sequence[np.ndarray], referen
     return outs, tensors
 
 
-def run_onnxruntime(model_bytes: bytes, inputs: Sequence[np.ndarray], graph=None,
+def run_onnxruntime(model, inputs: Sequence[np.ndarray], graph=None,
                     extra_outputs: Sequence[str] = (), threads: int = 1) -> tuple[list[np.ndarray], dict]:
     """onnxruntime CPU outputs, plus named intermediate tensors exposed as extra graph outputs
-    ({tensor index: array} when `graph` is given)."""
+    ({tensor index: array} when `graph` is given). `model` is the model's bytes or its path (a path
+    lets onnxruntime find external data beside the model). Raises ReferenceFailed when onnxruntime
+    refuses the model or fails to run it."""
     try:
         import onnxruntime as ort
     except ImportError:
         raise MissingDependency("onnxruntime is not installed: pip install onnxruntime") from None
-    data = bytes(model_bytes)
-    if extra_outputs:
-        import onnx
-        m = onnx.load_from_string(data)
-        have = {o.name for o in m.graph.output}
-        for name in extra_outputs:
-            if name and name not in have:
-                m.graph.output.append(onnx.ValueInfoProto(name=name))
-                have.add(name)
-        data = m.SerializeToString()
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
-    feeds = {i.name: x for i, x in zip(sess.get_inputs(), inputs)}
-    names = [o.name for o in sess.get_outputs()]
-    by_name = dict(zip(names, sess.run(names, feeds)))
+    is_path = not isinstance(model, (bytes, bytearray, memoryview))
+    data = str(model) if is_path else bytes(model)
+    try:
+        if extra_outputs:
+            import onnx
+            m = onnx.load(data) if is_path else onnx.load_from_string(data)  # external data loaded too
+            have = {o.name for o in m.graph.output}
+            for name in extra_outputs:
+                if name and name not in have:
+                    m.graph.output.append(onnx.ValueInfoProto(name=name))
+                    have.add(name)
+            data = m.SerializeToString()
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
+        feeds = {i.name: x for i, x in zip(sess.get_inputs(), inputs)}
+        names = [o.name for o in sess.get_outputs()]
+        by_name = dict(zip(names, sess.run(names, feeds)))
+    except MissingDependency:
+        raise
+    except Exception as e:  # onnxruntime raises its own exception types for every kind of refusal
+        raise ReferenceFailed(f"onnxruntime could not run the model: {str(e).strip().splitlines()[0][:300]}") \
+            from None
     n_main = len(names) - (len(names) - len(graph.outputs) if graph is not None and extra_outputs else 0)
     tensors = {}
     if graph is not None:

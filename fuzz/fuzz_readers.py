@@ -1,6 +1,6 @@
 """Long-running fuzzer for the model readers and the CLI.
 
-    python -m fuzz.fuzz_readers --target tflite|nnapi|cli --seconds N --out DIR [--seed S]
+    python -m fuzz.fuzz_readers --target tflite|nnapi|cli|onnx --seconds N --out DIR [--seed S]
                                 [--timeout SEC] [--memory-mb MB]
 
 Mutates the seed models of fuzz.seeds (fuzz.mutators) and runs each input
@@ -36,8 +36,11 @@ def seed_inputs(target: str) -> list[tuple[str, bytes]]:
         return sorted(seeds.tflite_seeds().items())
     if target == "nnapi":
         return sorted(seeds.nnapi_seeds().items())
+    if target == "onnx":
+        return sorted(seeds.onnx_seeds().items())
     return sorted([("nnapi:" + k, v) for k, v in seeds.nnapi_seeds().items()]
-                  + [("tflite:" + k, v) for k, v in seeds.tflite_seeds().items()])
+                  + [("tflite:" + k, v) for k, v in seeds.tflite_seeds().items()]
+                  + [("onnx:" + k, v) for k, v in seeds.onnx_seeds().items()])
 
 
 def make_input(target: str, seed: int, k: int, corpus: list[tuple[str, bytes]]) -> tuple[str, bytes]:
@@ -48,6 +51,8 @@ def make_input(target: str, seed: int, k: int, corpus: list[tuple[str, bytes]]) 
     rng = mutators.case_rng(seed, k)
     if data[:8] == b"NNAPIMDL":
         return name, mutators.mutate_nnapi(rng, data)
+    if target == "onnx" or name.startswith("onnx:"):
+        return name, mutators.mutate_onnx(rng, data)
     return name, mutators.mutate_tflite(rng, data)
 
 

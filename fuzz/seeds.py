@@ -128,3 +128,94 @@ def nnapi_seeds() -> dict[str, bytes]:
         "quant_conv": to_bytes(nnapi_quant_conv_model()),
         "while": to_bytes(nnapi_while_model()),
     }
+
+
+# -- ONNX --------------------------------------------------------------------------
+
+# the external-data file that the "external" seed reads next to the model (fuzz.targets writes it)
+ONNX_EXTERNAL_FILE = "weights.bin"
+
+
+def _onnx_model(nodes, inputs, outputs, inits, opset=13):
+    import onnx
+    from onnx import helper
+    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="fuzz-seed")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    return m
+
+
+def onnx_conv_chain() -> bytes:
+    """Conv -> Relu -> MaxPool -> Flatten -> Gemm (float, NCHW)."""
+    from onnx import TensorProto as T, helper, numpy_helper
+    w = numpy_helper.from_array((np.arange(4 * 3 * 3 * 3) % 7 - 3).astype(np.float32).reshape(4, 3, 3, 3) / 8, "w")
+    b = numpy_helper.from_array(np.array([0.1, -0.2, 0.3, -0.4], np.float32), "b")
+    fw = numpy_helper.from_array((np.arange(10 * 64) % 5 - 2).astype(np.float32).reshape(10, 64) / 16, "fw")
+    fb = numpy_helper.from_array(np.linspace(-1, 1, 10).astype(np.float32), "fb")
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], "conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                         strides=[1, 1]),
+        helper.make_node("Relu", ["c"], ["r"], "relu"),
+        helper.make_node("MaxPool", ["r"], ["p"], "pool", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Flatten", ["p"], ["f"], "flatten", axis=1),
+        helper.make_node("Gemm", ["f", "fw", "fb"], ["y"], "gemm", transB=1),
+    ]
+    return _onnx_model(nodes, [helper.make_tensor_value_info("x", T.FLOAT, [1, 3, 8, 8])],
+                       [helper.make_tensor_value_info("y", T.FLOAT, [1, 10])], [w, b, fw, fb]).SerializeToString()
+
+
+def onnx_qdq_conv() -> bytes:
+    """QDQ-quantized Conv: Q/DQ around the activation, per-channel int8 DQ weights, int32 DQ bias."""
+    from onnx import TensorProto as T, helper, numpy_helper
+    arr = numpy_helper.from_array
+    inits = [
+        arr(np.array(0.05, np.float32), "x_s"), arr(np.array(128, np.uint8), "x_zp"),
+        arr((np.arange(3 * 2 * 3 * 3) % 11 - 5).astype(np.int8).reshape(3, 2, 3, 3), "wq"),
+        arr(np.array([0.02, 0.03, 0.04], np.float32), "w_s"), arr(np.zeros(3, np.int8), "w_zp"),
+        arr(np.array([10, -20, 30], np.int32), "bq"),
+        arr(np.array([0.001, 0.0015, 0.002], np.float32), "b_s"), arr(np.zeros(3, np.int32), "b_zp"),
+        arr(np.array(0.1, np.float32), "y_s"), arr(np.array(100, np.uint8), "y_zp"),
+    ]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "x_s", "x_zp"], ["xq"], "qx"),
+        helper.make_node("DequantizeLinear", ["xq", "x_s", "x_zp"], ["xd"], "dqx"),
+        helper.make_node("DequantizeLinear", ["wq", "w_s", "w_zp"], ["wd"], "dqw", axis=0),
+        helper.make_node("DequantizeLinear", ["bq", "b_s", "b_zp"], ["bd"], "dqb", axis=0),
+        helper.make_node("Conv", ["xd", "wd", "bd"], ["c"], "conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("QuantizeLinear", ["c", "y_s", "y_zp"], ["cq"], "qc"),
+        helper.make_node("DequantizeLinear", ["cq", "y_s", "y_zp"], ["y"], "dqc"),
+    ]
+    return _onnx_model(nodes, [helper.make_tensor_value_info("x", T.FLOAT, [1, 2, 6, 6])],
+                       [helper.make_tensor_value_info("y", T.FLOAT, [1, 3, 6, 6])], inits).SerializeToString()
+
+
+def onnx_external_weights() -> np.ndarray:
+    return (np.arange(6 * 4) % 9 - 4).astype(np.float32).reshape(6, 4) / 4
+
+
+def onnx_external_file() -> bytes:
+    """The contents of ONNX_EXTERNAL_FILE: 16 bytes of padding, then the MatMul weights."""
+    return b"\0" * 16 + onnx_external_weights().tobytes()
+
+
+def onnx_external() -> bytes:
+    """MatMul -> Add whose weights live in ONNX_EXTERNAL_FILE next to the model (offset 16)."""
+    from onnx import TensorProto as T, helper, numpy_helper
+    w = T(name="w", data_type=T.FLOAT, dims=[6, 4])
+    w.data_location = T.EXTERNAL
+    for k, v in (("location", ONNX_EXTERNAL_FILE), ("offset", "16"), ("length", str(6 * 4 * 4))):
+        e = w.external_data.add()
+        e.key, e.value = k, v
+    bias = numpy_helper.from_array(np.array([0.5, -0.5, 1.0, -1.0], np.float32), "bias")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], "matmul"),
+             helper.make_node("Add", ["m", "bias"], ["y"], "add")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", T.FLOAT, [2, 6])],
+                          [helper.make_tensor_value_info("y", T.FLOAT, [2, 4])], initializer=[w, bias])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="fuzz-seed")
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def onnx_seeds() -> dict[str, bytes]:
+    return {"conv_chain": onnx_conv_chain(), "qdq_conv": onnx_qdq_conv(), "external": onnx_external()}
