@@ -6,6 +6,11 @@ Kernels are called as `kernel(ctx) -> list[np.ndarray]` with an OpContext
 registered a preparer for the code (registry.prepare), it is called once here
 with a PrepareContext and the callable it returns replaces the kernel for that
 operation.
+
+The per-step loop is kept lean (it is most of the time of small models): the
+environment is a list indexed by operand, each step's input/output slots and
+frees are worked out here, and an output of the dtype and shape its operand had
+last time is wrapped without checking it against the declaration again.
 """
 from __future__ import annotations
 
@@ -83,16 +88,25 @@ class RunState:
 class OpContext:
     """What a kernel sees: input Values (None when absent or omitted) and declared outputs."""
 
-    __slots__ = ("step", "model", "inputs", "outputs", "relaxed", "state", "compiled")
+    __slots__ = ("step", "inputs", "state", "compiled")
 
     def __init__(self, compiled: "CompiledModel", step: Step, inputs, state: RunState):
         self.compiled = compiled
         self.step = step
-        self.model = compiled.model
         self.inputs: list[Optional[Value]] = inputs
-        self.outputs: list[Operand] = step.output_operands
-        self.relaxed = compiled.relaxed
         self.state = state
+
+    @property
+    def model(self):
+        return self.compiled.model
+
+    @property
+    def outputs(self) -> list[Operand]:
+        return self.step.output_operands
+
+    @property
+    def relaxed(self) -> bool:
+        return self.compiled.relaxed
 
     @property
     def op_index(self) -> int:
@@ -185,6 +199,32 @@ class CompiledModel:
             self.subgraph(sub)
         for step in self.steps:
             step.run = self._prepared(step) or step.kernel
+        self._build_program()
+
+    def _build_program(self) -> None:
+        """What run_values reads, worked out once: the environment is a list indexed by operand (one
+        extra None slot stands for absent operands), each step's input/output slots, the frees, and per
+        output the dtype and whether it is a tensor. `_last[o]` is (shape, type) of operand o's last
+        checked output: an output of that shape and dtype is wrapped without checking it again."""
+        model = self.model
+        n = len(model.operands)
+
+        def slot(i: int) -> int:
+            return i if 0 <= i < n else n
+
+        env = [None] * (n + 1)
+        for i, v in self.constants.items():
+            env[i] = v
+        self._env0 = env
+        self._input_slots = tuple(slot(i) for i in model.inputs)
+        self._output_slots = tuple(slot(o) for o in model.outputs)
+        self._last: list = [None] * n
+        self._program = [
+            (step, tuple(slot(i) for i in step.inputs),
+             tuple((o, model.operands[o].channel_quant, model.operands[o].type.dtype, model.operands[o].type.is_tensor)
+                   for o in step.outputs),
+             tuple(slot(i) for i in step.frees))
+            for step in self.steps]
 
     def _prepared(self, step: Step):
         """The preparer's specialized callable for `step`, or None. A preparer that fails leaves the
@@ -222,14 +262,13 @@ class CompiledModel:
         return self.run_values([self.input_value(k, a) for k, a in enumerate(arrays)], state)
 
     def run_values(self, inputs: Sequence[Optional[Value]], state: RunState) -> list[Optional[Value]]:
-        model = self.model
-        env: dict[int, Optional[Value]] = dict(self.constants)
-        for idx, v in zip(model.inputs, inputs):
+        env = self._env0.copy()
+        for idx, v in zip(self._input_slots, inputs):
             env[idx] = v
         trace = state.trace
-        for step in self.steps:
-            ins = [env.get(i) for i in step.inputs]
-            ctx = OpContext(self, step, ins, state)
+        last = self._last
+        for step, ins, outs, frees in self._program:
+            ctx = OpContext(self, step, [env[i] for i in ins], state)
             try:
                 results = step.run(ctx)
             except NnapiError:
@@ -237,16 +276,19 @@ class CompiledModel:
             except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError, OverflowError,
                     FloatingPointError, MemoryError, AssertionError) as e:
                 raise op_failed(f"{ctx.where}: {type(e).__name__}: {e}", operation=step.index) from e
-            if len(results) != len(step.outputs):
-                raise op_failed(f"{ctx.where}: kernel produced {len(results)} outputs, expected {len(step.outputs)}",
+            if len(results) != len(outs):
+                raise op_failed(f"{ctx.where}: kernel produced {len(results)} outputs, expected {len(outs)}",
                                 operation=step.index)
-            for o, arr in zip(step.outputs, results):
-                env[o] = self._wrap_output(ctx, o, arr)
+            for (o, cq, dt, tensor), arr in zip(outs, results):
+                # the common case: a tensor of the declared dtype and the shape this operand had last time
+                seen = last[o] if tensor and type(arr) is np.ndarray and arr.dtype == dt else None
+                v = env[o] = (Value(arr, seen[1], cq) if seen is not None and seen[0] == arr.shape
+                              else self._wrap_output(ctx, o, arr))
                 if trace is not None:
-                    trace[(id(model), o)] = env[o]
-            for i in step.frees:
-                env.pop(i, None)
-        return [env.get(o) for o in model.outputs]
+                    trace[(id(self.model), o)] = v
+            for i in frees:
+                env[i] = None
+        return [env[o] for o in self._output_slots]
 
     def _wrap_output(self, ctx: OpContext, index: int, arr) -> Optional[Value]:
         opnd = self.model.operands[index]
@@ -268,6 +310,8 @@ class CompiledModel:
                     ctx.fail(f"output operand {index} has shape {list(arr.shape)}, "
                              f"the model declares {list(declared)}")
                 shaped = self._shaped_type(index, arr.shape)
+            if type(arr) is np.ndarray:
+                self._last[index] = (arr.shape, shaped)   # one tuple: readers never see a torn pair
             return Value(arr, shaped, opnd.channel_quant)
         return Value(arr.reshape(()), otype, None)
 

@@ -11,6 +11,11 @@ from nnapi.codes import FuseCode, OperandCode, PaddingCode
 
 from .fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
 
+try:  # the clip ufunc: np.clip calls it after checks that cost microseconds (only integer bounds need them)
+    from numpy._core.umath import clip as clip_ufunc
+except ImportError:  # pragma: no cover  (numpy < 2)
+    from numpy.core.umath import clip as clip_ufunc
+
 C = OperandCode
 
 QUANT_RANGE = {
@@ -90,6 +95,8 @@ def apply_fuse(x: np.ndarray, fuse: int, code=C.TENSOR_FLOAT32, scale: float = 0
     lo, hi = fuse_range(fuse, code, scale, zero_point)
     if lo == -np.inf and hi == np.inf:
         return x
+    if isinstance(x, np.ndarray) and x.dtype.kind == "f":
+        return clip_ufunc(x, lo, hi)   # what np.clip calls for floats, without its wrapper
     return np.clip(x, lo, hi)
 
 

@@ -24,21 +24,24 @@ def _referenced_model(ctx, k: int):
     return model
 
 
-def _as_inputs_of(model, values: Sequence[Optional[Value]]) -> list[Optional[Value]]:
-    """Re-type `values` as `model`'s input operands, keeping each array's actual shape."""
+def _as_inputs_of(sub, values: Sequence[Optional[Value]]) -> list[Optional[Value]]:
+    """Re-type `values` as the input operands of `sub` (a compiled subgraph), keeping each array's actual
+    shape (the typed shapes are made once per shape: loops repeat them)."""
+    model = sub.model
     out = []
     for idx, v in zip(model.inputs, values):
         if v is None:
             out.append(None)
             continue
         opnd = model.operands[idx]
-        t = opnd.type.with_dimensions(v.array.shape) if opnd.type.is_tensor else opnd.type
+        t = sub._shaped_type(idx, v.array.shape) if opnd.type.is_tensor else opnd.type
         out.append(Value(v.array, t, opnd.channel_quant or v.channel_quant))
     return out
 
 
 def _run(ctx, model, values) -> list[Value]:
-    outs = ctx.run_subgraph(model, _as_inputs_of(model, values))
+    sub = ctx.compiled.subgraph(model)
+    outs = sub.run_values(_as_inputs_of(sub, values), ctx.state)
     for k, v in enumerate(outs):
         if v is None:
             ctx.fail(f"the referenced subgraph produced no value for its output {k}")

@@ -9,6 +9,12 @@ proves a float32 GEMM exact (|partial sums| < 2**24; else float64, exact below
 im2col, GEMM, bias, clamp or requantize. The results equal the plain kernels'
 (conv.py) bit for bit in the quantized case.
 
+Depthwise convolutions of one image (large ones, or unit-stride ones with few
+channels) are computed at full width (gemm.depthwise_full_width: the input split
+into its stride phases, each tap one contiguous range, the junk columns dropped
+after the epilogue); per-channel constants are applied to long rows
+(gemm.ChannelRows), which numpy does several times faster than C at a time.
+
 Float16 operands, non-constant filters and anything unexpected at run time go
 to the plain kernel. TRANSPOSE_CONV_2D's preparer (conv_transpose.py) reuses
 the epilogue and the exactness rule.
@@ -21,10 +27,21 @@ from nnapi.codes import OperandCode as C
 from nnapi.codes import OperationCode as Op
 
 from ..registry import prepare
-from .common import QUANT8, QUANT_RANGE, explicit_out_size, fuse_range
+from .common import QUANT8, QUANT_RANGE, clip_ufunc, explicit_out_size, fuse_range
 from .conv import op_args, scalar, window
 from .conv_quant import real_multipliers
-from .gemm import abs_row_sums, depthwise, exact_dtype, im2col, pad_hw
+from .gemm import (
+    FEW_CHANNELS,
+    SMALL_DEPTHWISE,
+    ChannelRows,
+    abs_row_sums,
+    depthwise,
+    depthwise_full_width,
+    exact_dtype,
+    im2col,
+    pad_hw,
+    row_length,
+)
 from .requantize import Requantizer
 from .scratch import Scratch
 
@@ -45,6 +62,7 @@ class Epilogue:
                                        out.zero_point, lo, hi, out.dtype, acc_bound, pctx.compiled.scratch)
         else:
             self.bias = bias.array.astype(np.float32)
+            self.rows = ChannelRows(self.bias)
             self.clamp = None if (lo, hi) == (-np.inf, np.inf) else (np.float32(lo), np.float32(hi))
 
     def buffer(self, scratch: Scratch, shape: tuple, dtype) -> np.ndarray:
@@ -54,9 +72,10 @@ class Epilogue:
     def __call__(self, acc: np.ndarray) -> np.ndarray:
         if self.quant:
             return self.requant(acc)
-        acc += self.bias
+        rows, bias = self.rows(acc)
+        rows += bias
         if self.clamp is not None:
-            np.clip(acc, *self.clamp, out=acc)
+            clip_ufunc(acc, *self.clamp, out=acc)
         return acc
 
 
@@ -121,6 +140,15 @@ class PreparedConv:
             tiled = self.tiled[width] = np.tile(self.weights, (1, 1, width))
         return tiled
 
+    def _tiled_rows(self, pixels: int) -> np.ndarray:
+        """Depthwise taps [kh, kw, L] repeated to the row length for `pixels` pixels, made once."""
+        key = ("rows", pixels)
+        tiled = self.tiled.get(key)
+        if tiled is None:
+            reps = row_length(pixels, self.out_channels) // self.out_channels
+            tiled = self.tiled[key] = np.tile(self.weights, (1, 1, reps))
+        return tiled
+
     def _geometry(self, ctx, h: int, w: int):
         """(pads, strides, dilations, (OH, OW)) for an input size, worked out once per size."""
         key = (h, w)
@@ -131,6 +159,15 @@ class PreparedConv:
                       explicit_out_size(w, sw, self.kernel_hw[1], pl, pr, dw))
             self.geometry[key] = (win.pads, win.strides, win.dilations, out_hw)
         return self.geometry[key]
+
+    def _full_width(self, n: int, shape: tuple, strides: tuple, padded: np.ndarray) -> bool:
+        """Whether depthwise_full_width applies and pays: one image; an output too large for one einsum,
+        or unit strides and few channels (where the einsum over copied taps is slower); junk columns
+        adding at most a quarter."""
+        if n != 1 or (shape[1] * shape[2] * shape[3] <= SMALL_DEPTHWISE
+                      and (strides != (1, 1) or shape[3] >= FEW_CHANNELS)):
+            return False
+        return 4 * -(-padded.shape[2] // strides[1]) <= 5 * shape[2]
 
     def __call__(self, ctx):
         v = ctx.inputs[0]
@@ -148,6 +185,14 @@ class PreparedConv:
         if self.kind == "depthwise":
             if self.multiplier > 1:
                 padded = np.repeat(padded, self.multiplier, axis=3)
+            if self._full_width(n, shape, strides, padded):
+                # computed at full width (contiguous taps), the junk columns dropped at the end
+                wide = (1, out_hw[0], -(-padded.shape[2] // strides[1]), self.out_channels)
+                acc = depthwise_full_width(padded, self.weights, out_hw, strides, dilations,
+                                           self.epilogue.buffer(self.scratch, wide, self.dtype), self.scratch,
+                                           self._tiled_rows)
+                out = np.ascontiguousarray(self.epilogue(acc)[:, :, :out_hw[1]])
+                return [out.transpose(0, 3, 1, 2) if self.nchw else out]
             acc = depthwise(padded, self.weights, out_hw, strides, dilations,
                             self.epilogue.buffer(self.scratch, shape, self.dtype), self.scratch, self._tiled)
         else:

@@ -15,8 +15,56 @@ from .scratch import Scratch
 EXACT_LIMIT = {np.dtype(np.float32): 2.0 ** 24, np.dtype(np.float64): 2.0 ** 53}
 
 
-# below this many outputs one einsum call beats the tap loop's 2 * kh * kw calls
+# below this many outputs one einsum call beats the tap loop's 2 * kh * kw calls; below FEW_CHANNELS
+# channels the einsum runs faster on the taps copied into [pixels, kh*kw, C]
 SMALL_DEPTHWISE = 16384
+FEW_CHANNELS = 32
+
+
+# numpy applies a per-channel constant to [rows, L] (the constant repeated to length L) several times
+# faster once rows are this long than with rows of one pixel or one image row
+LONG_ROW = 8192
+
+
+def row_length(pixels: int, channels: int) -> int:
+    """A row length for [pixels, channels] values with per-channel constants: a multiple of `channels`
+    dividing pixels * channels, the shortest one of at least LONG_ROW (all of it when smaller)."""
+    if pixels * channels <= LONG_ROW or channels <= 0:
+        return pixels * channels
+    need = -(-LONG_ROW // channels)
+    for d in range(need, min(pixels, 8 * need) + 1):
+        if pixels % d == 0:
+            return d * channels
+    return pixels * channels
+
+
+class ChannelRows:
+    """Per-channel constants [C] repeated for [..., C] values viewed as [rows, row_length], made once per
+    values shape: `rows(values)` -> (values as rows, each constant repeated), or the values and the
+    constants as they are when the values are not contiguous [..., C]."""
+
+    def __init__(self, *constants: np.ndarray):
+        self.constants = constants
+        self.cache: dict = {}
+
+    def __call__(self, values: np.ndarray):
+        key = values.shape
+        tiled = self.cache.get(key)
+        if tiled is None:
+            tiled = self.cache[key] = self._tile(values.shape)
+        if not tiled or not values.flags.c_contiguous:
+            return (values, *self.constants)
+        return (values.reshape(-1, tiled[0]), *tiled[1:])
+
+    def _tile(self, shape: tuple):
+        c = shape[-1] if shape else 0
+        if len(shape) < 2 or not c or any(k.shape != (c,) for k in self.constants):
+            return ()
+        pixels = int(np.prod(shape[:-1]))
+        length = row_length(pixels, c)
+        if not length:
+            return ()
+        return (length, *(np.tile(k, length // c) for k in self.constants))
 
 
 def exact_dtype(bound: float):
@@ -25,6 +73,11 @@ def exact_dtype(bound: float):
         if bound < limit:
             return dt
     return None
+
+
+# (8-bit dtype, zero point) -> the type whose values are x - zero point once the top bit is flipped
+_FLIP_TOP_BIT = {(np.dtype(np.int8), -128): np.uint8, (np.dtype(np.uint8), 128): np.int8}
+FLIP_MIN_SIZE = 4096
 
 
 def pad_hw(x: np.ndarray, pads: tuple, scratch: Scratch, dtype, zero_point: int = 0) -> np.ndarray:
@@ -36,9 +89,15 @@ def pad_hw(x: np.ndarray, pads: tuple, scratch: Scratch, dtype, zero_point: int 
     if not (top or bottom or left or right or zero_point) and x.dtype == dtype:
         return x
     # keyed by the padding too: the border of a shared buffer must be where this call expects it
-    out = scratch.get(f"padded{pads}", (n, h + top + bottom, w + left + right, c), dtype)
+    out = scratch.get(("padded", pads), (n, h + top + bottom, w + left + right, c), dtype)
     interior = out[:, top: top + h, left: left + w]
-    if zero_point:
+    if zero_point and x.size >= FLIP_MIN_SIZE and (x.dtype, zero_point) in _FLIP_TOP_BIT:
+        # int8 - (-128) and uint8 - 128 are the other 8-bit type with the top bit flipped: an 8-bit pass
+        # and a cast copy cost about half a subtracting cast (on small arrays the extra call costs more)
+        flipped = scratch.get("flipped", x.shape, np.uint8)
+        np.bitwise_xor(x.view(np.uint8), np.uint8(0x80), out=flipped)
+        np.copyto(interior, flipped.view(_FLIP_TOP_BIT[x.dtype, zero_point]), casting="unsafe")
+    elif zero_point:
         np.subtract(x, dtype.type(zero_point), out=interior, casting="unsafe")
     else:
         np.copyto(interior, x, casting="unsafe")
@@ -75,11 +134,19 @@ def depthwise(padded, taps: np.ndarray, out_hw, strides, dilations, out: np.ndar
 
     When a tap's (width, channel) axes are one run of memory (unit width stride), `tiled_taps(OW)`
     ([kh, kw, OW*C]: the taps repeated along the width) lets each multiply-add run over whole rows
-    instead of C elements at a time. Small outputs take one einsum instead (fewer calls)."""
+    instead of C elements at a time. Small outputs take one einsum instead (fewer calls), over the taps
+    copied into [pixels, kh*kw, C] when there are few channels."""
     kh, kw, c = taps.shape
     view = windows(padded, out_hw, (kh, kw), strides, dilations)
     if out.size <= SMALL_DEPTHWISE:
-        return np.einsum("nhwijc,ijc->nhwc", view, taps, out=out)
+        if c >= FEW_CHANNELS:
+            return np.einsum("nhwijc,ijc->nhwc", view, taps, out=out)
+        # few channels: numpy's einsum runs short inner loops over the strided view; the taps under
+        # each output copied next to each other first make one contiguous einsum
+        cols = scratch.get("dwcols", view.shape, view.dtype)
+        np.copyto(cols, view)
+        return np.einsum("pkc,kc->pc", cols.reshape(-1, kh * kw, c), taps.reshape(kh * kw, c),
+                         out=out.reshape(-1, c)).reshape(out.shape)
     n, oh, ow = view.shape[:3]
     acc = out
     if tiled_taps is not None and view.strides[2] == c * view.itemsize and view.strides[5] == view.itemsize:
@@ -95,6 +162,66 @@ def depthwise(padded, taps: np.ndarray, out_hw, strides, dilations, out: np.ndar
         for j in range(kw):
             if i or j:
                 np.multiply(tap(i, j), taps[i, j], out=tmp)
+                acc += tmp
+    return out
+
+
+def depthwise_full_width(padded, taps: np.ndarray, out_hw, strides, dilations, out: np.ndarray, scratch: Scratch,
+                         tiled_rows) -> np.ndarray:
+    """Depthwise over one image computed at full width: out [1, OH, Wq, C], columns OW.. junk the caller
+    drops. With unit strides Wq is the padded width and each tap is one contiguous range of the
+    flattened padded input, shifted by (i * dh * Wq + j * dw) * C. With strides (sh, sw) the padded input
+    is first split into its sh * sw phases (rows a mod sh, columns b mod sw; one copy), each [Hq, Wq, C]
+    with Hq, Wq the padded sizes divided by the strides, rounded up; tap (i, j) then reads phase
+    (i*dh mod sh, j*dw mod sw) shifted by (i*dh div sh, j*dw div sw) pixels: again one contiguous range.
+    Every multiply-add runs over long contiguous rows, with `tiled_rows(pixels)` -> [kh, kw, L] (the
+    taps repeated to a row length L that divides pixels * C, see row_length).
+
+    Only the junk columns read past their own row; the last valid output's reads end within their
+    phase, so no read leaves the input (or meets another phase's data in a valid output). The unwritten
+    tail of the last row is zeroed."""
+    kh, kw, c = taps.shape
+    sh, sw = strides
+    _, hp, wp, _ = padded.shape
+    oh, ow = out_hw
+    if (sh, sw) == (1, 1):
+        hq, wq = hp, wp
+        phases = padded.reshape(-1)
+    else:
+        hq, wq = -(-hp // sh), -(-wp // sw)
+        split = scratch.get(("phases", strides), (sh, sw, hq, wq, c), padded.dtype)
+        for a in range(sh):
+            for b in range(sw):
+                part = padded[0, a::sh, b::sw]
+                split[a, b, :part.shape[0], :part.shape[1]] = part
+        phases = split.reshape(-1)
+    flat_out = out.reshape(-1)
+    pixels = (oh - 1) * wq + ow                  # through the last valid output pixel
+    length = pixels * c
+    flat_out[length:] = 0
+    tiled = tiled_rows(pixels)
+    shape = (-1, tiled.shape[-1])
+    acc = flat_out[:length].reshape(shape)
+    if (sh, sw) == (1, 1) and length <= SMALL_DEPTHWISE:
+        # small: every tap as one strided view [kh, kw, rows, L] (tap (i, j) starts (i*dh*Wq + j*dw) * C
+        # in) and one einsum over them: fewer calls than the tap loop (integer sums below the exactness
+        # bound do not depend on their order; float sums may round differently from the plain kernel's)
+        step = phases.itemsize
+        view = np.ndarray((kh, kw, *acc.shape), phases.dtype, phases, 0,   # (numpy checks it stays within)
+                          (dilations[0] * wq * c * step, dilations[1] * c * step, acc.shape[1] * step, step))
+        np.einsum("ijrl,ijl->rl", view, tiled, out=acc)
+        return out
+    tmp = scratch.get("tap", acc.shape, out.dtype)
+    for i in range(kh):
+        qi, pi = divmod(i * dilations[0], sh)
+        for j in range(kw):
+            qj, pj = divmod(j * dilations[1], sw)
+            start = (((pi * sw + pj) * hq + qi) * wq + qj) * c
+            src = phases[start: start + length].reshape(shape)
+            if i == j == 0:
+                np.multiply(src, tiled[0, 0], out=acc)
+            else:
+                np.multiply(src, tiled[i, j], out=tmp)
                 acc += tmp
     return out
 

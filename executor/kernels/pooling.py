@@ -16,7 +16,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from nnapi.codes import OperationCode as Op
 
 from ..registry import kernel, prepare
-from .common import QUANT8, apply_fuse, explicit_out_size, from_nhwc, implicit_padding, to_nhwc
+from .common import QUANT8, apply_fuse, clip_ufunc, explicit_out_size, from_nhwc, fuse_range, implicit_padding, to_nhwc
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,29 @@ class PreparedPool:
         if p is None:
             p = pool_params(ctx)
             self.params[key] = p
+        if self.reduce is _average and x.code in QUANT8 and not p.nchw and p.filter == key[1:3] \
+                and not any(p.pads) and key[0] and key[3]:
+            return [_global_average_quant(ctx, x, p)]
         return _run_pool(ctx, self.reduce, p)
+
+
+def _global_average_quant(ctx, x, p: PoolParams) -> np.ndarray:
+    """The quantized average pool whose one window is the whole image (NHWC, no padding): _average's
+    rounded integer mean with every count h * w, as one sum over the image instead of window views."""
+    _, h, w, _ = x.array.shape
+    sums = x.array.sum(axis=(1, 2), keepdims=True, dtype=np.int64)
+    count = h * w
+    mean = np.abs(sums)
+    mean += count // 2
+    mean //= count
+    if x.array.dtype.kind == "i":   # (unsigned sums are never negative)
+        mean *= np.sign(sums)
+    out = ctx.out_type()
+    try:
+        lo, hi = fuse_range(p.fuse, out.code, out.scale, out.zero_point)
+    except ValueError as e:  # an invalid fuse code
+        ctx.fail(str(e))
+    return clip_ufunc(mean, lo, hi, out=mean).astype(out.dtype)
 
 
 @prepare(*_REDUCE)

@@ -15,7 +15,9 @@ At compile time the accumulator bound picks the cheapest exact way to evaluate i
 
 * "float": every numerator below 2^53, so float64 holds it exactly; the division
   by 2^(31+e) is folded into the constants (scaling by a power of two is exact)
-  and the float accumulator is read directly: about five passes;
+  and the float accumulator is read directly: four passes (multiply, add, clip,
+  cast), over long rows with the per-channel constants repeated, the multiplier a
+  float64 scalar when every channel shares it;
 * "int": the numerator fits int64: the same formula in in-place int64 passes;
 * "reference": a channel shifts left (multiplier >= 1): fixedpoint.py as is.
 """
@@ -23,7 +25,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .common import clip_ufunc as _clip
 from .fixedpoint import INT32_MAX, INT32_MIN, multiply_by_quantized_multiplier, quantize_multipliers
+from .gemm import ChannelRows
 from .scratch import Scratch
 
 
@@ -68,43 +72,42 @@ class Requantizer:
             self.sf = self.sign * scale
             self.threshold = (self.tau1 - self.bias).astype(np.float64)   # acc < this  <=>  x <= tau
             self.offset = offset
-            self.tiled: dict = {}
+            self.tiled = ChannelRows(self.mf, self.cf, self.threshold, self.sf)
+            # one multiplier for every channel (per-tensor filters): a scalar, which numpy applies
+            # several times faster than a broadcast row (the same float64 value either way)
+            # (a numpy float64: a Python float would let numpy multiply a float32 accumulator in float32)
+            self.mf_scalar = self.mf[0] if self.mf.size and np.all(self.mf == self.mf[0]) else None
         elif x_bound * m_max + max(abs(v) for v in c) + 2.0 ** 31 < 2.0 ** 62:
             self.mode = "int"
             self.c = np.array(c, np.int64)
 
     def __call__(self, acc) -> np.ndarray:
-        acc = np.asarray(acc)
+        if type(acc) is not np.ndarray:
+            acc = np.asarray(acc)
         if self.mode == "float":
             return self._float(acc)
         x = self.scratch.get("x", acc.shape, np.int64)
         np.copyto(x, acc, casting="unsafe")
         x += self.bias
         if self.clamp:
-            np.clip(x, INT32_MIN, INT32_MAX, out=x)
+            _clip(x, INT32_MIN, INT32_MAX, out=x)
         if self.mode == "int":
             self._int(x)
         else:
             x = multiply_by_quantized_multiplier(x, self.m, self.shift) + self.zero_point
-        np.clip(x, self.lo, self.hi, out=x)
+        _clip(x, self.lo, self.hi, out=x)
         return x.astype(self.dtype)
 
     def _rows(self, acc: np.ndarray):
-        """acc as [rows, W*C] with the per-channel constants repeated W times, when acc [..., W, C] is
-        contiguous: numpy then broadcasts whole rows instead of C values at a time."""
-        if acc.ndim < 3 or not acc.flags.c_contiguous:
-            return acc, self.mf, self.cf, self.threshold, self.sf
-        width = acc.shape[-2]
-        tiled = self.tiled.get(width)
-        if tiled is None:
-            tiled = self.tiled[width] = tuple(np.tile(v, width) for v in (self.mf, self.cf, self.threshold, self.sf))
-        return (acc.reshape(-1, tiled[0].size), *tiled)
+        """acc as [rows, L] with the per-channel constants repeated to length L (gemm.ChannelRows), when
+        acc [..., C] is contiguous: numpy then broadcasts long rows instead of C values at a time."""
+        return self.tiled(acc)
 
     def _float(self, acc: np.ndarray) -> np.ndarray:
         shape = acc.shape
         acc, mf, cf, threshold, sf = self._rows(acc)
         t = self.scratch.get("t", acc.shape, np.float64)
-        np.multiply(acc, mf, out=t)
+        np.multiply(acc, mf if self.mf_scalar is None else self.mf_scalar, out=t)
         t += cf
         if self.needs_sign:
             mask = self.scratch.get("mask", acc.shape, np.bool_)
@@ -114,7 +117,7 @@ class Requantizer:
             t -= correction
         t = t.reshape(shape)
         off = self.offset
-        np.clip(t, self.lo + off, self.hi + off, out=t)
+        _clip(t, self.lo + off, self.hi + off, out=t)
         if self.lo + off >= 0 and self.hi + off <= 255:   # non-negative: the uint8 cast is the floor
             out = t.astype(np.uint8)
             if off:  # back from the offset 128 of int8: flip the top bit

@@ -18,10 +18,16 @@ class Scratch:
     def __init__(self):
         self._local = threading.local()
 
-    def get(self, name: str, shape: tuple, dtype) -> np.ndarray:
-        """The array for (name, shape, dtype): zeroed when first made, afterwards as its last user left it."""
-        arrays = self._local.__dict__.setdefault("arrays", {})
-        key = (name, shape, np.dtype(dtype))
+    def get(self, name, shape: tuple, dtype) -> np.ndarray:
+        """The array for (name, shape, dtype): zeroed when first made, afterwards as its last user left it.
+        `name` is any hashable; `dtype` is used in the key as given (np.float32 and np.dtype("float32")
+        name two arrays: only a little memory, and the lookup stays one dict access)."""
+        local = self._local
+        try:
+            arrays = local.arrays
+        except AttributeError:
+            arrays = local.arrays = {}
+        key = (name, shape, dtype)
         a = arrays.get(key)
         if a is None:
             a = arrays[key] = np.zeros(shape, dtype)

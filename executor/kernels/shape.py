@@ -12,7 +12,7 @@ import numpy as np
 
 from nnapi.codes import OperationCode as Op
 
-from ..registry import kernel
+from ..registry import kernel, prepare
 from .common import QUANT8, requantize
 
 
@@ -209,3 +209,31 @@ def channel_shuffle(ctx):
     moved = np.moveaxis(x, axis, -1)
     shuffled = moved.reshape(*moved.shape[:-1], groups, channels // groups).swapaxes(-1, -2)
     return [np.moveaxis(shuffled.reshape(moved.shape), -1, axis)]
+
+
+class PreparedReshape:
+    """RESHAPE with a constant shape: the shape read once, its -1 resolved once per input size."""
+
+    def __init__(self, pctx):
+        self.kernel = pctx.step.kernel
+        self.shape = [int(v) for v in pctx.inputs[1].array.reshape(-1)]
+        self.resolved: dict = {}
+
+    def __call__(self, ctx):
+        v = ctx.inputs[0]
+        if v is None:
+            return self.kernel(ctx)
+        x = v.array
+        shape = self.resolved.get(x.size)
+        if shape is None:
+            out = self.kernel(ctx)   # checks the shape (and fails as the kernel does)
+            self.resolved[x.size] = out[0].shape
+            return out
+        return [x.reshape(shape)]
+
+
+@prepare(Op.RESHAPE)
+def prepare_reshape(pctx):
+    if not pctx.is_runtime(0) or pctx.inputs[1] is None or pctx.is_runtime(1):
+        return None
+    return PreparedReshape(pctx)

@@ -419,3 +419,280 @@ def test_quantized_unary_table_equals_the_kernel(code):
     fast, slow, prepared = _run_both(m, xq)
     assert prepared[0].table.shape == (256,)
     assert fast.dtype == slow.dtype and np.array_equal(fast, slow)
+
+
+# -- compiled quantized SOFTMAX ------------------------------------------------------------------------
+
+def test_softmax_integer_reciprocal_equals_the_numpy_fixed_point():
+    """The per-row reciprocal in Python integers is fp.one_over_one_plus_x and the headroom as
+    _softmax_quant computes them, for every sum a row can have (edges and random)."""
+    from executor.kernels.softmax import one_over_one_plus_x_int, reciprocal_of_sum
+    # one Q12.19 unit per element at least (the max element's exp), at most 4096 units (2^31 raw)
+    sums = np.concatenate([np.arange(1 << 19, (1 << 19) + 300), RNG.integers(1 << 19, 1 << 31, 3000),
+                           [(1 << 20) - 1, 1 << 20, (1 << 30) - 1, 1 << 30, (1 << 31) - 1]]).astype(np.int64)
+    headroom = fp.count_leading_zeros32(sums)
+    want_recip = fp.one_over_one_plus_x((sums << headroom) - (1 << 31))
+    want_shift = 12 - headroom + 31 - 8
+    got = [reciprocal_of_sum(int(s)) for s in sums]
+    assert [g[0] for g in got] == want_recip.tolist() and [g[1] for g in got] == want_shift.tolist()
+    a = np.concatenate([RNG.integers(0, 1 << 31, 2000), [0, 1, (1 << 31) - 1, 1 << 30]])
+    assert [one_over_one_plus_x_int(int(v)) for v in a] == fp.one_over_one_plus_x(a).tolist()
+
+
+def _softmax_model(code_t, shape, scale, zp, beta, axis=None):
+    m = nnapi.Model()
+    x = m.add_operand(OperandType(code_t, shape, scale, zp))
+    b = m.add_operand(OperandType(C.FLOAT32))
+    m.set_operand_value(b, np.float32(beta))
+    idx = [x, b]
+    if axis is not None:
+        a = m.add_operand(OperandType(C.INT32))
+        m.set_operand_value(a, np.int32(axis))
+        idx.append(a)
+    out = m.add_operand(OperandType(code_t, shape, 1 / 256, -128 if code_t == C.TENSOR_QUANT8_ASYMM_SIGNED else 0))
+    m.add_operation(Op.SOFTMAX, idx, [out])
+    m.identify_inputs_and_outputs([x], [out])
+    m.finish()
+    return m
+
+
+@pytest.mark.parametrize("qtype", [Q8, QS8])
+@pytest.mark.parametrize("shape,axis,scale,beta", [((1, 10), None, 0.1, 1.0), ((3, 256), None, 0.05, 1.0),
+                                                   ((2, 5, 7), 1, 0.5, 0.7), ((2, 3, 4, 9), 0, 1.0, 2.0),
+                                                   ((4, 100), -1, 0.01, 1e-3 * 1000)])
+def test_quantized_softmax_prepared_equals_the_kernel(qtype, shape, axis, scale, beta):
+    code_t, lo, hi, dt = qtype
+    model = _softmax_model(code_t, shape, scale, (lo + hi) // 2, beta, axis)
+    xs = [RNG.integers(lo, hi, shape, endpoint=True).astype(dt),
+          np.full(shape, lo, dt), np.full(shape, hi, dt)]          # every row flat: equal shares
+    onehot = np.full(shape, lo, dt)
+    onehot.reshape(-1)[::3] = hi                                  # differences of 255 (exp underflows to 0)
+    xs.append(onehot)
+    if shape[-1] == 256:
+        xs.append(np.broadcast_to(np.arange(lo, hi + 1).astype(dt), shape).copy())   # every difference
+    for x in xs:
+        fast, slow, prepared = _run_both(model, x)
+        assert type(prepared[0]).__name__ == "PreparedSoftmax"
+        assert fast.dtype == slow.dtype and np.array_equal(fast, slow)
+
+
+def test_quantized_softmax_many_rows_falls_back_to_the_kernel():
+    model = _softmax_model(C.TENSOR_QUANT8_ASYMM, (200, 3), 0.1, 128, 1.0)
+    x = RNG.integers(0, 256, (200, 3)).astype(np.uint8)
+    fast, slow, _ = _run_both(model, x)
+    assert np.array_equal(fast, slow)
+
+
+# -- RESHAPE with a constant shape --------------------------------------------------------------------
+
+def test_prepared_reshape_equals_the_kernel_and_reports_bad_shapes():
+    m = nnapi.Model()
+    x = m.add_operand(OperandType(C.TENSOR_FLOAT32, (2, 0)))   # the size is known only at run time
+    s = m.add_operand(OperandType(C.TENSOR_INT32, (2,)))
+    m.set_operand_value(s, np.array([-1, 4], np.int32))
+    out = m.add_operand(OperandType(C.TENSOR_FLOAT32, (0, 4)))
+    m.add_operation(Op.RESHAPE, [x, s], [out])
+    m.identify_inputs_and_outputs([x], [out])
+    m.finish()
+    compiled = compile_model(m)
+    assert type(compiled.steps[0].run).__name__ == "PreparedReshape"
+    for cols in (2, 6, 2):   # a new size, another one, then the first again (from the cache)
+        a = RNG.standard_normal((2, cols)).astype(np.float32)
+        y = compiled.run([a], RunState(2.0))[0].array
+        assert np.array_equal(y, a.reshape(-1, 4))
+    with pytest.raises(nnapi.NnapiError):
+        compiled.run([np.zeros((1, 3), np.float32)], RunState(2.0))
+
+
+# -- requantizer: one multiplier for every channel (the scalar form) ----------------------------------
+
+@pytest.mark.parametrize("zp,lo,hi,dtype", [(10, 0, 255, np.uint8), (-128, -128, 127, np.int8), (5, 5, 200, np.uint8)])
+def test_requantizer_with_a_shared_multiplier_equals_the_reference(zp, lo, hi, dtype):
+    bound, channels = 1 << 20, 5
+    reals = np.full(channels, 0.00731)
+    bias = RNG.integers(-(1 << 16), 1 << 16, channels)
+    r = Requantizer(bias, reals, zp, lo, hi, dtype, bound)
+    assert r.mode == "float" and r.mf_scalar is not None
+    acc = RNG.integers(-bound, bound, (40, 7, channels), endpoint=True)   # [rows, width, C]: the tiled form
+    acc[0, 0], acc[0, 1] = bound, -bound
+    got = r(acc.astype(np.float32 if bound < 1 << 24 else np.float64))
+    m, s = fp.quantize_multiplier(float(reals[0]))
+    want = [[[min(hi, max(lo, _mbqm_ref(int(v) + int(bias[c]), m, s) + zp)) for c, v in enumerate(px)]
+             for px in row] for row in acc]
+    assert got.dtype == np.dtype(dtype) and got.tolist() == want
+
+
+# -- unit-stride depthwise at the padded width ---------------------------------------------------------
+
+def _depthwise_model(code_t, x_shape, flt, flt_type, bias, pads, dil, multiplier, out_type, pc=None,
+                     strides=(1, 1)):
+    scalars = [(C.INT32, pads[2]), (C.INT32, pads[3]), (C.INT32, pads[0]), (C.INT32, pads[1]),
+               (C.INT32, strides[1]), (C.INT32, strides[0]), (C.INT32, multiplier), (C.INT32, 0), (C.BOOL, False),
+               (C.INT32, dil[1]), (C.INT32, dil[0])]
+    x_type = OperandType(code_t, x_shape, 0.05, 3) if code_t != C.TENSOR_FLOAT32 else OperandType(code_t, x_shape)
+    return _model(Op.DEPTHWISE_CONV_2D, x_type, flt, flt_type, bias, scalars, out_type, pc)
+
+
+@pytest.mark.parametrize("pads,dil,strides", [((1, 1, 1, 1), (1, 1), (1, 1)), ((0, 3, 2, 1), (2, 1), (1, 1)),
+                                              ((0, 0, 0, 0), (1, 2), (1, 1)), ((0, 1, 0, 1), (1, 1), (2, 2)),
+                                              ((1, 1, 1, 1), (1, 1), (2, 2)), ((2, 0, 1, 2), (2, 3), (3, 2)),
+                                              ("small", (1, 1), (1, 1)), ("small", (2, 1), (1, 1))])
+def test_full_width_depthwise_is_bit_identical(pads, dil, strides):
+    """Depthwise at full width (unit strides: the padded width, one einsum over all taps when small;
+    strides: the input split into its phases; junk columns dropped) against the int64 reference, with
+    extreme inputs and filters in places (uint8, multiplier 1)."""
+    h, w, c, k = (60, 47, 8, 3) if strides == (1, 1) else (151, 94, 8, 3)
+    if pads == "small":
+        h, w, pads = 11, 9, (1, 2, 2, 1)
+    xq = RNG.integers(0, 256, (1, h, w, c)).astype(np.uint8)
+    xq[0, :3] = 255
+    xq[0, -2:, :, :2] = 0
+    wq = RNG.integers(0, 256, (1, k, k, c)).astype(np.uint8)
+    wq[..., 0] = 0
+    bias = RNG.integers(-3000, 3000, c).astype(np.int32)
+    oh = (h + pads[0] + pads[1] - (k - 1) * dil[0] - 1) // strides[0] + 1
+    ow = (w + pads[2] + pads[3] - (k - 1) * dil[1] - 1) // strides[1] + 1
+    assert (oh * ow * c > 16384) != (h == 11)
+    w_zp = 131
+    out_type = OperandType(C.TENSOR_QUANT8_ASYMM, (1, oh, ow, c), 0.05 * 0.004 * 300, 120)
+    model = _depthwise_model(C.TENSOR_QUANT8_ASYMM, xq.shape, wq, OperandType(C.TENSOR_QUANT8_ASYMM, wq.shape, 0.004, w_zp),
+                             bias, pads, dil, 1, out_type, strides=strides)
+    fast, slow, _ = _run_both(model, xq)
+    assert np.array_equal(fast, slow) and fast.flags.c_contiguous
+    acc = _int64_conv(xq, 3, wq[0].transpose(2, 0, 1)[..., None], w_zp, bias, strides, pads, dil, c)
+    real = np.full(c, np.float64(np.float32(0.05) * np.float32(0.004)) / np.float64(np.float32(0.05 * 0.004 * 300)))
+    assert np.array_equal(fast, _requant_ref(acc, real, 120, 0, 255))
+    assert len(np.unique(fast)) > 10 or h == 11
+    # a second run reuses the work arrays (junk columns and the zeroed tail included)
+    again = compile_model(model)
+    assert np.array_equal(again.run([xq], RunState(2.0))[0].array, again.run([xq], RunState(2.0))[0].array)
+
+
+@pytest.mark.parametrize("h,w,c", [(50, 40, 12), (9, 13, 6)])
+def test_full_width_depthwise_float_matches_the_plain_kernel(h, w, c):
+    x = RNG.standard_normal((1, h, w, c)).astype(np.float32)
+    flt = RNG.standard_normal((1, 3, 3, 2 * c)).astype(np.float32)
+    bias = RNG.standard_normal(2 * c).astype(np.float32)
+    model = _depthwise_model(C.TENSOR_FLOAT32, x.shape, flt, OperandType(C.TENSOR_FLOAT32, flt.shape), bias,
+                             (1, 1, 1, 1), (1, 1), 2, OperandType(C.TENSOR_FLOAT32, (1, h, w, 2 * c)))
+    fast, slow, _ = _run_both(model, x)
+    assert fast.shape == (1, h, w, 2 * c) and fast.flags.c_contiguous
+    np.testing.assert_allclose(fast, slow, rtol=1e-5, atol=1e-5)
+
+
+def test_row_length_divides_and_is_long():
+    from executor.kernels.gemm import LONG_ROW, row_length
+    for pixels, channels in [(4096, 32), (97, 5), (10007, 3), (1, 1), (3000, 64), (64 * 66 - 2, 16)]:
+        length = row_length(pixels, channels)
+        assert length % channels == 0 and (pixels * channels) % length == 0
+        assert length >= min(LONG_ROW, pixels * channels)
+
+
+# -- the runtime's per-step loop ------------------------------------------------------------------------
+
+def test_runtime_rechecks_an_output_whose_shape_changes():
+    """Outputs are wrapped without a check when their shape repeats; a new shape is still checked
+    against the declaration, and a dynamic one gets its own type."""
+    m = nnapi.Model()
+    x = m.add_operand(OperandType(C.TENSOR_FLOAT32, (0, 3)))
+    s = m.add_operand(OperandType(C.TENSOR_INT32, (2,)))
+    out = m.add_operand(OperandType(C.TENSOR_FLOAT32, (0, 0)))
+    m.add_operation(Op.RESHAPE, [x, s], [out])
+    m.identify_inputs_and_outputs([x, s], [out])
+    m.finish()
+    compiled = compile_model(m)
+    for rows in (2, 2, 4):
+        a = np.arange(rows * 3, dtype=np.float32).reshape(rows, 3)
+        y = compiled.run([a, np.array([3, -1], np.int32)], RunState(2.0))[0]
+        assert y.array.shape == (3, rows) and y.type.dimensions == (3, rows)
+    m2 = nnapi.Model()
+    x = m2.add_operand(OperandType(C.TENSOR_FLOAT32, (0, 3)))
+    s = m2.add_operand(OperandType(C.TENSOR_INT32, (2,)))
+    out = m2.add_operand(OperandType(C.TENSOR_FLOAT32, (3, 2)))   # declared: only 6 elements fit
+    m2.add_operation(Op.RESHAPE, [x, s], [out])
+    m2.identify_inputs_and_outputs([x, s], [out])
+    m2.finish()
+    compiled = compile_model(m2)
+    shape = np.array([3, -1], np.int32)
+    assert compiled.run([np.zeros((2, 3), np.float32), shape], RunState(2.0))[0].array.shape == (3, 2)
+    with pytest.raises(nnapi.NnapiError):
+        compiled.run([np.zeros((4, 3), np.float32), shape], RunState(2.0))
+
+
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("zp,lo,hi,dtype", [(0, 0, 255, np.uint8), (-128, -128, 127, np.int8), (7, 7, 180, np.uint8)])
+def test_requantizer_on_every_accumulator_value(shared, zp, lo, hi, dtype):
+    """Every integer accumulator up to the bound (so every rounding boundary of every output value),
+    float32 as the GEMMs hand it over, against fixedpoint.py (checked above against the definitions)."""
+    bound = 1 << 20
+    reals = np.full(3, 0.0001731) if shared else np.array([0.0001731, 0.00093, 0.0000412])
+    bias = np.array([12345, -54321, 0])
+    r = Requantizer(bias, reals, zp, lo, hi, dtype, bound)
+    assert r.mode == "float" and (r.mf_scalar is not None) == shared
+    acc = np.arange(-bound, bound + 1, dtype=np.int64)
+    got = r(np.stack([acc] * 3, axis=1).astype(np.float32))
+    m, s = fp.quantize_multipliers(reals)
+    want = np.clip(fp.multiply_by_quantized_multiplier(acc[:, None] + bias, m, s) + zp, lo, hi)
+    assert got.dtype == np.dtype(dtype) and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("qtype,x_zp", [(Q8, 128), (QS8, -128), (Q8, 0), (QS8, 5)])
+@pytest.mark.parametrize("nchw", [False, True])
+def test_padded_input_zero_point_forms(qtype, x_zp, nchw):
+    """x - zero point as the GEMM type: the top-bit flip (uint8 - 128, int8 + 128), the plain cast and
+    the subtracting cast, with a padded border, NHWC and NCHW, against the int64 reference."""
+    code_t, lo, hi, dt = qtype
+    xq = RNG.integers(lo, hi, (1, 7, 6, 5), endpoint=True).astype(dt)
+    xq[0, 0, 0] = lo
+    xq[0, -1, -1] = hi
+    wq = RNG.integers(lo, hi, (4, 3, 3, 5), endpoint=True).astype(dt)
+    w_zp = (lo + hi) // 2
+    bias = RNG.integers(-2000, 2000, 4).astype(np.int32)
+    pads = (1, 2, 1, 0)
+    acc = _int64_conv(xq, x_zp, wq, w_zp, bias, (1, 1), pads, (1, 1), 1)
+    out_scale = float(np.float32(0.05 * 0.01 * max(acc.std(), 1.0) / 40))
+    scalars = [(C.INT32, pads[2]), (C.INT32, pads[3]), (C.INT32, pads[0]), (C.INT32, pads[1]), (C.INT32, 1),
+               (C.INT32, 1), (C.INT32, 0), (C.BOOL, nchw)]
+    x_shape, out_shape = (1, 7, 6, 5), (1, 8, 5, 4)
+    if nchw:
+        x_shape, out_shape = (1, 5, 7, 6), (1, 4, 8, 5)
+    out_zp = (lo + hi + 1) // 2
+    model = _model(Op.CONV_2D, OperandType(code_t, x_shape, 0.05, x_zp), wq, OperandType(code_t, wq.shape, 0.01, w_zp),
+                   bias, scalars, OperandType(code_t, out_shape, out_scale, out_zp))
+    from executor.kernels import gemm
+    fast, slow, _ = _run_both(model, xq.transpose(0, 3, 1, 2) if nchw else xq)
+    assert np.array_equal(fast, slow)
+    flip_at = gemm.FLIP_MIN_SIZE
+    try:   # the same with the top-bit flip on this small input
+        gemm.FLIP_MIN_SIZE = 0
+        flipped, _, _ = _run_both(model, xq.transpose(0, 3, 1, 2) if nchw else xq)
+    finally:
+        gemm.FLIP_MIN_SIZE = flip_at
+    assert np.array_equal(flipped, fast)
+    real = np.full(4, np.float64(np.float32(0.05) * np.float32(0.01)) / np.float64(np.float32(out_scale)))
+    want = _requant_ref(acc, real, out_zp, lo, hi)
+    assert np.array_equal(fast.transpose(0, 2, 3, 1) if nchw else fast, want)
+
+
+@pytest.mark.parametrize("qtype", [Q8, QS8])
+@pytest.mark.parametrize("fuse", [0, 3])
+def test_global_average_pool_quant_equals_the_kernel(qtype, fuse):
+    code_t, lo, hi, dt = qtype
+    m = nnapi.Model()
+    x = m.add_operand(OperandType(code_t, (2, 5, 3, 7), 0.1, (lo + hi) // 2))
+    idx = [x]
+    for v in (0, 0, 0, 0, 1, 1, 3, 5, fuse):   # explicit padding 0, strides 1, filter 3 x 5, fuse
+        i = m.add_operand(OperandType(C.INT32))
+        m.set_operand_value(i, np.int32(v))
+        idx.append(i)
+    out = m.add_operand(OperandType(code_t, (2, 1, 1, 7), 0.1, (lo + hi) // 2))
+    m.add_operation(Op.AVERAGE_POOL_2D, idx, [out])
+    m.identify_inputs_and_outputs([x], [out])
+    m.finish()
+    xs = [RNG.integers(lo, hi, (2, 5, 3, 7), endpoint=True).astype(dt), np.full((2, 5, 3, 7), lo, dt),
+          np.full((2, 5, 3, 7), hi, dt)]
+    xs[0][0, :, :, 0] = lo   # sums at both ends, and ties (sum = count/2 away from a multiple)
+    xs[0][1, :, :, 1] = hi
+    for xq in xs:
+        fast, slow, _ = _run_both(m, xq)
+        assert fast.dtype == slow.dtype and np.array_equal(fast, slow)
