@@ -19,23 +19,17 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
+
+from converters.bench import timeit_ms
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _median_ms(fn, runs: int, warmup: int) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return float(np.median(times))
+    return float(np.median(timeit_ms(fn, runs, warmup)))
 
 
 def _onnx_reference_ms(path: Path, runs: int, warmup: int) -> float:

@@ -19,7 +19,8 @@ from .macs import graph_macs
 from .runners import MissingDependency, litert_interpreter, random_source_inputs, to_nnapi_inputs
 
 
-def _timeit(fn, runs: int, warmup: int) -> list[float]:
+def timeit_ms(fn, runs: int, warmup: int) -> list[float]:
+    """Milliseconds of each of `runs` calls of fn, after `warmup` untimed calls."""
     for _ in range(warmup):
         fn()
     times = []
@@ -56,7 +57,7 @@ def bench(path: str, vs: Optional[str] = None, threads: int = 1, runs: int = 20,
         nn_ins = to_nnapi_inputs(result, ins)
     compiled = compile_model(model)
     state = RunState(nnapi.DEFAULT_LOOP_TIMEOUT_S)
-    ours = _timeit(lambda: compiled.run(nn_ins, state), runs, warmup)
+    ours = timeit_ms(lambda: compiled.run(nn_ins, state), runs, warmup)
     macs = int(sum(graph_macs(source.main))) if source is not None else 0
     out = {"model": Path(path).name, "ours_ms_median": float(np.median(ours)), "ours_ms_spread": _spread(ours),
            "reference": None, "reference_ms_median": None, "reference_ms_spread": None, "ratio": None,
@@ -65,7 +66,7 @@ def bench(path: str, vs: Optional[str] = None, threads: int = 1, runs: int = 20,
            "threads": threads}
     if vs and source is not None:
         ref = _reference_fn(fmt, path, vs, ins, threads)
-        rt = _timeit(ref, runs, warmup)
+        rt = timeit_ms(ref, runs, warmup)
         out.update(reference=vs, reference_ms_median=float(np.median(rt)), reference_ms_spread=_spread(rt),
                    ratio=float(np.median(ours) / np.median(rt)))
     out["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

@@ -93,23 +93,29 @@ def run_nnapi(data: bytes, workdir: Path) -> tuple[str, str]:
 
 
 def run_tflite(data: bytes, workdir: Path) -> tuple[str, str]:
-    import nnapi
     from converters.convert import ConversionError
     from converters.source_graph import SourceError
     from converters.tflite import convert, read
-    from nnapi.serialize import to_bytes
     try:
         read(data)
     except SourceError as e:
         return _require_message(e, "SourceError")
+    try:
+        return convert_and_execute(lambda partial: convert(data, partial=partial))
+    except SourceError as e:
+        return _require_message(e, "SourceError")
+    except ConversionError as e:
+        return _require_message(e, "ConversionError")
+
+
+def convert_and_execute(convert_fn) -> tuple[str, str]:
+    """Convert whole, then (if needed) with partial=True; every unsupported node must say why, and
+    every model built must serialize and run or fail with NnapiError."""
+    import nnapi
+    from nnapi.serialize import to_bytes
     details = []
     for partial in (False, True):
-        try:
-            result = convert(data, partial=partial)
-        except SourceError as e:
-            return _require_message(e, "SourceError")
-        except ConversionError as e:
-            return _require_message(e, "ConversionError")
+        result = convert_fn(partial)
         if not result.complete:
             if not all(n.reason for n in result.unsupported):
                 raise Finding("an unsupported node has no reason")
@@ -175,10 +181,8 @@ def run_onnx(data: bytes, workdir: Path) -> tuple[str, str]:
     """converters.onnx.read (bytes and path) and convert (whole, then partial), then execute the models.
     Allowed: success, SourceError, a result with unsupported nodes (each with a reason), NnapiError at
     run time. ConversionError (the converter built an invalid NNAPI model) is a finding."""
-    import nnapi
     from converters.onnx import convert, read
     from converters.source_graph import SourceError
-    from nnapi.serialize import to_bytes
     try:
         try:
             _no_secret(read(data))
@@ -189,25 +193,10 @@ def run_onnx(data: bytes, workdir: Path) -> tuple[str, str]:
             _no_secret(read(str(path)))
         except SourceError as e:
             return _onnx_source_error(e)
-        details = []
-        for partial in (False, True):
-            try:
-                result = convert(str(path), partial=partial)
-            except SourceError as e:
-                return _onnx_source_error(e)
-            if not result.complete:
-                if not all(n.reason for n in result.unsupported):
-                    raise Finding("an unsupported node has no reason")
-                details.append(f"{len(result.unsupported)} unsupported")
-            for m in result.models:
-                to_bytes(m)
-                try:
-                    details.append(_execute(m))
-                except nnapi.NnapiError as e:
-                    details.append(_require_message(e, "NnapiError at run time")[1])
-            if result.complete:
-                break
-        return "ok", "; ".join(details)
+        try:
+            return convert_and_execute(lambda partial: convert(str(path), partial=partial))
+        except SourceError as e:
+            return _onnx_source_error(e)
     finally:
         onnx_cleanup(workdir)
 
