@@ -27,3 +27,16 @@ def add_model(finish=True, const_b=None):
         m.finish()
     return m
 
+
+def dynamic_add_model():
+    """out = a + b with every dimension unknown until execution."""
+    m = nnapi.Model()
+    a = m.add_operand(OperandType(C.TENSOR_FLOAT32, [0, 0]))
+    b = m.add_operand(OperandType(C.TENSOR_FLOAT32, [0, 0]))
+    fuse = m.add_operand(OperandType(C.INT32))
+    out = m.add_operand(OperandType(C.TENSOR_FLOAT32, [0, 0]))
+    m.set_operand_value(fuse, np.int32(0))
+    m.add_operation(Op.ADD, [a, b, fuse], [out])
+    m.identify_inputs_and_outputs([a, b], [out])
+    m.finish()
+    return m

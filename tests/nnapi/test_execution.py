@@ -8,7 +8,7 @@ import pytest
 import nnapi
 from nnapi import Memory, NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
 
-from .helpers import SHAPE, add_model, f32
+from .helpers import SHAPE, add_model, dynamic_add_model, f32
 
 
 def prepared(model=None):
@@ -124,15 +124,7 @@ def test_memory_from_fd_maps_a_file_and_rejects_bad_ranges():
 
 
 def test_unknown_output_shape_and_insufficient_size():
-    m = nnapi.Model()
-    a = m.add_operand(OperandType(C.TENSOR_FLOAT32, [0, 0]))
-    b = m.add_operand(OperandType(C.TENSOR_FLOAT32, [0, 0]))
-    fuse = m.add_operand(OperandType(C.INT32))
-    out = m.add_operand(OperandType(C.TENSOR_FLOAT32, [0, 0]))
-    m.set_operand_value(fuse, np.int32(0))
-    m.add_operation(Op.ADD, [a, b, fuse], [out])
-    m.identify_inputs_and_outputs([a, b], [out])
-    m.finish()
+    m = dynamic_add_model()
     x = np.ones((3, 5), np.float32)
     ex = prepared(m)
     ex.set_input(0, x)

@@ -9,7 +9,7 @@ import pytest
 
 import nnapi
 from nnapi import Memory, NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
-from tests.nnapi.helpers import add_model
+from tests.nnapi.helpers import add_model, dynamic_add_model
 
 SHAPE = (1, 3, 5, 2)
 
@@ -118,19 +118,6 @@ def test_missing_input_or_output_then_fix_it():
 
 
 # -- outputs too small for a shape known only at run time -------------------------------
-
-def dynamic_add_model():
-    m = nnapi.Model()
-    a = m.add_operand(OperandType(C.TENSOR_FLOAT32, [0, 0]))
-    b = m.add_operand(OperandType(C.TENSOR_FLOAT32, [0, 0]))
-    fuse = m.add_operand(OperandType(C.INT32))
-    out = m.add_operand(OperandType(C.TENSOR_FLOAT32, [0, 0]))
-    m.set_operand_value(fuse, np.int32(0))
-    m.add_operation(Op.ADD, [a, b, fuse], [out])
-    m.identify_inputs_and_outputs([a, b], [out])
-    m.finish()
-    return m
-
 
 @pytest.mark.parametrize("use_memory", [False, True])
 def test_output_insufficient_size_tells_the_needed_shape(use_memory):
