@@ -344,8 +344,16 @@ def cmd_demo(args) -> int:
 
 # -- parser -------------------------------------------------------------------
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors are invalid input (exit 3), never confused with exit 2 (unsupported operations)."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_INVALID, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="nnapi",
         description="Convert TFLite/ONNX models to Android NNAPI models, run them with a numpy reference "
                     "executor, and check coverage and parity.",
@@ -354,9 +362,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
-    s = sub.add_parser("convert", help="convert a .tflite or .onnx model to a .nnapi model")
+    s = sub.add_parser(
+        "convert", help="convert a .tflite or .onnx model to a .nnapi model",
+        description="Converts every node of a .tflite or .onnx model into NNAPI operations for the target feature "
+                    "level and writes one .nnapi file. If any node cannot be converted it writes nothing, lists "
+                    "every such node with its reason code and exits 2; with --partial it writes each NNAPI "
+                    "partition as OUT.partK.nnapi plus OUT.partitions.json (partitions, CPU fallback nodes, "
+                    "boundary tensors). Example: nnapi convert mobilenet.tflite -o mobilenet.nnapi "
+                    "--feature-level 4 --input-shape input=1,224,224,3. Exit 0 ok, 2 unsupported nodes, "
+                    "3 invalid model or arguments.")
     s.add_argument("model", help="the source model (.tflite or .onnx)")
-    s.add_argument("-o", "--output", required=True, help="the .nnapi file to write")
+    s.add_argument("-o", "--output", required=True, metavar="OUT.nnapi",
+                   help="the .nnapi file to write (with --partial: the stem of the partition files)")
     s.add_argument("--feature-level", type=int, default=8, choices=range(1, 9), metavar="N",
                    help="target NNAPI feature level 1-8 (default 8)")
     s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
@@ -367,11 +384,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="TFLite: convert the subgraph of this signature (default: subgraph 0)")
     s.set_defaults(func=cmd_convert)
 
-    s = sub.add_parser("run", help="run a .nnapi model with the executor")
+    s = sub.add_parser(
+        "run", help="run a .nnapi model with the executor",
+        description="Runs a .nnapi model once with the numpy reference executor and prints each output's dtype, "
+                    "shape, min, max and mean. Example: nnapi run model.nnapi --inputs in.npz -o out.npz")
     s.add_argument("model", help="the .nnapi model")
-    s.add_argument("--inputs", metavar="FILE.npz", help="input arrays by input name (default: seeded random)")
+    s.add_argument("--inputs", metavar="FILE.npz", help="input arrays keyed by input operand name, or input0, input1, ... (default: seeded random "
+                        "inputs in each input's natural range)")
     s.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
-    s.add_argument("-o", "--output", metavar="FILE.npz", help="write the outputs to an .npz file")
+    s.add_argument("-o", "--output", metavar="FILE.npz", help="write the outputs to an .npz file, keyed by output name (or output0, ...)")
     s.set_defaults(func=cmd_run)
 
     s = sub.add_parser("inspect", help="print a .nnapi model: operands, operations and parameters")
@@ -385,14 +406,18 @@ def build_parser() -> argparse.ArgumentParser:
         description="Per node: supported or not, the NNAPI operations it becomes, the lowest feature level it "
                     "needs, and a reason code for unsupported nodes; per feature level 1-8: nodes, fraction of "
                     "nodes and of MACs on NNAPI, partitions and blocking nodes. Several models or a folder give "
-                    "one summary row per model.")
+                    "one summary row per model (an unreadable model is an error row; the batch goes on). "
+                    "Examples: nnapi coverage model.tflite --feature-level all; nnapi coverage models/ --format "
+                    "json -o coverage.json --jobs 4; nnapi coverage model.onnx --fail-under 0.95 (CI gate, exit 2 "
+                    "below). Exit 0 ok, 2 below --fail-under, 3 invalid model or arguments.")
     s.add_argument("models", nargs="+", metavar="MODEL", help=".tflite/.onnx files or folders")
     s.add_argument("--feature-level", default="8", choices=[str(k) for k in range(1, 9)] + ["all"],
                    help="the feature level the per-node table is for (default 8; 'all' = 8 with every level "
                         "summarized)")
-    s.add_argument("--format", choices=["text", "json", "markdown", "html"], default="text")
+    s.add_argument("--format", choices=["text", "json", "markdown", "html"], default="text",
+                   help="report format (default text; json is the nnapi-coverage/1 schema in the README)")
     s.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically)")
-    s.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel workers for many models")
+    s.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel worker processes for many models (default 1)")
     s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
                    help="pin an input's dimensions (repeatable)")
     s.add_argument("--fail-under", type=float, metavar="FRACTION",
@@ -405,39 +430,53 @@ def build_parser() -> argparse.ArgumentParser:
                     "converted NNAPI model with the executor on the same seeded inputs (or --inputs), and compares "
                     "every output. Default tolerances: float32 max|diff| <= 1e-5 + 1e-4*max|ref|; float16/relaxed "
                     "5*2^-10*(1 + max|ref|); quantized 1 stored unit. Exit 0 within tolerance, 1 mismatch, "
-                    "2 unsupported (without --partial), 3 invalid model or input, 4 reference not installed.")
+                    "2 unsupported (without --partial), 3 invalid model or input, 4 reference not installed. "
+                    "Examples: nnapi parity model.tflite --samples 3 --layerwise; nnapi parity model.onnx "
+                    "--model model.nnapi --format json -o parity.json; nnapi parity model.tflite --feature-level 2 "
+                    "--partial.")
     s.add_argument("model", help="the source model (.tflite or .onnx)")
     s.add_argument("--model", dest="converted", metavar="CONVERTED.nnapi",
                    help="check this already-converted file instead of converting afresh")
-    s.add_argument("--feature-level", type=int, default=8, choices=range(1, 9), metavar="N")
+    s.add_argument("--feature-level", type=int, default=8, choices=range(1, 9), metavar="N",
+                   help="conversion target NNAPI feature level 1-8 (default 8)")
     s.add_argument("--reference", choices=["litert", "litert-ref", "onnxruntime"],
-                   help="reference runtime (default: litert for .tflite, onnxruntime for .onnx)")
-    s.add_argument("--inputs", metavar="FILE.npz", help="input arrays by input name")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--samples", type=int, default=1, metavar="K", help="number of seeded random samples")
+                   help="reference runtime (default: litert = LiteRT built-in kernels without XNNPACK for "
+                        ".tflite, onnxruntime for .onnx; litert-ref = LiteRT's reference kernels)")
+    s.add_argument("--inputs", metavar="FILE.npz", help="input arrays by input name (default: seeded random)")
+    s.add_argument("--seed", type=int, default=0, help="seed of the first random sample (default 0)")
+    s.add_argument("--samples", type=int, default=1, metavar="K", help="number of seeded random samples (default 1)")
     s.add_argument("--layerwise", action="store_true", help="find the first NNAPI operation that diverges")
     s.add_argument("--partial", action="store_true", help="check each NNAPI partition of a partly supported model")
-    s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS")
-    s.add_argument("--atol", type=float)
-    s.add_argument("--rtol", type=float)
+    s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
+                   help="pin an input's dimensions, e.g. input=1,224,224,3 (repeatable)")
+    s.add_argument("--atol", type=float, metavar="A", help="absolute tolerance for float outputs (overrides the default)")
+    s.add_argument("--rtol", type=float, metavar="R",
+                   help="tolerance relative to max|ref| for float outputs (overrides the default)")
     s.add_argument("--max-lsb", type=int, metavar="L", help="allowed stored-unit difference for quantized outputs")
-    s.add_argument("--format", choices=["text", "json", "html"], default="text")
-    s.add_argument("-o", "--output", metavar="FILE")
+    s.add_argument("--format", choices=["text", "json", "html"], default="text",
+                   help="report format (default text; json is the schema in the README)")
+    s.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of standard output")
     s.set_defaults(func=cmd_parity)
 
     s = sub.add_parser(
         "bench", help="time the executor against LiteRT / onnxruntime in the same process run",
         description="Median and interquartile spread of the executor's latency and the reference's, their ratio, "
                     "achieved GFLOP/s from the model's MACs, the executor's planned peak of intermediate bytes and "
-                    "the process's peak RSS. Timings are only meaningful as ratios measured in the same run.")
+                    "the process's peak RSS. Only the executor is timed unless --vs names a reference (a .nnapi "
+                    "model has none); a .tflite/.onnx model is converted at feature level 8 and must convert "
+                    "completely. Timings are only meaningful as ratios measured in the same run. Examples: nnapi "
+                    "bench model.tflite --vs litert --runs 50; nnapi bench model.onnx --vs onnxruntime --format "
+                    "json -o bench.json. Exit 0 ok, 2 unsupported nodes, 3 invalid model, 4 reference not "
+                    "installed.")
     s.add_argument("model", help=".tflite, .onnx or .nnapi model")
-    s.add_argument("--vs", choices=["litert", "litert-ref", "onnxruntime"], help="reference runtime to time against")
+    s.add_argument("--vs", choices=["litert", "litert-ref", "onnxruntime"], help="reference runtime to time against (default: none)")
     s.add_argument("--threads", type=int, default=1, help="reference threads (default 1)")
-    s.add_argument("--runs", type=int, default=20)
-    s.add_argument("--warmup", type=int, default=3)
-    s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS")
-    s.add_argument("--format", choices=["text", "json"], default="text")
-    s.add_argument("-o", "--output", metavar="FILE")
+    s.add_argument("--runs", type=int, default=20, metavar="N", help="timed runs (default 20)")
+    s.add_argument("--warmup", type=int, default=3, metavar="W", help="untimed warm-up runs (default 3)")
+    s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
+                   help="pin an input's dimensions, e.g. input=1,224,224,3 (repeatable)")
+    s.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")
+    s.add_argument("-o", "--output", metavar="FILE", help="write the result to FILE instead of standard output")
     s.set_defaults(func=cmd_bench)
 
     s = sub.add_parser(
@@ -447,12 +486,15 @@ def build_parser() -> argparse.ArgumentParser:
                     "memory-mapped at run time) and README.md (CMake lines, minimum Android API level). A .tflite/"
                     ".onnx model is converted first and must convert completely. DIR is written atomically and "
                     "only replaced when empty or written by a previous export. Exit 0 ok, 2 unsupported source "
-                    "nodes (or a model above --feature-level), 3 invalid model or arguments.")
+                    "nodes (or a model above --feature-level), 3 invalid model or arguments. Examples: nnapi export "
+                    "model.tflite -o android/nnapi --name mobilenet --feature-level 4; nnapi export model.nnapi -o "
+                    "out/")
     s.add_argument("model", help="the model (.nnapi, .tflite or .onnx)")
     s.add_argument("--target", choices=["c"], default="c", help="what to generate (only c: NDK C11)")
     s.add_argument("-o", "--output", required=True, metavar="DIR", help="the folder to write")
     s.add_argument("--feature-level", type=int, choices=range(1, 9), metavar="N",
-                   help="target NNAPI feature level 1-8 (conversion target; refuse models needing more)")
+                   help="target NNAPI feature level 1-8 (conversion target, default 8; with it, a model needing more "
+                        "is refused)")
     s.add_argument("--name", default="model", metavar="PREFIX",
                    help="C identifier prefix of the generated files and functions (default: model)")
     s.set_defaults(func=cmd_export)

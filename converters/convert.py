@@ -128,8 +128,7 @@ def check_input_shapes(source: SourceModel, input_shapes) -> None:
         if known is not None and len(known) and len(known) != len(dims):
             raise ConversionError(f"--input-shape {name}: {len(dims)} dimensions given, input {name!r} has rank "
                                   f"{len(known)} ({t.describe()})")
-        if known is not None and any(k > 0 and k != d for k, d in zip(known, dims)) and \
-                t.shape_signature is not None:
+        if known is not None and any(k > 0 and k != d for k, d in zip(known, dims)):
             raise ConversionError(f"--input-shape {name}: {list(dims)} contradicts the model's static dimensions "
                                   f"{list(known)} (-1 marks the dynamic ones)")
 

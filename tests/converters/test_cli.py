@@ -61,3 +61,12 @@ def test_every_subcommand_has_help():
         r = subprocess.run([sys.executable, "-m", "converters.cli", cmd, "--help"], cwd=ROOT,
                            capture_output=True, text=True)
         assert r.returncode == 0 and "usage: nnapi " + cmd in r.stdout, (cmd, r.stderr)
+
+
+def test_usage_errors_exit_3_not_2(capsys):
+    import pytest
+    for argv in (["convert", str(DEMO)], ["bogus"], ["coverage", str(DEMO), "--format", "pdf"]):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 3
+    assert "usage: nnapi" in capsys.readouterr().err

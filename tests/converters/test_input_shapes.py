@@ -45,3 +45,12 @@ def test_bad_pins_are_reported(dynamic_batch, tmp_path, capsys, pin, message):
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err
     assert not (tmp_path / "o.nnapi").exists()
+
+
+def test_pin_contradicting_a_static_input_is_reported(tmp_path):
+    """A model without shape signatures is fully static: a different pin would silently change it."""
+    from tests.conftest import ROOT
+    with pytest.raises(ConversionError, match="contradicts"):
+        convert(ROOT / "samples" / "mobilenet_float.tflite", input_shapes={"image": (1, 16, 16, 3)})
+    assert main(["convert", str(ROOT / "samples" / "mobilenet_float.tflite"), "-o", str(tmp_path / "m.nnapi"),
+                 "--input-shape", "image=1,32,32,3"]) == 0  # the same shape pinned is fine
