@@ -231,9 +231,11 @@ def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: 
     outputs = list(graph.outputs) if outputs is None else outputs
     for t in inputs:
         ctx.operand(t)  # model inputs first, in the source order
+    emitted_by: list = []  # NNAPI operation index -> the source node that emitted it
     for k in node_indexes:
         if not graph.nodes[k].folded:
-            _run_converter(graph.nodes[k], ctx)
+            emitted = _run_converter(graph.nodes[k], ctx)
+            emitted_by.extend(graph.nodes[k] for _ in emitted)
     missing = [t for t in ctx.free_inputs if t not in inputs]
     if missing:
         names = ", ".join(repr(graph.tensors[t].name) for t in missing)
@@ -246,12 +248,23 @@ def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: 
         model.identify_inputs_and_outputs([ctx.operand_of[t] for t in inputs], [ctx.operand_of[t] for t in outputs])
         model.finish()
     except NnapiError as e:
-        raise ConversionError(f"{graph.name}: the converted model is invalid: {e.message}") from None
+        # every node passed its own check, so the source's tensor shapes/types disagree between nodes
+        raise ConversionError(f"{graph.name}: {_source_of(e.message, emitted_by)}the converted model is invalid "
+                              f"(the source model's tensor shapes or types are inconsistent): {e.message}") from None
     problems = model.validate(feature_level)
     if problems:
-        raise ConversionError(f"{graph.name}: the converted model does not fit feature level {feature_level}: "
-                              + "; ".join(problems[:5]))
+        raise ConversionError(f"{graph.name}: {_source_of(problems[0], emitted_by)}the converted model does not fit "
+                              f"feature level {feature_level}: " + "; ".join(problems[:5]))
     return model, ctx
+
+
+def _source_of(problem: str, emitted_by: list) -> str:
+    """'node k (Op 'name'): ' for the source node behind the first 'operation N' a problem names."""
+    import re
+    m = re.search(r"operation (\d+)", problem)
+    if m and int(m.group(1)) < len(emitted_by):
+        return f"{emitted_by[int(m.group(1))].label()}: "
+    return ""
 
 
 def build_subgraph_model(source: SourceModel, k: int, feature_level: int, cache: dict) -> nnapi.Model:

@@ -180,7 +180,8 @@ def _onnx_source_error(e: Exception) -> tuple[str, str]:
 def run_onnx(data: bytes, workdir: Path) -> tuple[str, str]:
     """converters.onnx.read (bytes and path) and convert (whole, then partial), then execute the models.
     Allowed: success, SourceError, a result with unsupported nodes (each with a reason), NnapiError at
-    run time. ConversionError (the converter built an invalid NNAPI model) is a finding."""
+    run time, or a ConversionError whose message names the source node (inconsistent source shapes)."""
+    from converters.convert import ConversionError
     from converters.onnx import convert, read
     from converters.source_graph import SourceError
     try:
@@ -197,6 +198,8 @@ def run_onnx(data: bytes, workdir: Path) -> tuple[str, str]:
             return convert_and_execute(lambda partial: convert(str(path), partial=partial))
         except SourceError as e:
             return _onnx_source_error(e)
+        except ConversionError as e:  # inconsistent source shapes/types: reported with the node, not a crash
+            return _require_message(e, "ConversionError")
     finally:
         onnx_cleanup(workdir)
 
