@@ -262,6 +262,11 @@ class CompiledModel:
         return self.run_values([self.input_value(k, a) for k, a in enumerate(arrays)], state)
 
     def run_values(self, inputs: Sequence[Optional[Value]], state: RunState) -> list[Optional[Value]]:
+        # float overflow and invalid operations give inf/NaN as IEEE (and Android) define them: no warnings
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+            return self._run_values(inputs, state)
+
+    def _run_values(self, inputs: Sequence[Optional[Value]], state: RunState) -> list[Optional[Value]]:
         env = self._env0.copy()
         for idx, v in zip(self._input_slots, inputs):
             env[idx] = v

@@ -52,6 +52,8 @@ def _quant(graph, node, sp, zp, axis_attr, rank):
         if v is not None and np.asarray(v).dtype.kind in "USOc":
             raise SourceError(f"{node.label()}: {what} has element type {np.asarray(v).dtype}, not a number")
     scales = np.asarray(scale, np.float64).ravel()
+    if zero is not None and not np.isfinite(np.asarray(zero, np.float64)).all():
+        raise SourceError(f"{node.label()}: zero point is not a finite number")
     zeros = np.zeros(scales.shape, np.int64) if zero is None else np.asarray(zero, np.int64).ravel()
     if scales.size == 1 and zeros.size == 1:
         return Quant((float(scales[0]),), (int(zeros[0]),)), (None if zero is None else zero.dtype)

@@ -37,8 +37,9 @@ def _fc_bias(ctx, node, c: int, n: int, a: int, b: int, beta: float) -> int:
         if beta != 1.0 or data.shape != (n,):
             raise Unsupported(Reason.QUANTIZATION_TYPE, f"{node.label()}: a quantized C must be [{n}] with beta 1")
         return ctx.operand(c)
-    return ctx.const(np.broadcast_to(data.astype(np.float32).ravel() * np.float32(beta), (n,)).copy(),
-                     name=f"{ctx.tensor(c).name}/fc_bias")
+    with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 etc. stay as IEEE says, like the source
+        bias = np.broadcast_to(data.astype(np.float32).ravel() * np.float32(beta), (n,)).copy()
+    return ctx.const(bias, name=f"{ctx.tensor(c).name}/fc_bias")
 
 
 def fully_connected(node, ctx, a: int, b: int, c: int = -1, trans_b: bool = False, alpha=1.0, beta=1.0,
