@@ -242,8 +242,22 @@ def tflite_conv_model():
     return result.model
 
 
+def sample_model(filename: str):
+    """A bundled sample converted by its importer (TFLite or ONNX) at feature level 8."""
+    from converters.load import detect_format, importer
+    path = DEMO.parent / filename
+    result = importer(detect_format(path)).convert(path, feature_level=8)
+    assert result.complete, [(n.op, n.reason) for n in result.unsupported]
+    return result.model
+
+
 MODELS = {
     "demo": lambda: nnapi.load(DEMO),
+    "sample_mobilenet_float": lambda: sample_model("mobilenet_float.tflite"),
+    "sample_mobilenet_uint8": lambda: sample_model("mobilenet_uint8.tflite"),
+    "sample_mobilenet_int8": lambda: sample_model("mobilenet_int8.tflite"),
+    "sample_control_flow": lambda: sample_model("control_flow.tflite"),
+    "sample_resnet_onnx": lambda: sample_model("resnet_float.onnx"),
     "float_conv": float_conv_model,
     "uint8": uint8_model,
     "int8_per_channel": int8_per_channel_model,
