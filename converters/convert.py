@@ -82,7 +82,7 @@ class ConversionResult:
 CONTEXT_CLASSES: dict = {}
 
 
-def _new_context(source: SourceModel, g: int, feature_level: int, input_shapes) -> ConversionContext:
+def new_context(source: SourceModel, g: int, feature_level: int, input_shapes) -> ConversionContext:
     cls = CONTEXT_CLASSES.get(source.format, ConversionContext)
     ctx = cls(source.graphs[g], nnapi.Model(name=source.graphs[g].name), feature_level,
               input_shapes, source.format, source.graphs)
@@ -90,7 +90,7 @@ def _new_context(source: SourceModel, g: int, feature_level: int, input_shapes) 
     return ctx
 
 
-def _run_converter(node: SourceNode, ctx: ConversionContext) -> list:
+def run_converter(node: SourceNode, ctx: ConversionContext) -> list:
     """Convert one node into ctx.model; returns the indexes of the operations it emitted."""
     conv = lookup(ctx.fmt, node.op, node.version)
     before = len(ctx.model.operations)
@@ -105,7 +105,7 @@ def _run_converter(node: SourceNode, ctx: ConversionContext) -> list:
     return list(range(before, len(ctx.model.operations)))
 
 
-def _spec_reason(problem: str) -> Reason:
+def spec_reason(problem: str) -> Reason:
     if "needs feature level" in problem:
         return Reason.FEATURE_LEVEL
     if "rank" in problem:
@@ -135,16 +135,16 @@ def check_input_shapes(source: SourceModel, input_shapes) -> None:
 
 def prepare_source(source: SourceModel, input_shapes=None) -> None:
     """Fold what is known before run time (once per source model)."""
-    fold_source(source, lambda g: _new_context(source, g, 8, input_shapes))
+    fold_source(source, lambda g: new_context(source, g, 8, input_shapes))
 
 
 def check_node(source: SourceModel, g: int, node: SourceNode, feature_level: int, input_shapes=None):
     """Supported(min level, emitted op names) or Unsupported for one node at `feature_level`."""
     if node.folded:
         return Supported(1, [], "folded into constants at conversion")
-    ctx = _new_context(source, g, feature_level, input_shapes)
+    ctx = new_context(source, g, feature_level, input_shapes)
     try:
-        emitted = _run_converter(node, ctx)
+        emitted = run_converter(node, ctx)
     except Unsupported as u:
         return u
     model = ctx.model
@@ -155,7 +155,7 @@ def check_node(source: SourceModel, g: int, node: SourceNode, feature_level: int
             continue
         problems = spec.problems(model, k, feature_level)
         if problems:
-            u = Unsupported(_spec_reason(problems[0]), problems[0])
+            u = Unsupported(spec_reason(problems[0]), problems[0])
             if u.reason is Reason.FEATURE_LEVEL:
                 u.feature_level_needed = spec.min_level(model, k)
             return u
@@ -224,7 +224,7 @@ def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: 
                 subgraph_models: Optional[dict] = None) -> tuple[nnapi.Model, ConversionContext]:
     """A finished NNAPI model of the given nodes of graph g (all of them when the whole graph)."""
     graph = source.graphs[g]
-    ctx = _new_context(source, g, feature_level, input_shapes)
+    ctx = new_context(source, g, feature_level, input_shapes)
     if subgraph_models is not None:
         ctx.subgraph_models = subgraph_models
     inputs = list(graph.inputs) if inputs is None else inputs
@@ -234,7 +234,7 @@ def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: 
     emitted_by: list = []  # NNAPI operation index -> the source node that emitted it
     for k in node_indexes:
         if not graph.nodes[k].folded:
-            emitted = _run_converter(graph.nodes[k], ctx)
+            emitted = run_converter(graph.nodes[k], ctx)
             emitted_by.extend(graph.nodes[k] for _ in emitted)
     missing = [t for t in ctx.free_inputs if t not in inputs]
     if missing:
@@ -249,16 +249,16 @@ def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: 
         model.finish()
     except NnapiError as e:
         # every node passed its own check, so the source's tensor shapes/types disagree between nodes
-        raise ConversionError(f"{graph.name}: {_source_of(e.message, emitted_by)}the converted model is invalid "
+        raise ConversionError(f"{graph.name}: {source_of(e.message, emitted_by)}the converted model is invalid "
                               f"(the source model's tensor shapes or types are inconsistent): {e.message}") from None
     problems = model.validate(feature_level)
     if problems:
-        raise ConversionError(f"{graph.name}: {_source_of(problems[0], emitted_by)}the converted model does not fit "
+        raise ConversionError(f"{graph.name}: {source_of(problems[0], emitted_by)}the converted model does not fit "
                               f"feature level {feature_level}: " + "; ".join(problems[:5]))
     return model, ctx
 
 
-def _source_of(problem: str, emitted_by: list) -> str:
+def source_of(problem: str, emitted_by: list) -> str:
     """'node k (Op 'name'): ' for the source node behind the first 'operation N' a problem names."""
     import re
     m = re.search(r"operation (\d+)", problem)

@@ -3,9 +3,7 @@ inputs are the values the branches read from the enclosing graph (ONNX branches 
 implicitly, NNAPI branches take them as explicit inputs, the same list for both); the branch models are
 built like the main graph (ctx.build_subgraph) and passed as SUBGRAPH operands.
 
-Loop is not converted: its trip count and iteration number are int64 (NNAPI has no int64 tensors), its
-body computes the next condition where NNAPI's WHILE evaluates a separate condition model, and its scan
-outputs have no WHILE counterpart; a model needs rewriting before any of that maps."""
+Loop becomes NNAPI WHILE in loop.py (int32 counter, a generated condition model, no scan outputs)."""
 from __future__ import annotations
 
 import numpy as np
