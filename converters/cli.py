@@ -87,18 +87,38 @@ def run_model(model, inputs: list[np.ndarray]) -> list[np.ndarray]:
     import nnapi
     comp = nnapi.Compilation(model)
     comp.finish()
-    ex = nnapi.Execution(comp)
-    for k, arr in enumerate(inputs):
-        ex.set_input(k, arr)
-    outs = []
-    for k, o in enumerate(model.outputs):
-        t = model.operands[o].type
-        _check_run_size(t, f"output operand {o} ({model.operands[o].name or 'unnamed'})")
-        size = t.element_count() or 0
-        buf = np.zeros(max(size, 1 << 16), dtype=t.dtype)  # room for dynamic shapes
-        outs.append(buf)
-        ex.set_output(k, buf)
-    ex.compute()
+    needed = [0] * len(model.outputs)  # elements a run found it needs (shapes known only at run time)
+    while True:
+        ex = nnapi.Execution(comp)
+        for k, arr in enumerate(inputs):
+            ex.set_input(k, arr)
+        outs = []
+        for k, o in enumerate(model.outputs):
+            t = model.operands[o].type
+            _check_run_size(t, f"output operand {o} ({model.operands[o].name or 'unnamed'})")
+            size = max(t.element_count() or 0, needed[k])
+            if size * t.dtype.itemsize > MAX_RUN_TENSOR_BYTES:
+                raise CliError(f"output operand {o} ({model.operands[o].name or 'unnamed'}) needs {size} elements, "
+                               f"more than `nnapi run` allocates ({MAX_RUN_TENSOR_BYTES} bytes)")
+            buf = np.zeros(max(size, 1 << 16), dtype=t.dtype)  # room for dynamic shapes
+            outs.append(buf)
+            ex.set_output(k, buf)
+        try:
+            ex.compute()
+            break
+        except nnapi.NnapiError as e:
+            if e.code != nnapi.ResultCode.OUTPUT_INSUFFICIENT_SIZE:
+                raise
+            grown = False
+            for k in range(len(outs)):
+                try:
+                    n = int(np.prod(ex.get_output_operand_dimensions(k)))
+                except nnapi.NnapiError:
+                    continue
+                if n > outs[k].size:
+                    needed[k], grown = n, True
+            if not grown:
+                raise
     result = []
     for k, buf in enumerate(outs):
         dims = ex.get_output_operand_dimensions(k)

@@ -42,8 +42,8 @@ def fold_source(source: SourceModel, make_context: Callable) -> None:
                 continue
             try:
                 values = fn(node, make_context(g))
-            except Unsupported:
-                continue
+            except (Unsupported, ValueError, IndexError, KeyError, TypeError, ZeroDivisionError, OverflowError):
+                continue  # not foldable, or malformed: its converter checks it and reports it on the node
             if values is None or len(values) != len(node.outputs):
                 continue
             for t, value in zip(node.outputs, values):
@@ -51,4 +51,5 @@ def fold_source(source: SourceModel, make_context: Callable) -> None:
                 arr.flags.writeable = False
                 graph.tensors[t].data = arr
                 graph.tensors[t].shape = arr.shape
+                graph.tensors[t].shape_signature = None  # now static: a stale -1 must not read as dynamic
             node.folded = True

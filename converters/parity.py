@@ -130,6 +130,13 @@ def _to_source_layout(result: ConversionResult, operand: int, value: np.ndarray,
     return from_nnapi_outputs([tensor_dtype], [value])[0]
 
 
+def _rank0_as_source(got: Optional[np.ndarray], ref: np.ndarray) -> Optional[np.ndarray]:
+    """NNAPI holds rank-0 source tensors as [1] (see ConversionContext.shape): back to []."""
+    if got is not None and ref.ndim == 0 and got.shape == (1,):
+        return got.reshape(())
+    return got
+
+
 def _reference_run(fmt: str, path: str, data: bytes, graph, inputs, reference: str, want_all: bool):
     try:
         if fmt == "tflite":
@@ -169,7 +176,28 @@ def _converted_from_file(path: str, source) -> ConversionResult:
     if len(model.inputs) != len(graph.inputs) or len(model.outputs) != len(graph.outputs):
         raise ParityError(f"{path}: {len(model.inputs)} inputs / {len(model.outputs)} outputs, the source model "
                           f"has {len(graph.inputs)} / {len(graph.outputs)}")
-    return ConversionResult(source, model.min_feature_level(), [], model=model, operand_map=operand_map)
+    perms = _saved_layout_perms(model, graph, operand_map) if source.format == "onnx" else {}
+    return ConversionResult(source, model.min_feature_level(), [], model=model, operand_map=operand_map,
+                            operand_perm=perms)
+
+
+def _saved_layout_perms(model, graph, operand_map: dict) -> dict:
+    """The ONNX importer's NCHW -> NHWC layouts of a saved model (the file keeps no operand_perm):
+    an operand whose dimensions are a permutation of its tensor's shape holds np.transpose(tensor,
+    perm); the importer's channels-last perm is preferred, else the only permutation that fits."""
+    from itertools import permutations
+    perms = {}
+    for o, (t_index, _) in operand_map.items():
+        dims, shape = tuple(model.operands[o].type.dimensions or ()), graph.tensors[t_index].shape
+        if shape is None or len(dims) != len(shape) or len(dims) < 3 or dims == tuple(shape) or \
+                sorted(dims) != sorted(shape):
+            continue
+        last = (0, *range(2, len(dims)), 1)
+        fits = [p for p in ([last] if len(dims) > 5 else permutations(range(len(dims))))
+                if tuple(shape[a] for a in p) == dims]
+        if last in fits or len(set(fits)) == 1:
+            perms[o] = last if last in fits else fits[0]
+    return perms
 
 
 def check(model_path: str, *, converted: Optional[str] = None, feature_level: int = 8,
@@ -215,7 +243,8 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
         for j, (o, ref) in enumerate(zip(result.model.outputs, ref_outs)):
             t = graph.tensors[graph.outputs[j]]
             got = _to_source_layout(result, o, got_outs[j], t.dtype) if got_outs[j] is not None else None
-            par = compare(t.name, ref, got, t.quant is not None and ref.dtype.kind in "iu", result.model.relaxed, tol)
+            par = compare(t.name, ref, _rank0_as_source(got, ref), t.quant is not None and ref.dtype.kind in "iu",
+                          result.model.relaxed, tol)
             report.outputs[j:j + 1] = [_merge(report.outputs[j], par) if j < len(report.outputs) else par]
         if layerwise and report.first_divergence is None:
             report.first_divergence = first_divergence(result, trace, ref_tensors, tol)
@@ -262,7 +291,8 @@ def _check_partitions(result: ConversionResult, ref_tensors: dict, tol: dict, pr
         for j, (o, t_index) in enumerate(zip(p.model.outputs, p.outputs)):
             t = graph.tensors[t_index]
             g = _to_source_layout(fake, o, got[j], t.dtype)
-            par = compare(t.name, ref_tensors[t_index], g, t.quant is not None and g.dtype.kind in "iu",
+            par = compare(t.name, ref_tensors[t_index], _rank0_as_source(g, ref_tensors[t_index]),
+                          t.quant is not None and g.dtype.kind in "iu",
                           p.model.relaxed, tol)
             d = {kk: v for kk, v in par.__dict__.items() if kk != "diffs"}
             if j < len(entry["outputs"]):

@@ -74,11 +74,14 @@ def to_nnapi_inputs(result, inputs: Sequence[np.ndarray], model=None) -> list[np
 
 
 def from_nnapi_outputs(source_dtypes: Sequence, outputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Undo the uint8 rewrite of int8 outputs so they compare with the source framework's."""
+    """Undo the uint8 rewrite of int8 outputs, and the int32 form of int64 indices, so they compare
+    with the source framework's."""
     res = []
     for dt, y in zip(source_dtypes, outputs):
         if np.dtype(dt) == np.int8 and y.dtype == np.uint8:
             y = (y.astype(np.int16) - 128).astype(np.int8)
+        elif np.dtype(dt) == np.int64 and y.dtype == np.int32:
+            y = y.astype(np.int64)  # int64 -> int32 at conversion (ConversionContext.bind_output): every index fits
         res.append(y)
     return res
 

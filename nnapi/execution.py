@@ -160,6 +160,8 @@ class Execution:
         opnd = self._operand("input", index)
         memory.check_range(offset, length, f"Execution: input {index}")
         d = self._dims("input", index, opnd, dims)
+        if opnd.type.is_tensor and (not d or any(x == 0 for x in d)) and length:
+            raise bad_data(f"Execution: input {index} ({opnd.type.describe()}) has unknown dimensions; pass dims")
         self._check_length("input", index, opnd, d, length, exact=True)
         self._inputs[index] = _Binding(memory=memory, offset=offset, length=length, dims=d)
 
@@ -244,6 +246,7 @@ class Execution:
             if b is None:
                 raise bad_data(f"Execution: output {k} was not set")
         self._error = None
+        self._output_dims = [None] * len(self._outputs)  # a failed run leaves no dimensions of an earlier one
         self._state = "computing"
 
     def _input_array(self, k: int, b: _Binding):
@@ -292,8 +295,10 @@ class Execution:
                     continue
                 if b.array.shape == data.shape:
                     b.array[...] = data
-                else:
+                elif b.array.flags.c_contiguous:
                     b.array.reshape(-1)[: data.size] = data.reshape(-1)
+                else:  # reshape(-1) would copy: write through the array's own element order
+                    b.array.flat[: data.size] = data.reshape(-1)
         if insufficient:
             k, shape = insufficient[0]
             raise NnapiError(ResultCode.OUTPUT_INSUFFICIENT_SIZE,

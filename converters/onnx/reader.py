@@ -137,6 +137,9 @@ class _Reader:
         types = {}  # tensor name -> TypeProto.tensor_type
         for vi in list(g.input) + list(g.value_info) + list(g.output):
             if vi.type.HasField("tensor_type"):
+                have = types.get(vi.name)
+                if have is not None and have.HasField("shape") and not vi.type.tensor_type.HasField("shape"):
+                    continue  # a shapeless declaration (e.g. a graph input listed as an output) adds nothing
                 types[vi.name] = vi.type.tensor_type
         tensors: list[SourceTensor] = []
         index: dict[str, int] = {}
