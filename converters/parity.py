@@ -222,9 +222,13 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
         if not result.complete and not partial:
             lines = "; ".join(f"node {n.index} {n.op}: {n.reason}" for n in result.unsupported)
             raise ParityError(f"{len(result.unsupported)} node(s) cannot be converted: {lines}", exit_code=2)
+        if result.model is None and not result.partitions:
+            raise ParityError(f"no node of the model runs on NNAPI at feature level {feature_level}: "
+                              f"nothing to compare", exit_code=2)
     graph = source.main
     tol = {"atol": atol, "rtol": rtol, "max_lsb": max_lsb}
-    report = ParityReport(Path(model_path).name, reference, 0, [], feature_level=feature_level,
+    report = ParityReport(Path(model_path).name, reference, 0, [],
+                          feature_level=result.feature_level if converted else feature_level,
                           converted_from=converted)
     try:
         sample_inputs = _inputs_for(graph, inputs, seed, samples, input_shapes)

@@ -148,3 +148,22 @@ def test_fp16_weights_match_litert(tmp_path):
     for level in (1, 4):
         d = check(str(src), feature_level=level, samples=2, layerwise=True).as_dict()
         assert d["passed"] and d["first_divergence"] is None, d
+
+
+def test_partial_with_no_nnapi_partition_is_unsupported_not_pass(tmp_path, capsys):
+    g = GraphBuilder()
+    x = g.input("x", [1, 3, 5, 2])
+    y = g.tensor("y", [1, 3, 5, 2])
+    g.op("CUMSUM", [x, g.const("axis", np.array(3, np.int32))], [y], "CumsumOptions")
+    g.output(y)
+    src = tmp_path / "none.tflite"
+    src.write_bytes(g.finish())
+    assert main(["parity", str(src), "--partial"]) == 2
+    assert "nothing to compare" in capsys.readouterr().err
+
+
+def test_parity_of_a_saved_model_reports_the_level_it_needs(tmp_path):
+    src, conv = tmp_path / "m.tflite", tmp_path / "m.nnapi"
+    three_op_model(src)
+    assert main(["convert", str(src), "-o", str(conv)]) == 0
+    assert check(str(src), converted=str(conv)).as_dict()["feature_level"] == 2  # SUB needs level 2
