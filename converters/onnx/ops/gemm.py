@@ -80,24 +80,24 @@ def batch_matmul(node, ctx, a: int, b: int, adj_a=False, adj_b=False):
     return out
 
 
-@onnx_op("MatMul", versions=(1, OPSET_MAX))
-def matmul(node, ctx):
-    """MatMul: FULLY_CONNECTED for a constant 2-D right operand, else BATCH_MATMUL."""
-    a, b = node.inputs[0], node.inputs[1]
+def _matmul(node, ctx, a: int, b: int) -> None:
+    """FULLY_CONNECTED for a constant 2-D right operand, else BATCH_MATMUL."""
     if ctx.is_const(b) and len(ctx.source_shape(b)) == 2:
         fully_connected(node, ctx, a, b)
     else:
         batch_matmul(node, ctx, a, b)
+
+
+@onnx_op("MatMul", versions=(1, OPSET_MAX))
+def matmul(node, ctx):
+    """MatMul: FULLY_CONNECTED for a constant 2-D right operand, else BATCH_MATMUL."""
+    _matmul(node, ctx, node.inputs[0], node.inputs[1])
 
 
 @onnx_op("QLinearMatMul", versions=(10, OPSET_MAX))
 def qlinear_matmul(node, ctx):
     """QLinearMatMul as a quantized FULLY_CONNECTED (constant per-tensor B) or BATCH_MATMUL."""
-    a, b = data_inputs(node)
-    if ctx.is_const(b) and len(ctx.source_shape(b)) == 2:
-        fully_connected(node, ctx, a, b)
-    else:
-        batch_matmul(node, ctx, a, b)
+    _matmul(node, ctx, *data_inputs(node)[:2])
 
 
 @onnx_op("Gemm", versions=(7, OPSET_MAX))
