@@ -169,6 +169,11 @@ class OnnxContext(ConversionContext):
     def output(self, i: int) -> int:
         i = self.resolve(i)
         perm = self.layout.get(i)
+        if perm is None and self.tensor(i).shape is None and self._writes_nhwc(self.node):
+            # the plan cannot give a tensor of unknown rank a layout, so NHWC data would pass as NCHW
+            raise Unsupported(Reason.DYNAMIC_SHAPE, f"{self.node.label()}: output {self.tensor(i).name!r} has "
+                                                    f"unknown rank after a layout change; declare its shape "
+                                                    f"(or run onnx shape inference with the input shapes pinned)")
         if perm is None:
             return super().output(i)
         if i in self.graph.outputs and self.feature_level >= 2:  # write NHWC, transpose back after the node
@@ -187,6 +192,16 @@ class OnnxContext(ConversionContext):
         if i in self.graph.outputs:
             self._note_layout(i, f"NHWC -> NCHW: the output holds np.transpose(output, {perm})")
         return idx
+
+    def _writes_nhwc(self, node) -> bool:
+        """Does `node` compute in NHWC (a 4-D spatial op, or an op fed by a layout-changed operand)?"""
+        if node is None:
+            return False
+        if node.op in layout.SPATIAL:
+            return bool(node.inputs) and node.inputs[0] >= 0 and self.tensor(node.inputs[0]).rank == 4
+        if node.op not in layout.FOLLOW and node.op not in layout.BROADCAST and node.op not in layout.REDUCE:
+            return False  # every other op sees (and writes) the ONNX layout
+        return any(t >= 0 and self.layout.get(self.resolve(t)) is not None for t in node.inputs)
 
     def weight(self, i: int, perm: Optional[tuple] = None, what: str = "weights", rank: Optional[int] = None,
                unsigned: bool = False) -> int:

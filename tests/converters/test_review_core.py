@@ -142,3 +142,37 @@ def test_onnx_graph_input_that_is_also_a_shapeless_output_keeps_its_shape(tmp_pa
     report = check(str(path), layerwise=True)
     assert report.passed, report.as_dict()
 
+
+
+def test_onnx_spatial_output_of_unknown_rank_is_reported_not_silently_nhwc():
+    """MaxPool writing a graph output of unknown rank: NHWC data must not pass as NCHW."""
+    from onnx import TensorProto, helper
+
+    from converters.onnx import convert as onnx_convert
+    from converters.runners import run_converted
+
+    def model(outputs):
+        g = helper.make_graph(
+            [helper.make_node("MaxPool", ["x"], ["t0"], kernel_shape=[2, 2])], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+            [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+    # x is also an output: shape inference leaves t0 without a rank, so no layout can be planned for it
+    r = onnx_convert(model(["x", "t0"]), input_shapes={"x": (1, 2, 4, 6)})
+    assert not r.complete
+    assert r.unsupported[0].reason_code == "dynamic_shape" and "'t0'" in r.unsupported[0].reason
+    # with t0's rank inferred, the output comes back in the ONNX layout
+    r = onnx_convert(model(["t0"]), input_shapes={"x": (1, 2, 4, 6)})
+    x = np.arange(48, dtype=np.float32).reshape(1, 2, 4, 6)
+    (y,) = run_converted(r, [x])
+    np.testing.assert_array_equal(y, _maxpool_2x2(x))
+
+
+def _maxpool_2x2(x):
+    """ONNX MaxPool 2x2, stride 1, no padding, NCHW, written out independently."""
+    n, c, h, w = x.shape
+    out = np.full((n, c, h - 1, w - 1), -np.inf, np.float32)
+    for dy in (0, 1):
+        for dx in (0, 1):
+            out = np.maximum(out, x[:, :, dy:dy + h - 1, dx:dx + w - 1])
+    return out
