@@ -25,6 +25,19 @@ FUSED_TANH, FUSED_SIGN_BIT = 4, 5
 SIGNED_FROM_LEVEL = 4  # TENSOR_QUANT8_ASYMM_SIGNED exists from feature level 4
 
 
+def stored(code: C, data: np.ndarray) -> np.ndarray:
+    """`data` as an operand of `code` stores it: below feature level 4 an int8 tensor becomes
+    TENSOR_QUANT8_ASYMM (see ConversionContext.nnapi_type), its values shifted by +128."""
+    if code == C.TENSOR_QUANT8_ASYMM and data.dtype == np.int8:
+        return (data.astype(np.int16) + 128).astype(np.uint8)
+    return data
+
+
+def int8_from_stored(data: np.ndarray) -> np.ndarray:
+    """Undo `stored` for an int8 source tensor held as uint8."""
+    return (data.astype(np.int16) - 128).astype(np.int8)
+
+
 class ConversionContext:
     def __init__(self, graph: SourceGraph, model: nnapi.Model, feature_level: int,
                  input_shapes: Optional[dict] = None, fmt: str = "tflite", graphs: Sequence[SourceGraph] = (),
@@ -127,10 +140,8 @@ class ConversionContext:
 
     def _constant_data(self, i: int, otype: OperandType) -> np.ndarray:
         t = self.tensor(i)
-        data = t.data
-        if otype.code == C.TENSOR_QUANT8_ASYMM and data.dtype == np.int8:
-            data = (data.astype(np.int16) + 128).astype(np.uint8)  # the uint8 rewrite below level 4
-        elif data.dtype != otype.dtype:
+        data = stored(otype.code, t.data)
+        if data.dtype != otype.dtype:
             data = data.astype(otype.dtype)
         return data.reshape(otype.dimensions)
 

@@ -7,6 +7,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from .context import int8_from_stored, stored
+
 
 class MissingDependency(Exception):
     """A reference runtime is not installed; the message has the pip command."""
@@ -65,8 +67,7 @@ def to_nnapi_inputs(result, inputs: Sequence[np.ndarray], model=None) -> list[np
         x = np.asarray(x)
         if k in perms:
             x = np.ascontiguousarray(np.transpose(x, perms[k]))  # the importer changed this input's layout
-        if x.dtype == np.int8 and t.dtype == np.uint8:
-            x = (x.astype(np.int16) + 128).astype(np.uint8)
+        x = stored(t.code, x)
         if x.ndim == 0 and t.is_tensor:
             x = x.reshape(1)  # rank-0 source tensors are [1] in NNAPI (see ConversionContext.shape)
         out.append(x.astype(t.dtype) if x.dtype != t.dtype else x)
@@ -79,7 +80,7 @@ def from_nnapi_outputs(source_dtypes: Sequence, outputs: Sequence[np.ndarray]) -
     res = []
     for dt, y in zip(source_dtypes, outputs):
         if np.dtype(dt) == np.int8 and y.dtype == np.uint8:
-            y = (y.astype(np.int16) - 128).astype(np.int8)
+            y = int8_from_stored(y)
         elif np.dtype(dt) == np.int64 and y.dtype == np.int32:
             y = y.astype(np.int64)  # int64 -> int32 at conversion (ConversionContext.bind_output): every index fits
         res.append(y)

@@ -23,7 +23,7 @@ import numpy as np
 from nnapi import FuseCode, OperandCode as C, OperandType, OperationCode as Op
 
 from .. import convert as driver
-from ..context import ConversionContext
+from ..context import ConversionContext, stored
 from ..registry import Reason, Supported, Unsupported
 from ..source_graph import SourceModel
 from . import fusion, layout
@@ -222,8 +222,7 @@ class OnnxContext(ConversionContext):
             if cq is not None:
                 cq = (cq[0], tuple(perm).index(cq[1]))
         dims = data.shape or (1,)
-        if otype.code == C.TENSOR_QUANT8_ASYMM and data.dtype == np.int8:
-            data = (data.astype(np.int16) + 128).astype(np.uint8)  # the uint8 rewrite below level 4
+        data = stored(otype.code, data)
         idx = self.model.add_operand(OperandType(otype.code, dims, otype.scale, otype.zero_point),
                                      name=f"{self.tensor(i).name}{'/transposed' if perm else ''}")
         if cq is not None:

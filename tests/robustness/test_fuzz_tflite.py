@@ -217,24 +217,23 @@ def per_channel_bad_axis():
     return bytes(b.Output())
 
 
-def subgraph_index_out_of_range():
+def _if_model(then_index: int):
+    """An IF whose then-branch is subgraph `then_index` (else: subgraph 0, the model itself)."""
     g = GraphBuilder()
     c = g.input("c", [1], "BOOL")
     x = g.input("x", [2])
     out = g.tensor("out", [2])
-    g.op("IF", [c, x], [out], "IfOptions", then_subgraph_index=5, else_subgraph_index=0)
+    g.op("IF", [c, x], [out], "IfOptions", then_subgraph_index=then_index, else_subgraph_index=0)
     g.output(out)
     return g.finish()
+
+
+def subgraph_index_out_of_range():
+    return _if_model(5)
 
 
 def subgraph_refers_to_itself():
-    g = GraphBuilder()
-    c = g.input("c", [1], "BOOL")
-    x = g.input("x", [2])
-    out = g.tensor("out", [2])
-    g.op("IF", [c, x], [out], "IfOptions", then_subgraph_index=0, else_subgraph_index=0)
-    g.output(out)
-    return g.finish()
+    return _if_model(0)
 
 
 def not_tflite():

@@ -10,6 +10,7 @@ from nnapi import OperandCode as C
 from nnapi import OperationCode as Op
 from nnapi.ops import SPECS
 
+from ...context import stored
 from ...registry import Reason, Unsupported
 
 _SCALAR_DTYPES = {C.TENSOR_FLOAT32: np.float32, C.TENSOR_FLOAT16: np.float16, C.TENSOR_INT32: np.int32}
@@ -100,9 +101,7 @@ def broadcast_to(ctx, node, i: int, shape: tuple, perm=None, out: int | None = N
         data = np.broadcast_to(ctx.const_value(ctx.resolve(i)), shape)
         data = data if perm is None else np.transpose(data, perm)
         otype, _ = ctx.nnapi_type(ctx.resolve(i))
-        if otype.code == C.TENSOR_QUANT8_ASYMM and data.dtype == np.int8:
-            data = (data.astype(np.int16) + 128).astype(np.uint8)
-        return ctx.const(np.ascontiguousarray(data.astype(otype.dtype)), otype.code, scale=otype.scale,
+        return ctx.const(np.ascontiguousarray(stored(otype.code, data).astype(otype.dtype)), otype.code, scale=otype.scale,
                          zero_point=otype.zero_point)
     if perm is not None:
         raise Unsupported(Reason.RANK, f"{node.label()}: run-time tensor {ctx.tensor(i).name!r} broadcast "

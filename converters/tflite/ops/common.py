@@ -37,14 +37,6 @@ def reshape(ctx, x: int, out: int, shape: Sequence[int], int32_level: Optional[i
     ctx.emit_form(Op.RESHAPE, "default", [out], input=x, shape=ctx.const(np.asarray(shape, np.int32)))
 
 
-def stored(code: C, data: np.ndarray) -> np.ndarray:
-    """`data` as an operand of `code` stores it: int8 values of a tensor the context rewrote to
-    TENSOR_QUANT8_ASYMM (below feature level 4) shift by 128, like the context's own constants."""
-    if code == C.TENSOR_QUANT8_ASYMM and data.dtype == np.int8:
-        return (data.astype(np.int16) + 128).astype(np.uint8)
-    return data
-
-
 def adopt(ctx, t: int, operand: int) -> int:
     """Make `operand` the NNAPI operand of source tensor t (consumers' ctx.operand(t) returns it)."""
     ctx.operand_of[t] = operand

@@ -13,7 +13,8 @@ from nnapi import OperandCode as C, OperandType, OperationCode as Op
 
 from ...folding import folder as _shared_folder
 from ...registry import Reason, Unsupported
-from .common import adopt, name, otype, reshape, stored, temp
+from ...context import stored
+from .common import adopt, name, otype, reshape, temp
 
 # TFLite tensor types the context maps to NNAPI (others, e.g. INT4, read as raw bytes and must not pass)
 _KNOWN_TYPES = {"FLOAT32", "FLOAT16", "INT32", "UINT8", "INT64", "BOOL", "INT16", "INT8"}

@@ -10,7 +10,8 @@ from nnapi import OperandCode as C, OperandType, PaddingCode
 
 from ...context import FUSE_CODES
 from ...registry import Reason, Unsupported
-from .common import adopt, name, otype, reshape, stored
+from ...context import stored
+from .common import adopt, name, otype, reshape
 
 # TFLite Padding enum -> NNAPI implicit padding: both define SAME as
 # total = max((out - 1) * stride + (k - 1) * dilation + 1 - in, 0), the smaller half first
