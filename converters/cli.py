@@ -54,6 +54,8 @@ def cmd_inspect(args) -> int:
 def random_inputs(model, seed: int = 0) -> list[np.ndarray]:
     """Seeded inputs within each input's natural range (quantized range for quantized types)."""
     from executor.kernels.common import QUANT_RANGE
+
+    from .runners import random_array
     rng = np.random.default_rng(seed)
     arrays = []
     for i in model.inputs:
@@ -63,15 +65,7 @@ def random_inputs(model, seed: int = 0) -> list[np.ndarray]:
             raise CliError(f"input operand {i} ({model.operands[i].name or 'unnamed'}) has unknown dimensions "
                            f"{list(dims)}; pass --inputs with concrete arrays")
         _check_run_size(t, f"input operand {i} ({model.operands[i].name or 'unnamed'})")
-        if t.code in QUANT_RANGE:
-            lo, hi = QUANT_RANGE[t.code]
-            arrays.append(rng.integers(lo, hi + 1, size=dims).astype(t.dtype))
-        elif t.dtype.kind == "f":
-            arrays.append(rng.random(dims).astype(t.dtype))
-        elif t.dtype.kind == "b":
-            arrays.append(rng.integers(0, 2, size=dims).astype(bool))
-        else:
-            arrays.append(rng.integers(0, 4, size=dims).astype(t.dtype))
+        arrays.append(random_array(rng, dims, t.dtype, QUANT_RANGE.get(t.code)))
     return arrays
 
 

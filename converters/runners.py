@@ -110,16 +110,22 @@ def random_source_inputs(graph, seed: int = 0, input_shapes: Optional[dict] = No
         if math.prod(shape) * dt.itemsize > MAX_INPUT_BYTES:
             raise ValueError(f"input {t.name!r} of shape {list(shape)} would need more than "
                              f"{MAX_INPUT_BYTES >> 30} GiB; pass smaller inputs (--inputs or --input-shape)")
-        if dt.kind == "f":
-            arrays.append(rng.random(shape).astype(dt))
-        elif dt == np.bool_:
-            arrays.append(rng.integers(0, 2, shape).astype(bool))
-        elif dt.kind in "iu" and t.quant is not None:
-            info = np.iinfo(dt)
-            arrays.append(rng.integers(info.min, info.max + 1, shape).astype(dt))
-        else:
-            arrays.append(rng.integers(0, 4, shape).astype(dt))
+        qrange = (np.iinfo(dt).min, np.iinfo(dt).max) if dt.kind in "iu" and t.quant is not None else None
+        arrays.append(random_array(rng, shape, dt, qrange))
     return arrays
+
+
+def random_array(rng, shape, dtype, qrange: Optional[tuple] = None) -> np.ndarray:
+    """One input in its natural range: the whole stored range (lo, hi) of a quantized type, [0, 1)
+    for floats, 0/1 for bools, small non-negative integers (0..3) otherwise."""
+    dtype = np.dtype(dtype)
+    if qrange is not None:
+        return rng.integers(qrange[0], qrange[1] + 1, size=shape).astype(dtype)
+    if dtype.kind == "f":
+        return rng.random(shape).astype(dtype)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, size=shape).astype(bool)
+    return rng.integers(0, 4, size=shape).astype(dtype)
 
 
 def run_traced(model, inputs: Sequence[np.ndarray]) -> tuple[list[np.ndarray], dict]:
