@@ -131,6 +131,12 @@ class OpContext:
     def out_type(self, k: int = 0) -> OperandType:
         return self.outputs[k].type
 
+    def output_buffer(self, k: int, shape: tuple, dtype) -> np.ndarray:
+        """An uninitialized array to compute output `k` into: the operand's buffer from the memory plan
+        when it has one that fits (reused run after run), else a fresh array. The kernel must return
+        this array (or a reshape of it) as output `k` and must not keep it after returning."""
+        return self.compiled.output_buffer(self, k, shape, dtype)
+
     def run_subgraph(self, model, values: Sequence[Value]) -> list[Value]:
         """Run a referenced model (IF/WHILE bodies) on Values; returns its output Values."""
         sub = self.compiled.subgraph(model)
@@ -236,6 +242,9 @@ class CompiledModel:
             return preparer(PrepareContext(self, step))
         except Exception:  # noqa: BLE001  (the plain kernel reports the problem at run time)
             return None
+
+    def output_buffer(self, ctx: OpContext, k: int, shape: tuple, dtype) -> np.ndarray:
+        return np.empty(shape, dtype)
 
     def subgraph(self, model) -> "CompiledModel":
         sub = self._cache.get(id(model))
