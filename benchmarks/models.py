@@ -1,6 +1,6 @@
 """Benchmark models authored in memory until the samples directory has real ones:
-a MobileNet-style .tflite network (float32, uint8, int8 with per-channel filters)
-and a small ResNet-style ONNX CNN.
+a MobileNet-style .tflite network (float32, uint8, int8 with per-channel filters),
+a ResNet-stem-style ONNX CNN (convolutions only) and a ResNet-18-shaped one.
 
     python -m benchmarks.models OUT_DIR     # writes every model, prints the paths
 
@@ -140,6 +140,59 @@ def resnet_onnx(seed: int = 0, hw: int = 64, width: int = 32) -> bytes:
     return model.SerializeToString()
 
 
+def resnet18_onnx(seed: int = 0, hw: int = 112, width: int = 32, classes: int = 100) -> bytes:
+    """A ResNet-18-shaped ONNX CNN as exported from PyTorch: 7x7/2 convolution, BatchNormalization, ReLU,
+    3x3/2 MaxPool, four stages of two basic blocks (1x1/2 projection shortcuts), global average pool,
+    Flatten, Gemm."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(seed)
+    nodes, inits = [], []
+    count = iter(range(10 ** 6))
+
+    def conv_bn(x, cin, cout, k, stride, relu=True):
+        n = next(count)
+        w = (rng.standard_normal((cout, cin, k, k)) * np.sqrt(2.0 / (k * k * cin))).astype(np.float32)
+        bn = [np.abs(1 + 0.1 * rng.standard_normal(cout)), 0.1 * rng.standard_normal(cout),
+              0.1 * rng.standard_normal(cout), 1 + 0.1 * np.abs(rng.standard_normal(cout))]
+        inits.append(numpy_helper.from_array(w, f"w{n}"))
+        inits.extend(numpy_helper.from_array(v.astype(np.float32), f"bn{n}_{j}") for j, v in enumerate(bn))
+        nodes.append(helper.make_node("Conv", [x, f"w{n}"], [f"c{n}"], pads=[k // 2] * 4, strides=[stride] * 2,
+                                      kernel_shape=[k, k]))
+        nodes.append(helper.make_node("BatchNormalization", [f"c{n}"] + [f"bn{n}_{j}" for j in range(4)],
+                                      [f"n{n}"], epsilon=1e-5))
+        if not relu:
+            return f"n{n}"
+        nodes.append(helper.make_node("Relu", [f"n{n}"], [f"r{n}"]))
+        return f"r{n}"
+
+    x = conv_bn("input", 3, width, 7, 2)
+    nodes.append(helper.make_node("MaxPool", [x], ["pool"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]))
+    x, ch = "pool", width
+    for stage in range(4):
+        out_ch = width * 2 ** stage
+        for block in range(2):
+            stride = 2 if stage and not block else 1
+            y = conv_bn(conv_bn(x, ch, out_ch, 3, stride), out_ch, out_ch, 3, 1, relu=False)
+            short = conv_bn(x, ch, out_ch, 1, stride, relu=False) if stride != 1 or ch != out_ch else x
+            n = next(count)
+            nodes.append(helper.make_node("Add", [y, short], [f"sum{n}"]))
+            nodes.append(helper.make_node("Relu", [f"sum{n}"], [f"block{n}"]))
+            x, ch = f"block{n}", out_ch
+    fc_w = (rng.standard_normal((classes, ch)) / np.sqrt(ch)).astype(np.float32)
+    inits += [numpy_helper.from_array(fc_w, "fc_w"), numpy_helper.from_array(np.zeros(classes, np.float32), "fc_b")]
+    nodes += [helper.make_node("GlobalAveragePool", [x], ["gap"]), helper.make_node("Flatten", ["gap"], ["flat"]),
+              helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["output"], transB=1)]
+    graph = helper.make_graph(nodes, "resnet18",
+                              [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, hw, hw])],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, classes])],
+                              initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model.SerializeToString()
+
+
 def write_all(out_dir) -> list[Path]:
     """Write every benchmark model into `out_dir`; returns their paths."""
     out = Path(out_dir)
@@ -149,9 +202,10 @@ def write_all(out_dir) -> list[Path]:
         p = out / f"bench_mobilenet_{variant}.tflite"
         p.write_bytes(mobilenet(variant))
         paths.append(p)
-    p = out / "bench_resnet_stem.onnx"
-    p.write_bytes(resnet_onnx())
-    paths.append(p)
+    for name, make in (("bench_resnet_stem.onnx", resnet_onnx), ("bench_resnet18.onnx", resnet18_onnx)):
+        p = out / name
+        p.write_bytes(make())
+        paths.append(p)
     return paths
 
 

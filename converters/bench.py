@@ -2,7 +2,8 @@
 
 JSON fields (stable): model, ours_ms_median, ours_ms_spread, reference, reference_ms_median,
 reference_ms_spread, ratio (ours / reference), macs, gflops (achieved by the executor),
-planned_peak_bytes (the executor's peak of live intermediate bytes), peak_rss_bytes."""
+planned_peak_bytes (the executor's peak of live intermediate bytes), arena_bytes (the buffers the plan
+shares among intermediates), peak_rss_bytes."""
 from __future__ import annotations
 
 import resource
@@ -62,7 +63,7 @@ def bench(path: str, vs: Optional[str] = None, threads: int = 1, runs: int = 20,
     out = {"model": Path(path).name, "ours_ms_median": float(np.median(ours)), "ours_ms_spread": _spread(ours),
            "reference": None, "reference_ms_median": None, "reference_ms_spread": None, "ratio": None,
            "macs": macs, "gflops": (2 * macs / (np.median(ours) * 1e6)) if macs else 0.0,
-           "planned_peak_bytes": planned_peak_bytes(compiled), "runs": runs, "warmup": warmup,
+           "planned_peak_bytes": planned_peak_bytes(compiled), "arena_bytes": compiled.plan.arena_bytes, "runs": runs, "warmup": warmup,
            "threads": threads}
     if vs and source is not None:
         ref = _reference_fn(fmt, path, vs, ins, threads)

@@ -331,7 +331,8 @@ def cmd_bench(args) -> int:
         text = (f"{r['model']}: ours {r['ours_ms_median']:.3f} ms (IQR {r['ours_ms_spread']:.3f})"
                 + (f", {r['reference']} {r['reference_ms_median']:.3f} ms (IQR {r['reference_ms_spread']:.3f}), "
                    f"ratio {r['ratio']:.2f}x" if r["reference"] else "")
-                + f"; {r['macs']:,} MACs, {r['gflops']:.2f} GFLOP/s; planned peak {r['planned_peak_bytes']:,} B, "
+                + f"; {r['macs']:,} MACs, {r['gflops']:.2f} GFLOP/s; planned peak {r['planned_peak_bytes']:,} B "
+                  f"(shared buffers {r['arena_bytes']:,} B), "
                   f"peak RSS {r['peak_rss_bytes'] / 2**20:.1f} MiB")
     _write_output(text, args.output)
     return EXIT_OK

@@ -4,6 +4,12 @@ buffer (their lifetimes do not overlap), and the peak bytes that implies.
 
 Constants, model inputs and model outputs are not intermediates: constants and
 inputs belong to the caller, outputs stay alive to the end of the run.
+
+A kernel may return a view of an input (RESHAPE does), so a buffer stays in use
+while any view of it is alive: operands joined by a step that does not promise
+fresh outputs form one alias class, and each member's buffer is kept until the
+last member's last use. A class holding a model output gets no buffers at all:
+the caller keeps the outputs, so they must not be overwritten by the next run.
 """
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ class Plan:
     sizes: dict               # intermediate operand -> bytes (0 when the shape is only known at run time)
     slots: dict = field(default_factory=dict)   # intermediate operand -> buffer slot
     slot_bytes: list = field(default_factory=list)
+    buffer_ends: dict = field(default_factory=dict)   # operand with a slot -> last step its buffer is in use
 
     @property
     def peak_bytes(self) -> int:
@@ -35,12 +42,14 @@ class Plan:
 
     @property
     def arena_bytes(self) -> int:
-        """Bytes of all buffer slots when intermediates with disjoint lifetimes share a slot."""
+        """Bytes of all buffer slots (intermediates with disjoint buffer lifetimes share a slot; slots of
+        operands whose size is known only at run time grow to fit when first used)."""
         return sum(self.slot_bytes)
 
 
-def plan(model, steps) -> Plan:
-    """`steps`: objects with `.inputs` and `.outputs` (operand indexes) in execution order."""
+def plan(model, steps, fresh=None) -> Plan:
+    """`steps`: objects with `.inputs` and `.outputs` (operand indexes) in execution order; `fresh[s]`
+    is True when step s's outputs never share memory with its inputs (default: none promise it)."""
     keep = set(model.outputs) | set(model.inputs) | {i for i, o in enumerate(model.operands) if o.is_constant}
     last_use: dict[int, int] = {}
     defined: dict[int, int] = {}
@@ -58,21 +67,50 @@ def plan(model, steps) -> Plan:
                  if o not in keep or o in model.outputs}
     sizes = {o: model.operands[o].type.byte_size() or 0 for o in lifetimes}
     p = Plan(last_use, [tuple(f) for f in frees], lifetimes, sizes)
-    _assign_slots(p, set(model.outputs))
+    ends = _buffer_ends(model, steps, lifetimes, fresh or [False] * len(steps))
+    _assign_slots(p, ends)
     return p
 
 
-def _assign_slots(p: Plan, outputs: set) -> None:
-    """Greedy by definition order: take the smallest free slot that fits, else grow the largest free
-    one, else open a new slot. Model outputs get slots of their own (the caller keeps them)."""
+def _buffer_ends(model, steps, lifetimes: dict, fresh) -> dict:
+    """Intermediate operand -> the last step its buffer may be read through any alias, for the operands
+    that may live in a shared buffer (none of their aliases is a model output)."""
+    parent: dict[int, int] = {}
+
+    def find(o: int) -> int:
+        while parent.get(o, o) != o:
+            o = parent[o] = parent.get(parent[o], parent[o])
+        return o
+
+    for step, is_fresh in zip(steps, fresh):
+        if is_fresh:
+            continue
+        for o in step.outputs:
+            for i in step.inputs:
+                if i >= 0:
+                    parent[find(i)] = find(o)
+    end: dict[int, int] = {}
+    for o, (_, e) in lifetimes.items():
+        r = find(o)
+        end[r] = max(end.get(r, -1), e)
+    outputs = {find(o) for o in model.outputs}
+    return {o: end[find(o)] for o in lifetimes if find(o) not in outputs}
+
+
+def _assign_slots(p: Plan, ends: dict) -> None:
+    """Greedy by definition order over the operands that may share (`ends`: operand -> last step its
+    buffer is in use): take the smallest free slot that fits, else grow the largest free one, else
+    open a new slot. A slot is free again after the step that ends its operand's buffer."""
     free: list[int] = []
     releases: dict[int, list[int]] = {}
-    for o, (start, end) in sorted(p.lifetimes.items(), key=lambda kv: (kv[1][0], kv[0])):
+    for o, (start, _) in sorted(p.lifetimes.items(), key=lambda kv: (kv[1][0], kv[0])):
+        if o not in ends:
+            continue
         for s in [k for k in releases if k < start]:
             free.extend(releases.pop(s))
         need = p.sizes[o]
         fits = [k for k in free if p.slot_bytes[k] >= need]
-        if o in outputs or not free:
+        if not free:
             slot = len(p.slot_bytes)
             p.slot_bytes.append(need)
         else:
@@ -80,8 +118,8 @@ def _assign_slots(p: Plan, outputs: set) -> None:
             free.remove(slot)
             p.slot_bytes[slot] = max(p.slot_bytes[slot], need)
         p.slots[o] = slot
-        if o not in outputs:
-            releases.setdefault(end, []).append(slot)
+        p.buffer_ends[o] = ends[o]
+        releases.setdefault(ends[o], []).append(slot)
 
 
 def planned_peak_bytes(compiled) -> int:

@@ -14,6 +14,8 @@ last time is wrapped without checking it against the declaration again.
 """
 from __future__ import annotations
 
+import math
+import threading
 import time
 from typing import Optional, Sequence
 
@@ -29,6 +31,13 @@ from .planner import plan
 from .registry import PREPARERS, load_kernels, missing_reason
 
 C = OperandCode
+
+
+class _Quiet(threading.local):
+    depth = 0   # 1 while this thread runs a model under np.errstate (see CompiledModel.run_values)
+
+
+_quiet = _Quiet()
 
 
 class Value:
@@ -67,7 +76,7 @@ class Value:
 class Step:
     """One operation in execution order; `run` is the prepared callable, or the kernel itself."""
 
-    __slots__ = ("index", "code", "kernel", "inputs", "outputs", "output_operands", "frees", "run")
+    __slots__ = ("index", "code", "kernel", "inputs", "outputs", "output_operands", "frees", "run", "slots")
 
     def __init__(self, index, code, kernel, inputs, outputs, output_operands=()):
         self.index, self.code, self.kernel = index, code, kernel
@@ -75,6 +84,7 @@ class Step:
         self.output_operands = list(output_operands)
         self.frees: tuple = ()
         self.run = kernel
+        self.slots: tuple = ()   # per output: its buffer slot in the memory plan, or -1 (a fresh array)
 
 
 class RunState:
@@ -193,18 +203,21 @@ class CompiledModel:
         self.constants: dict[int, Value] = {}
         # work arrays of the prepared operations: they run one at a time, so they share them
         self.scratch = Scratch()
+        # the planned buffers of intermediates (per thread: executions may overlap)
+        self._arena = threading.local()
         self._types: dict[tuple, OperandType] = {}   # (operand, shape) -> type with those dimensions
         for i, opnd in enumerate(model.operands):
             if opnd.is_constant:
                 self.constants[i] = Value(opnd.value, opnd.type, opnd.channel_quant)
-        # free each temporary after its last use
-        self.plan = plan(model, self.steps)
-        for step, f in zip(self.steps, self.plan.frees):
-            step.frees = f
         for sub in model.referenced_models:
             self.subgraph(sub)
         for step in self.steps:
             step.run = self._prepared(step) or step.kernel
+        # free each temporary after its last use; place intermediates in shared buffers by lifetime
+        self.plan = plan(model, self.steps, [bool(getattr(s.run, "fresh_outputs", False)) for s in self.steps])
+        for step, f in zip(self.steps, self.plan.frees):
+            step.frees = f
+            step.slots = tuple(self.plan.slots.get(o, -1) for o in step.outputs)
         self._build_program()
 
     def _build_program(self) -> None:
@@ -244,7 +257,35 @@ class CompiledModel:
             return None
 
     def output_buffer(self, ctx: OpContext, k: int, shape: tuple, dtype) -> np.ndarray:
-        return np.empty(shape, dtype)
+        """Output `k` of ctx's step as a view of its planned buffer (grown when a run-time shape needs
+        more than the plan knew), or a fresh array: for operands without a slot, and while tracing
+        (layerwise parity keeps every intermediate)."""
+        slot = ctx.step.slots[k] if k < len(ctx.step.slots) else -1
+        if slot < 0 or ctx.state is None or ctx.state.trace is not None:
+            return np.empty(shape, dtype)
+        try:
+            views = self._arena.views
+        except AttributeError:
+            views = self._arena.views = {}
+            self._arena.buffers = [None] * len(self.plan.slot_bytes)
+        key = (slot, shape, dtype)
+        view = views.get(key)
+        if view is None:
+            view = views[key] = self._new_view(slot, shape, dtype)
+        return view
+
+    def _new_view(self, slot: int, shape: tuple, dtype) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        need = math.prod(shape) * dtype.itemsize
+        buffers = self._arena.buffers
+        buf = buffers[slot]
+        if buf is None or buf.nbytes < need:
+            # a new (larger) buffer: views of the old one must not be handed out again
+            buf = buffers[slot] = np.empty(max(need, self.plan.slot_bytes[slot], 1), np.uint8)
+            views = self._arena.views
+            for key in [key for key in views if key[0] == slot]:
+                del views[key]
+        return buf[:need].view(dtype).reshape(shape)
 
     def subgraph(self, model) -> "CompiledModel":
         sub = self._cache.get(id(model))
@@ -271,9 +312,15 @@ class CompiledModel:
         return self.run_values([self.input_value(k, a) for k, a in enumerate(arrays)], state)
 
     def run_values(self, inputs: Sequence[Optional[Value]], state: RunState) -> list[Optional[Value]]:
-        # float overflow and invalid operations give inf/NaN as IEEE (and Android) define them: no warnings
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        if _quiet.depth:   # a subgraph run inside one already quiet (IF/WHILE): entered once per execution
             return self._run_values(inputs, state)
+        # float overflow and invalid operations give inf/NaN as IEEE (and Android) define them: no warnings
+        _quiet.depth = 1
+        try:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+                return self._run_values(inputs, state)
+        finally:
+            _quiet.depth = 0
 
     def _run_values(self, inputs: Sequence[Optional[Value]], state: RunState) -> list[Optional[Value]]:
         env = self._env0.copy()

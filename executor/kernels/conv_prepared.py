@@ -50,13 +50,14 @@ _CODES = (C.TENSOR_FLOAT32, *QUANT8)
 
 class Epilogue:
     """Accumulator [..., O] -> output: + bias and the fuse clamp (float, in place: the accumulator is the
-    output), or the requantizer (quantized: the accumulator is scratch)."""
+    output), or the requantizer (quantized: the accumulator is scratch, the result goes to `out`)."""
 
     def __init__(self, pctx, bias, flt, fuse: int, acc_bound: float):
         in_type, out = pctx.operand(0).type, pctx.out_type()
         lo, hi = fuse_range(fuse, out.code, out.scale, out.zero_point)
         channels = bias.array.shape[0]
         self.quant = in_type.code in QUANT8
+        self.out_dtype = out.dtype
         if self.quant:
             self.requant = Requantizer(bias.array, real_multipliers(pctx, in_type.scale, flt, channels),
                                        out.zero_point, lo, hi, out.dtype, acc_bound, pctx.compiled.scratch)
@@ -65,13 +66,21 @@ class Epilogue:
             self.rows = ChannelRows(self.bias)
             self.clamp = None if (lo, hi) == (-np.inf, np.inf) else (np.float32(lo), np.float32(hi))
 
-    def buffer(self, scratch: Scratch, shape: tuple, dtype) -> np.ndarray:
-        """Where the accumulator goes: reused scratch when quantized, a fresh output array when float."""
-        return scratch.get("acc", shape, dtype) if self.quant else np.empty(shape, dtype)
-
-    def __call__(self, acc: np.ndarray) -> np.ndarray:
+    def buffer(self, scratch: Scratch, shape: tuple, dtype, ctx=None) -> np.ndarray:
+        """Where the accumulator goes: reused scratch when quantized; when float, output 0's buffer
+        (given `ctx`: the accumulator has the output's shape) or a fresh array."""
         if self.quant:
-            return self.requant(acc)
+            return scratch.get("acc", shape, dtype)
+        return ctx.output_buffer(0, shape, dtype) if ctx is not None else np.empty(shape, dtype)
+
+    def output(self, ctx, shape: tuple):
+        """Where a quantized result of `shape` goes: output 0's buffer (given ctx), else None (fresh)."""
+        return ctx.output_buffer(0, shape, self.out_dtype) if ctx is not None and self.quant else None
+
+    def __call__(self, acc: np.ndarray, out: np.ndarray = None) -> np.ndarray:
+        """The output values of acc; quantized ones written into `out` (acc's shape) when given."""
+        if self.quant:
+            return self.requant(acc, out)
         rows, bias = self.rows(acc)
         rows += bias
         if self.clamp is not None:
@@ -103,7 +112,12 @@ def gemm_domain(pctx, filters: np.ndarray) -> tuple[float, np.dtype, int]:
 
 class PreparedConv:
     """One convolution with its filter laid out: `gemm` [K, O] (one group), `grouped` [G, K, O/G], or
-    `taps` [kh, kw, O] (depthwise, input channels repeated `multiplier` times)."""
+    `taps` [kh, kw, O] (depthwise, input channels repeated `multiplier` times).
+
+    Results never share memory with the input (the plain kernel's neither): the accumulator is always
+    a new array or a buffer, never the input itself."""
+
+    fresh_outputs = True
 
     def __init__(self, pctx, form, args, layout):
         self.kernel = pctx.step.kernel
@@ -182,30 +196,39 @@ class PreparedConv:
             return self.kernel(ctx)
         padded = pad_hw(x, pads, self.scratch, self.dtype, self.zero_point)
         shape = (n, *out_hw, self.out_channels)
+        # NHWC results are computed straight into output 0's buffer (NCHW ones are a transpose of it)
+        octx = None if self.nchw else ctx
+        epilogue = self.epilogue
         if self.kind == "depthwise":
             if self.multiplier > 1:
                 padded = np.repeat(padded, self.multiplier, axis=3)
             if self._full_width(n, shape, strides, padded):
                 # computed at full width (contiguous taps), the junk columns dropped at the end
                 wide = (1, out_hw[0], -(-padded.shape[2] // strides[1]), self.out_channels)
+                # (the wide accumulator is scratch for float too: the valid columns are copied out)
                 acc = depthwise_full_width(padded, self.weights, out_hw, strides, dilations,
-                                           self.epilogue.buffer(self.scratch, wide, self.dtype), self.scratch,
+                                           self.scratch.get("acc", wide, self.dtype), self.scratch,
                                            self._tiled_rows)
-                out = np.ascontiguousarray(self.epilogue(acc)[:, :, :out_hw[1]])
+                if epilogue.quant:
+                    acc = epilogue(acc, self.scratch.get("wide", wide, epilogue.out_dtype))
+                else:
+                    acc = epilogue(acc)
+                out = np.empty(shape, acc.dtype) if octx is None else octx.output_buffer(0, shape, acc.dtype)
+                np.copyto(out, acc[:, :, :out_hw[1]])
                 return [out.transpose(0, 3, 1, 2) if self.nchw else out]
             acc = depthwise(padded, self.weights, out_hw, strides, dilations,
-                            self.epilogue.buffer(self.scratch, shape, self.dtype), self.scratch, self._tiled)
+                            epilogue.buffer(self.scratch, shape, self.dtype, octx), self.scratch, self._tiled)
         else:
             cols = im2col(padded, out_hw, self.kernel_hw, strides, dilations, self.scratch)
             if self.kind == "gemm":
-                acc = np.matmul(cols, self.weights,
-                                out=self.epilogue.buffer(self.scratch, (cols.shape[0], shape[-1]), self.dtype))
+                acc = epilogue.buffer(self.scratch, shape, self.dtype, octx)
+                np.matmul(cols, self.weights, out=acc.reshape(cols.shape[0], shape[-1]))
             else:
                 g = self.groups
                 cols = cols.reshape(cols.shape[0], -1, g, c // g).transpose(2, 0, 1, 3).reshape(g, cols.shape[0], -1)
                 acc = np.matmul(cols, self.weights).transpose(1, 0, 2)
             acc = acc.reshape(shape)
-        out = self.epilogue(acc)
+        out = epilogue(acc, epilogue.output(octx, shape))
         return [out.transpose(0, 3, 1, 2) if self.nchw else out]
 
 
@@ -238,6 +261,10 @@ def prepare_depthwise_conv_2d(pctx):
 
 
 class PreparedFullyConnected:
+    """FULLY_CONNECTED with its weights laid out [K, O]; results are new arrays or output 0's buffer."""
+
+    fresh_outputs = True
+
     def __init__(self, pctx):
         self.kernel = pctx.step.kernel
         weights, bias = pctx.inputs[1], pctx.inputs[2]
@@ -257,9 +284,9 @@ class PreparedFullyConnected:
         if rows.dtype != self.dtype:
             rows = np.subtract(rows, self.dtype.type(self.zero_point),
                                out=self.scratch.get("rows", rows.shape, self.dtype), casting="unsafe")
-        acc = np.matmul(rows, self.weights,
-                        out=self.epilogue.buffer(self.scratch, (rows.shape[0], self.weights.shape[1]), self.dtype))
-        return [self.epilogue(acc)]
+        shape = (rows.shape[0], self.weights.shape[1])
+        acc = np.matmul(rows, self.weights, out=self.epilogue.buffer(self.scratch, shape, self.dtype, ctx))
+        return [self.epilogue(acc, self.epilogue.output(ctx, shape))]
 
 
 @prepare(Op.FULLY_CONNECTED)

@@ -90,7 +90,10 @@ def transpose_conv_2d(ctx):
 
 
 class PreparedTransposeConv:
-    """TRANSPOSE_CONV_2D with its filter converted once to the exact GEMM type."""
+    """TRANSPOSE_CONV_2D with its filter converted once to the exact GEMM type. Results (the plain
+    kernel's too) are new arrays or output 0's buffer: never a view of the input."""
+
+    fresh_outputs = True
 
     def __init__(self, pctx, form, args):
         self.kernel = pctx.step.kernel
@@ -118,7 +121,8 @@ class PreparedTransposeConv:
             self.pads[x.shape] = _pads(ctx, self.form, self.args, self.nchw, self.weights.shape[1:3], self.strides)
         xf = pad_hw(x, (0, 0, 0, 0), self.scratch, self.dtype, self.zero_point)
         acc = scatter(ctx, xf, self.weights, self.strides, self.pads[x.shape])
-        return [from_nhwc(self.epilogue(acc), self.nchw)]
+        out = self.epilogue.output(None if self.nchw else ctx, acc.shape)
+        return [from_nhwc(self.epilogue(acc, out), self.nchw)]
 
 
 @prepare(Op.TRANSPOSE_CONV_2D)

@@ -95,7 +95,12 @@ def _run_pool(ctx, reduce, p: PoolParams = None):
             raw = apply_fuse(reduce(x, p, inp.code), p.fuse, out.code, out.scale, out.zero_point)
         except ValueError as e:  # an invalid fuse code
             ctx.fail(str(e))
-    return [from_nhwc(np.asarray(raw).astype(out.dtype), p.nchw)]
+    raw = np.asarray(raw)
+    if p.nchw:
+        return [from_nhwc(raw.astype(out.dtype), p.nchw)]
+    result = ctx.output_buffer(0, raw.shape, out.dtype)
+    np.copyto(result, raw, casting="unsafe")
+    return [result]
 
 
 def _float(x: np.ndarray) -> np.ndarray:
@@ -136,7 +141,10 @@ def pool_2d(ctx):
 
 
 class PreparedPool:
-    """A pool whose parameters are constants: they are read and checked once per input shape."""
+    """A pool whose parameters are constants: they are read and checked once per input shape.
+    Every result (the plain kernel's too) is computed anew: never a view of the input."""
+
+    fresh_outputs = True
 
     def __init__(self, reduce):
         self.reduce = reduce
@@ -171,7 +179,10 @@ def _global_average_quant(ctx, x, p: PoolParams) -> np.ndarray:
         lo, hi = fuse_range(p.fuse, out.code, out.scale, out.zero_point)
     except ValueError as e:  # an invalid fuse code
         ctx.fail(str(e))
-    return clip_ufunc(mean, lo, hi, out=mean).astype(out.dtype)
+    clip_ufunc(mean, lo, hi, out=mean)
+    result = ctx.output_buffer(0, mean.shape, out.dtype)
+    np.copyto(result, mean, casting="unsafe")
+    return result
 
 
 @prepare(*_REDUCE)

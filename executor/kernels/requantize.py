@@ -15,9 +15,11 @@ At compile time the accumulator bound picks the cheapest exact way to evaluate i
 
 * "float": every numerator below 2^53, so float64 holds it exactly; the division
   by 2^(31+e) is folded into the constants (scaling by a power of two is exact)
-  and the float accumulator is read directly: four passes (multiply, add, clip,
-  cast), over long rows with the per-channel constants repeated, the multiplier a
-  float64 scalar when every channel shares it;
+  and the float accumulator is read directly: widen, multiply, add, then (8-bit
+  outputs) a truncating cast to int16/int32, the clip there and the cast to the
+  output (cheaper than clipping float64 values), over long rows with the
+  per-channel constants repeated, the multiplier a float64 scalar when every
+  channel shares it;
 * "int": the numerator fits int64: the same formula in in-place int64 passes;
 * "reference": a channel shifts left (multiplier >= 1): fixedpoint.py as is.
 """
@@ -77,15 +79,22 @@ class Requantizer:
             # several times faster than a broadcast row (the same float64 value either way)
             # (a numpy float64: a Python float would let numpy multiply a float32 accumulator in float32)
             self.mf_scalar = self.mf[0] if self.mf.size and np.all(self.mf == self.mf[0]) else None
+            # an 8-bit output whose clamp, offset included, lies in [0, 255]: the float64 values are cast
+            # to the narrowest integer type that holds every |t| (below 2^22: t < 2^53 / 2^31) and clipped there
+            self.int_dtype = None
+            if self.dtype.itemsize == 1 and self.lo + offset >= 0 and self.hi + offset <= 255:
+                t_bound = float(np.max(acc_bound * self.mf + np.abs(self.cf) + np.abs(self.sf), initial=0))
+                self.int_dtype = np.dtype(np.int16 if t_bound < 2.0 ** 15 - 2 else np.int32)
         elif x_bound * m_max + max(abs(v) for v in c) + 2.0 ** 31 < 2.0 ** 62:
             self.mode = "int"
             self.c = np.array(c, np.int64)
 
-    def __call__(self, acc) -> np.ndarray:
+    def __call__(self, acc, out: np.ndarray = None) -> np.ndarray:
+        """The requantized acc; written into `out` (acc's shape, the output dtype) when given."""
         if type(acc) is not np.ndarray:
             acc = np.asarray(acc)
         if self.mode == "float":
-            return self._float(acc)
+            return self._float(acc, out)
         x = self.scratch.get("x", acc.shape, np.int64)
         np.copyto(x, acc, casting="unsafe")
         x += self.bias
@@ -96,18 +105,26 @@ class Requantizer:
         else:
             x = multiply_by_quantized_multiplier(x, self.m, self.shift) + self.zero_point
         _clip(x, self.lo, self.hi, out=x)
-        return x.astype(self.dtype)
+        if out is None:
+            return x.astype(self.dtype)
+        np.copyto(out, x, casting="unsafe")
+        return out
 
     def _rows(self, acc: np.ndarray):
         """acc as [rows, L] with the per-channel constants repeated to length L (gemm.ChannelRows), when
         acc [..., C] is contiguous: numpy then broadcasts long rows instead of C values at a time."""
         return self.tiled(acc)
 
-    def _float(self, acc: np.ndarray) -> np.ndarray:
+    def _float(self, acc: np.ndarray, out: np.ndarray = None) -> np.ndarray:
         shape = acc.shape
         acc, mf, cf, threshold, sf = self._rows(acc)
         t = self.scratch.get("t", acc.shape, np.float64)
-        np.multiply(acc, mf if self.mf_scalar is None else self.mf_scalar, out=t)
+        # (a float32 accumulator widened by a plain copy first: numpy's mixed-type multiply is slower)
+        if acc.dtype == t.dtype:
+            np.multiply(acc, mf if self.mf_scalar is None else self.mf_scalar, out=t)
+        else:
+            np.copyto(t, acc)
+            t *= mf if self.mf_scalar is None else self.mf_scalar
         t += cf
         if self.needs_sign:
             mask = self.scratch.get("mask", acc.shape, np.bool_)
@@ -115,16 +132,28 @@ class Requantizer:
             correction = self.scratch.get("correction", acc.shape, np.float64)
             np.multiply(mask, sf, out=correction)   # (a masked ufunc is many times slower)
             t -= correction
-        t = t.reshape(shape)
         off = self.offset
-        _clip(t, self.lo + off, self.hi + off, out=t)
-        if self.lo + off >= 0 and self.hi + off <= 255:   # non-negative: the uint8 cast is the floor
-            out = t.astype(np.uint8)
+        if self.int_dtype is not None:
+            # t -> integers (a truncating cast: the floor for t >= 0, and below 0 both clip to lo + off >= 0),
+            # clipped there: cheaper than clipping the float64 values and casting those
+            ints = self.scratch.get("ints", t.shape, self.int_dtype)
+            np.copyto(ints, t, casting="unsafe")
+            _clip(ints, self.lo + off, self.hi + off, out=ints)
+            if out is None or not out.flags.c_contiguous:   # (a reshape must be a view of it)
+                out = np.empty(shape, self.dtype)
+            stored = out.reshape(ints.shape).view(np.uint8)
+            np.copyto(stored, ints, casting="unsafe")
             if off:  # back from the offset 128 of int8: flip the top bit
-                np.bitwise_xor(out, np.uint8(0x80), out=out)
-            return out.view(self.dtype) if off else out.astype(self.dtype, copy=False)
+                np.bitwise_xor(stored, np.uint8(0x80), out=stored)
+            return out
+        t = t.reshape(shape)
+        _clip(t, self.lo + off, self.hi + off, out=t)
         np.floor(t, out=t)
-        return (t - off).astype(self.dtype) if off else t.astype(self.dtype)
+        result = (t - off).astype(self.dtype) if off else t.astype(self.dtype)
+        if out is None:
+            return result
+        np.copyto(out, result)
+        return out
 
     def _int(self, x: np.ndarray) -> None:
         """In place: x <- the requantized values (zero point included)."""

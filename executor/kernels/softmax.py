@@ -144,7 +144,10 @@ def reciprocal_of_sum(total: int) -> tuple[int, int]:
 
 class PreparedSoftmax:
     """Quantized SOFTMAX with beta and axis constant: the exp tables (and the exps already divided for
-    the Q12.19 sum) looked up once, the per-row reciprocal in Python integers when rows are few."""
+    the Q12.19 sum) looked up once, the per-row reciprocal in Python integers when rows are few.
+    Results are new arrays or output 0's buffer (the plain kernel's are new): never the input."""
+
+    fresh_outputs = True
 
     MAX_ROWS = 64   # beyond this many rows the kernel's vectorized reciprocal is cheaper
 
@@ -193,8 +196,11 @@ class PreparedSoftmax:
         if self.offset:
             exps += self.offset
         np.minimum(exps, self.hi, out=exps)
-        out = exps.astype(self.dtype)
-        return [np.moveaxis(out, -1, self.axis) if self.axis != self.rank - 1 else out]
+        if self.axis != self.rank - 1:
+            return [np.moveaxis(exps.astype(self.dtype), -1, self.axis)]
+        out = ctx.output_buffer(0, exps.shape, self.dtype)
+        np.copyto(out, exps, casting="unsafe")
+        return [out]
 
 
 @prepare(Op.SOFTMAX)

@@ -6,11 +6,10 @@
   bit for bit, including inputs and filters at the ends of their ranges;
 * prepared and unprepared execution of the same model give identical outputs
   (quantized) or float32-close outputs (float);
-* the memory plan's lifetimes, peak and buffer sharing.
+* (the memory plan: tests/executor/test_memory_plan.py).
 
 No timing here: CI does not time anything.
 """
-import itertools
 
 import numpy as np
 import pytest
@@ -303,32 +302,6 @@ def test_non_constant_filter_runs_the_plain_kernel():
 
 
 # -- the memory plan ----------------------------------------------------------------------------------
-
-def test_plan_lifetimes_peak_and_shared_buffers():
-    """a -> t1 -> t2 -> t3 -> out (ADD with a constant each time): t1 and t3 can share a buffer."""
-    m = nnapi.Model()
-    t = OperandType(C.TENSOR_FLOAT32, (2, 8))
-    a = m.add_operand(t)
-    one = m.add_operand(t)
-    m.set_operand_value(one, np.ones((2, 8), np.float32))
-    fuse = m.add_operand(OperandType(C.INT32))
-    m.set_operand_value(fuse, np.int32(0))
-    chain = [a] + [m.add_operand(t) for _ in range(4)]
-    for src, dst in itertools.pairwise(chain):
-        m.add_operation(Op.ADD, [src, one, fuse], [dst])
-    m.identify_inputs_and_outputs([a], [chain[-1]])
-    m.finish()
-    compiled = compile_model(m)
-    plan = compiled.plan
-    t1, t2, t3, out = chain[1:]
-    assert plan.lifetimes == {t1: (0, 1), t2: (1, 2), t3: (2, 3), out: (3, 3)}
-    assert plan.frees == [(), (t1,), (t2,), (t3,)]
-    assert plan.peak_bytes == 2 * 64   # a step's input and output are alive at once
-    assert plan.slots[t1] == plan.slots[t3] != plan.slots[t2]
-    assert plan.arena_bytes == 3 * 64   # two shared slots + the output's own
-    y = compiled.run([np.zeros((2, 8), np.float32)], RunState(2.0))[0].array
-    assert (y == 4).all()
-
 
 @pytest.mark.parametrize("qtype", [Q8, QS8])
 def test_quantized_transpose_conv_fast_path_is_bit_identical(qtype):
@@ -696,3 +669,120 @@ def test_global_average_pool_quant_equals_the_kernel(qtype, fuse):
     for xq in xs:
         fast, slow, _ = _run_both(m, xq)
         assert fast.dtype == slow.dtype and np.array_equal(fast, slow)
+
+
+# -- requantizer: the integer clip, the output buffer -------------------------------------------------
+
+@pytest.mark.parametrize("reals,int_dtype", [((0.0001731, 0.00093, 0.0000412), np.int16),
+                                             ((0.0301, 0.0093, 0.047), np.int32)])
+@pytest.mark.parametrize("zp,lo,hi,dtype", [(0, 0, 255, np.uint8), (-128, -128, 127, np.int8), (7, 7, 180, np.uint8),
+                                            (-3, -100, 90, np.int8)])
+def test_requantizer_integer_clip_into_a_buffer(reals, int_dtype, zp, lo, hi, dtype):
+    """The float64 values cast to int16 (or int32 when |t| may pass 2^15) and clipped there, written into
+    a given buffer: every accumulator value up to the bound against fixedpoint.py."""
+    bound = 1 << 20
+    bias = np.array([12345, -54321, 0])
+    r = Requantizer(bias, np.array(reals), zp, lo, hi, dtype, bound)
+    assert r.mode == "float" and r.int_dtype == np.dtype(int_dtype)
+    acc = np.arange(-bound, bound + 1, dtype=np.int64)
+    m, s = fp.quantize_multipliers(reals)
+    want = np.clip(fp.multiply_by_quantized_multiplier(acc[:, None] + bias, m, s) + zp, lo, hi)
+    acc3 = np.stack([acc] * 3, axis=1).astype(np.float32)
+    out = np.full(acc3.shape, 1, dtype)
+    got = r(acc3, out)
+    assert got is out and np.array_equal(got, want)
+    strided = np.zeros((acc3.shape[0], 6), np.float32)[:, ::2]   # not contiguous: no long rows
+    strided[...] = acc3
+    assert np.array_equal(r(strided, np.empty(acc3.shape, dtype)), want)
+    assert np.array_equal(r(acc3), want)   # no buffer: a new array
+
+
+@pytest.mark.parametrize("bound,mode", [(1 << 20, "float"), (1 << 23, "int"), (100, "reference")])
+def test_requantizer_writes_every_mode_into_the_buffer(bound, mode):
+    reals = (1.5,) if mode == "reference" else (0.01, 0.002, 0.25)
+    r = Requantizer(np.arange(len(reals)) * 1000, reals, 3, 0, 255, np.uint8, bound)
+    assert r.mode == mode
+    acc = RNG.integers(-bound, bound, (50, len(reals)), endpoint=True).astype(np.float64)
+    out = np.empty(acc.shape, np.uint8)
+    assert r(acc, out) is out and np.array_equal(out, r(acc))
+
+
+def _recording_buffers(monkeypatch):
+    """Every array CompiledModel.output_buffer hands out, in order."""
+    from executor.runtime import CompiledModel
+    handed = []
+    original = CompiledModel.output_buffer
+
+    def output_buffer(self, ctx, k, shape, dtype):
+        a = original(self, ctx, k, shape, dtype)
+        handed.append(a)
+        return a
+    monkeypatch.setattr(CompiledModel, "output_buffer", output_buffer)
+    return handed
+
+
+@pytest.mark.parametrize("case", ["conv1x1", "conv3x3", "depthwise_large", "float_conv1x1", "fc", "float_fc"])
+def test_prepared_convs_compute_into_the_output_buffer(case, monkeypatch):
+    """NHWC results land in output 0's buffer, equal the plain kernel's, and never share the input's
+    memory (fresh_outputs)."""
+    handed = _recording_buffers(monkeypatch)
+    code_t, lo, hi, dt = Q8
+    quant = not case.startswith("float")
+    h, w, c, o, k = (40, 30, 4, 4, 3) if case == "depthwise_large" else (5, 6, 8, 3, 3 if case == "conv3x3" else 1)
+    x = RNG.integers(lo, hi, (1, h, w, c), endpoint=True).astype(dt)
+    if quant:
+        x_type, f_type = OperandType(code_t, x.shape, 0.05, 3), (code_t, 0.01, 128)
+        b = RNG.integers(-2000, 2000, o).astype(np.int32)
+    else:
+        x = x.astype(np.float32)
+        x_type, f_type, b = OperandType(C.TENSOR_FLOAT32, x.shape), (C.TENSOR_FLOAT32, 0.0, 0), np.zeros(o, np.float32)
+    wq = RNG.integers(0, 255, (1, k, k, o) if case == "depthwise_large" else (o, k, k, c), endpoint=True)
+    wq = wq.astype(np.uint8 if quant else np.float32)
+    flt_type = OperandType(f_type[0], wq.shape, f_type[1], f_type[2])
+    pad = k // 2
+    scalars = [(C.INT32, pad)] * 4 + [(C.INT32, 1), (C.INT32, 1)]
+    if case == "depthwise_large":
+        scalars.append((C.INT32, 1))
+    scalars.append((C.INT32, 0))
+    out_shape = (1, h, w, o)
+    op = Op.DEPTHWISE_CONV_2D if case == "depthwise_large" else Op.CONV_2D
+    if case.endswith("fc"):
+        x = x.reshape(h * w, c)
+        x_type = x_type.with_dimensions(x.shape)
+        wq, flt_type, out_shape = wq.reshape(o, c), flt_type.with_dimensions((o, c)), (h * w, o)
+        op, scalars = Op.FULLY_CONNECTED, [(C.INT32, 0)]
+    out_type = OperandType(code_t, out_shape, 0.3, 5) if quant else OperandType(C.TENSOR_FLOAT32, out_shape)
+    model = _model(op, x_type, wq, flt_type, b, scalars, out_type)
+    fast, slow, prepared = _run_both(model, x)
+    assert prepared[0].fresh_outputs
+    assert np.array_equal(fast, slow) if quant else np.allclose(fast, slow, rtol=1e-6, atol=1e-3)
+    assert np.shares_memory(fast, handed[0]) and not np.shares_memory(fast, x)
+
+
+def test_prepared_pool_and_softmax_compute_into_the_output_buffer(monkeypatch):
+    handed = _recording_buffers(monkeypatch)
+    code_t, lo, hi, dt = Q8
+    m = nnapi.Model()
+    x = m.add_operand(OperandType(code_t, (1, 4, 4, 6), 0.1, 128))
+    idx = [x]
+    for v in (0, 0, 0, 0, 1, 1, 4, 4, 0):   # a global average pool
+        i = m.add_operand(OperandType(C.INT32))
+        m.set_operand_value(i, np.int32(v))
+        idx.append(i)
+    pooled = m.add_operand(OperandType(code_t, (1, 1, 1, 6), 0.1, 128))
+    m.add_operation(Op.AVERAGE_POOL_2D, idx, [pooled])
+    beta = m.add_operand(OperandType(C.FLOAT32))
+    m.set_operand_value(beta, np.float32(1.0))
+    out = m.add_operand(OperandType(code_t, (1, 1, 1, 6), 1 / 256, 0))
+    m.add_operation(Op.SOFTMAX, [pooled, beta], [out])
+    m.identify_inputs_and_outputs([x], [out])
+    m.finish()
+    xq = RNG.integers(lo, hi, (1, 4, 4, 6), endpoint=True).astype(dt)
+    compiled = compile_model(m)
+    assert all(s.run.fresh_outputs for s in compiled.steps)
+    trace = {}
+    got = compiled.run([xq], RunState(2.0, trace))[0].array
+    assert len(handed) == 2 and np.shares_memory(got, handed[1])
+    assert np.shares_memory(trace[(id(m), pooled)].array, handed[0])
+    fast, slow, _ = _run_both(m, xq)
+    assert np.array_equal(fast, slow)
