@@ -1,4 +1,4 @@
-"""AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D: vectorized sliding windows over an NHWC view.
+"""AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D over NHWC: one vectorized pass per filter tap.
 
 Padding never contributes: the average and L2 pools divide by the number of
 real input elements under the window (as TFLite/Android do), the max pool pads
@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from nnapi.codes import OperationCode as Op
 
@@ -55,22 +54,40 @@ def pool_params(ctx) -> PoolParams:
     return PoolParams((top, bottom, left, right), (sh, sw), (fh, fw), fuse, nchw)
 
 
-def _windows(x: np.ndarray, p: PoolParams, pad_value) -> np.ndarray:
-    """(N, OH, OW, C, FH, FW) strided view of the windows over a padded NHWC array."""
+def _padded(x: np.ndarray, p: PoolParams, pad_value) -> np.ndarray:
     top, bottom, left, right = p.pads
-    if p.filter == x.shape[1:3] and not any(p.pads):   # a global pool: the one window is x itself
-        return x.transpose(0, 3, 1, 2)[:, None, None]
-    padded = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)), constant_values=pad_value) \
-        if top or bottom or left or right else x
-    win = sliding_window_view(padded, p.filter, axis=(1, 2))
-    return win[:, ::p.strides[0], ::p.strides[1]]
+    if not (top or bottom or left or right):
+        return x
+    return np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)), constant_values=pad_value)
+
+
+def _reduce_windows(x: np.ndarray, p: PoolParams, pad_value, ufunc, dtype) -> np.ndarray:
+    """ufunc-reduce every pooling window of NHWC x into (N, OH, OW, C) of `dtype`: one whole-output pass per
+    filter tap (a strided slice of the padded input each), which numpy runs far faster than a reduction over
+    the small window axes of a sliding-window view. A window covering the whole unpadded image is one
+    reduction over the image."""
+    if p.filter == x.shape[1:3] and not any(p.pads):
+        return ufunc.reduce(x, axis=(1, 2), keepdims=True, dtype=dtype)
+    padded = _padded(x, p, pad_value)
+    (sh, sw), (fh, fw) = p.strides, p.filter
+    oh = (padded.shape[1] - fh) // sh + 1
+    ow = (padded.shape[2] - fw) // sw + 1
+    out = None
+    for i in range(fh):
+        for j in range(fw):
+            tap = padded[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw]
+            if out is None:
+                out = tap.astype(dtype)   # a copy: the accumulator never aliases the input
+            else:
+                ufunc(out, tap, out=out)
+    return out
 
 
 @lru_cache(maxsize=256)
 def _counts(h: int, w: int, p: PoolParams) -> np.ndarray:
     """Number of real (unpadded) input elements under each window, shape (OH, OW, 1); read-only."""
     ones = np.ones((1, h, w, 1), dtype=np.int64)
-    counts = _windows(ones, p, 0).sum(axis=(-2, -1))[0]
+    counts = _reduce_windows(ones, p, 0, np.add, np.int64)[0]
     counts.flags.writeable = False
     return counts
 
@@ -110,13 +127,13 @@ def _float(x: np.ndarray) -> np.ndarray:
 
 def _window_mean(values: np.ndarray, p: PoolParams) -> np.ndarray:
     counts = _counts(values.shape[1], values.shape[2], p)
-    return _windows(values, p, 0).sum(axis=(-2, -1)) / counts.astype(values.dtype)
+    return _reduce_windows(values, p, 0, np.add, values.dtype) / counts.astype(values.dtype)
 
 
 def _average(x, p: PoolParams, code):
     if code not in QUANT8:
         return _window_mean(_float(x), p)
-    sums = _windows(x.astype(np.int64), p, 0).sum(axis=(-2, -1))
+    sums = _reduce_windows(x, p, 0, np.add, np.int64)
     counts = _counts(x.shape[1], x.shape[2], p)
     # integer mean rounded half away from zero, like TFLite's (sum +- count/2) / count
     return np.sign(sums) * ((np.abs(sums) + counts // 2) // counts)
@@ -124,7 +141,8 @@ def _average(x, p: PoolParams, code):
 
 def _max(x, p: PoolParams, code):
     lowest = np.iinfo(x.dtype).min if code in QUANT8 else -np.inf
-    return _windows(_float(x), p, lowest).max(axis=(-2, -1))
+    x = _float(x)
+    return _reduce_windows(x, p, lowest, np.maximum, x.dtype)
 
 
 def _l2(x, p: PoolParams, code):
