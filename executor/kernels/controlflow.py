@@ -4,6 +4,11 @@ Values cross a subgraph boundary re-typed as the subgraph's own operands (same
 code and quantization; the subgraph may leave dimensions unknown), keeping the
 actual shape of the array. WHILE stops with MISSED_DEADLINE_TRANSIENT once it
 has run longer than the execution's loop timeout.
+
+A loop runs its condition and body many times on the same shapes, so the
+preparers resolve the compiled subgraphs once and each boundary (`Entry`)
+keeps its input operands' facts and the shaped types it has made; the plain
+kernels build the same objects on every call.
 """
 from __future__ import annotations
 
@@ -12,65 +17,118 @@ from typing import Optional, Sequence
 
 from nnapi.codes import OperationCode as Op, ResultCode
 
-from ..registry import kernel
+from ..registry import kernel, prepare
 from ..runtime import Value
+
+# shaped types kept per subgraph input (dynamic shapes could otherwise grow the cache without end)
+MAX_SHAPES = 64
+
+
+class Entry:
+    """Runs one compiled subgraph on Values re-typed as its input operands (each array keeps its actual
+    shape; the typed shapes are made once per shape: loops repeat them)."""
+
+    __slots__ = ("sub", "slots")
+
+    def __init__(self, sub):
+        self.sub = sub
+        operands = sub.model.operands
+        # per input: (operand index, is a tensor, declared type, channel quantization, shape -> type)
+        self.slots = tuple((idx, operands[idx].type.is_tensor, operands[idx].type, operands[idx].channel_quant, {})
+                           for idx in sub.model.inputs)
+
+    def values(self, values: Sequence[Optional[Value]]) -> list[Optional[Value]]:
+        out = []
+        for (idx, tensor, otype, cq, types), v in zip(self.slots, values):
+            if v is None:
+                out.append(None)
+                continue
+            a = v.array
+            if tensor:
+                otype = types.get(a.shape)
+                if otype is None:
+                    if len(types) >= MAX_SHAPES:
+                        types.clear()
+                    otype = types[a.shape] = self.sub._shaped_type(idx, a.shape)
+            out.append(Value(a, otype, cq or v.channel_quant))
+        return out
+
+    def run(self, ctx, values: Sequence[Optional[Value]]) -> list[Value]:
+        outs = self.sub.run_values(self.values(values), ctx.state)
+        if None in outs:
+            ctx.fail(f"the referenced subgraph produced no value for its output {outs.index(None)}")
+        return outs
 
 
 def _referenced_model(ctx, k: int):
-    """The model of SUBGRAPH input `k`."""
-    model = ctx.model.operands[ctx.step.inputs[k]].subgraph
-    if model is None:
-        ctx.fail(f"input {k} references no subgraph")
-    return model
-
-
-def _as_inputs_of(sub, values: Sequence[Optional[Value]]) -> list[Optional[Value]]:
-    """Re-type `values` as the input operands of `sub` (a compiled subgraph), keeping each array's actual
-    shape (the typed shapes are made once per shape: loops repeat them)."""
-    model = sub.model
-    out = []
-    for idx, v in zip(model.inputs, values):
-        if v is None:
-            out.append(None)
-            continue
-        opnd = model.operands[idx]
-        t = sub._shaped_type(idx, v.array.shape) if opnd.type.is_tensor else opnd.type
-        out.append(Value(v.array, t, opnd.channel_quant or v.channel_quant))
-    return out
-
-
-def _run(ctx, model, values) -> list[Value]:
-    sub = ctx.compiled.subgraph(model)
-    outs = sub.run_values(_as_inputs_of(sub, values), ctx.state)
-    for k, v in enumerate(outs):
-        if v is None:
-            ctx.fail(f"the referenced subgraph produced no value for its output {k}")
-    return outs
+    """The model of SUBGRAPH input `k`, or None."""
+    return ctx.model.operands[ctx.step.inputs[k]].subgraph
 
 
 def _truth(ctx, v: Optional[Value], what: str) -> bool:
     """The boolean held by a one-element TENSOR_BOOL8 value."""
     if v is None or v.array.size != 1:
         ctx.fail(f"{what} must hold exactly one boolean, got shape {None if v is None else list(v.shape)}")
-    return bool(v.array.reshape(-1)[0])
+    return bool(v.array.item())
+
+
+class If:
+    """Run the branch the condition selects on inputs 3...; its outputs are the IF's outputs."""
+
+    def __init__(self, compiled, then_model, else_model):
+        self.then, self.else_ = Entry(compiled.subgraph(then_model)), Entry(compiled.subgraph(else_model))
+
+    def __call__(self, ctx):
+        branch = self.then if _truth(ctx, ctx.inputs[0], "the condition") else self.else_
+        return [v.array for v in branch.run(ctx, ctx.inputs[3:])]
+
+
+class While:
+    """Inputs 2...: input-output, then state-only, then input-only values; the body returns the first two
+    groups, the outputs are the input-output ones."""
+
+    def __init__(self, compiled, cond_model, body_model, outputs: int):
+        self.cond, self.body = Entry(compiled.subgraph(cond_model)), Entry(compiled.subgraph(body_model))
+        self.carried = len(body_model.outputs)
+        self.outputs = outputs
+
+    def __call__(self, ctx):
+        cond, body, carried = self.cond, self.body, self.carried
+        values = list(ctx.inputs[2:])
+        timeout = ctx.state.loop_timeout_s
+        start = time.monotonic()
+        while _truth(ctx, cond.run(ctx, values)[0], "the condition subgraph's output"):
+            values[:carried] = body.run(ctx, values)
+            if time.monotonic() - start > timeout:
+                ctx.fail(f"the loop ran longer than the loop timeout of {timeout:g} s",
+                         code=ResultCode.MISSED_DEADLINE_TRANSIENT)
+        return [v.array for v in values[:self.outputs]]
+
+
+def _models(ctx, *positions):
+    """The referenced models at `positions`; the kernel fails when one is missing, a preparer gives up."""
+    models = [_referenced_model(ctx, k) for k in positions]
+    for k, model in zip(positions, models):
+        if model is None:
+            ctx.fail(f"input {k} references no subgraph")
+    return models
 
 
 @kernel(Op.IF)
 def if_(ctx):
-    branch = _referenced_model(ctx, 1 if _truth(ctx, ctx.inputs[0], "the condition") else 2)
-    return [v.array for v in _run(ctx, branch, ctx.inputs[3:])]
+    return If(ctx.compiled, *_models(ctx, 1, 2))(ctx)
 
 
 @kernel(Op.WHILE)
 def while_(ctx):
-    cond, body = _referenced_model(ctx, 0), _referenced_model(ctx, 1)
-    values = list(ctx.inputs[2:])  # input-output, then state-only, then input-only values
-    carried = len(body.outputs)    # the body returns the input-output and state-only values
-    timeout = ctx.state.loop_timeout_s
-    start = time.monotonic()
-    while _truth(ctx, _run(ctx, cond, values)[0], "the condition subgraph's output"):
-        values[:carried] = _run(ctx, body, values)
-        if time.monotonic() - start > timeout:
-            ctx.fail(f"the loop ran longer than the loop timeout of {timeout:g} s",
-                     code=ResultCode.MISSED_DEADLINE_TRANSIENT)
-    return [v.array for v in values[:len(ctx.outputs)]]
+    return While(ctx.compiled, *_models(ctx, 0, 1), len(ctx.outputs))(ctx)
+
+
+@prepare(Op.IF)
+def prepare_if(pctx):
+    return If(pctx.compiled, *_models(pctx, 1, 2))
+
+
+@prepare(Op.WHILE)
+def prepare_while(pctx):
+    return While(pctx.compiled, *_models(pctx, 0, 1), len(pctx.outputs))

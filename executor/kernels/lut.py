@@ -7,7 +7,9 @@ and on parameters fixed at compilation (scales, zero points, fuse code). With
 run is a table lookup: bit for bit the kernel's result, in one or two passes
 instead of the kernel's dozens of fixed-point passes.
 
-Nothing here changes what a kernel computes; it only tabulates it.
+Nothing here changes what a kernel computes; it only tabulates it. The codes
+that also have float/int32 fast paths are registered by elementwise_prepared.py
+(one preparer per code), which asks `unary_table` / `binary_table` first.
 """
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ from .common import QUANT8
 
 UNARY = (Op.RELU, Op.RELU1, Op.RELU6, Op.LOGISTIC, Op.TANH, Op.ELU, Op.HARD_SWISH, Op.DEQUANTIZE)
 BINARY = (Op.ADD, Op.SUB, Op.MUL)
+# the UNARY codes whose preparer lives here (the others: elementwise_prepared.py)
+UNARY_HERE = (Op.ELU, Op.DEQUANTIZE)
 # below this many outputs a binary table (65536 kernel evaluations at compilation) does not pay
 MIN_BINARY_OUTPUTS = 1024
 
@@ -36,6 +40,8 @@ def _quant8_inputs(pctx, count: int) -> bool:
 
 
 class UnaryTable:
+    fresh_outputs = True   # a table lookup (fancy indexing) makes a new array; so does the kernel
+
     def __init__(self, pctx):
         self.kernel = pctx.step.kernel
         self.dtype = pctx.operand(0).type.dtype
@@ -51,6 +57,8 @@ class UnaryTable:
 class BinaryTable:
     """table[a_bits * 256 + b_bits]; numpy broadcasting of the index is the operation's broadcasting."""
 
+    fresh_outputs = True
+
     def __init__(self, pctx):
         self.kernel = pctx.step.kernel
         self.dtypes = (pctx.operand(0).type.dtype, pctx.operand(1).type.dtype)
@@ -65,14 +73,17 @@ class BinaryTable:
         return [self.table[np.bitwise_or(high, b.array.view(np.uint8))]]
 
 
-@prepare(*UNARY)
-def prepare_unary(pctx):
+def unary_table(pctx):
+    """The table of a UNARY operation on a run-time 8-bit input, else None."""
     return UnaryTable(pctx) if _quant8_inputs(pctx, 1) else None
 
 
-@prepare(*BINARY)
-def prepare_binary(pctx):
+def binary_table(pctx):
+    """The table of a BINARY operation on two run-time 8-bit inputs with enough outputs, else None."""
     dims = pctx.out_type().dimensions
     if not _quant8_inputs(pctx, 2) or (dims and all(dims) and int(np.prod(dims)) < MIN_BINARY_OUTPUTS):
         return None
     return BinaryTable(pctx)
+
+
+prepare(*UNARY_HERE)(unary_table)

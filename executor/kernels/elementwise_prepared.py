@@ -1,0 +1,345 @@
+"""Compiled elementwise operations on float32, float16, int32 and bool tensors.
+
+The plain kernels (elementwise.py, compare.py, activation.py, unary.py) parse
+the fuse code, check broadcasting and pick the arithmetic on every call, which
+is most of the time of a small tensor. The preparers here do that once: the
+ufunc, the dtypes and the fuse clamp (0-d bounds: numpy clips with them about
+twice as fast as with Python floats) are fixed at compilation, the broadcast
+result shape is worked out once per pair of input shapes, and each run is one
+ufunc into `ctx.output_buffer` plus an in-place clamp.
+
+The arithmetic is the plain kernels', operation for operation: int32 ADD, SUB
+and MUL wrap (computed on uint32 views: the same low 32 bits as the kernels'
+int64 arithmetic, and defined behaviour in C), float16 arithmetic is computed in
+float32 and rounded once, as the kernels do. A small constant operand that
+broadcasts is expanded to the output shape once per shape: numpy's broadcasting
+iterator costs more than the arithmetic on small tensors.
+
+8-bit inputs get lut.py's tables; int32 DIV, quantized MAXIMUM/MINIMUM and
+comparisons, and anything unexpected at run time (another dtype, shapes that
+do not broadcast, an absent input) go to the plain kernel, which reports errors.
+Every result is a new array (never a view of an input), on every path.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from nnapi.codes import FuseCode, OperationCode as Op
+
+from ..registry import prepare
+from .common import clip_ufunc, fuse_range
+from .lut import binary_table, unary_table
+
+F32, F16, I32, U32, BOOL = (np.dtype(t) for t in (np.float32, np.float16, np.int32, np.uint32, np.bool_))
+# a broadcasting constant is expanded to the output shape up to this many elements
+EXPAND_LIMIT = 4096
+# shape pairs remembered per operation (dynamic shapes could otherwise grow the cache without end)
+MAX_PLANS = 64
+
+_ARITHMETIC = {Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.DIV: np.divide}
+_COMPARE = {Op.EQUAL: np.equal, Op.NOT_EQUAL: np.not_equal, Op.GREATER: np.greater,
+            Op.GREATER_EQUAL: np.greater_equal, Op.LESS: np.less, Op.LESS_EQUAL: np.less_equal,
+            Op.LOGICAL_AND: np.logical_and, Op.LOGICAL_OR: np.logical_or}
+_LOGICAL = (Op.LOGICAL_AND, Op.LOGICAL_OR)
+
+
+def _bounds(lo: float, hi: float, dtype):
+    """The clamp as 0-d arrays, or None for no clamp."""
+    if lo == -np.inf and hi == np.inf:
+        return None
+    return np.array(lo, dtype), np.array(hi, dtype)
+
+
+def _input_dtype(pctx, count: int, dtypes):
+    """The declared dtype shared by the tensor inputs 0..count-1 when it is one of `dtypes`, else None."""
+    dts = {pctx.operand(i).type.dtype for i in range(count)}
+    if len(dts) != 1 or not all(pctx.operand(i).type.is_tensor for i in range(count)):
+        return None
+    (dt,) = dts
+    return dt if dt in dtypes else None
+
+
+def _constant_scalar(pctx, i: int):
+    """Python value of constant scalar input i, or None when it is not a constant."""
+    if i >= len(pctx.inputs) or pctx.inputs[i] is None or pctx.is_runtime(i):
+        return None
+    return pctx.inputs[i].item()
+
+
+# -- binary -----------------------------------------------------------------------------------------
+
+class Binary:
+    """out = ufunc(a, b) in the inputs' dtype, then the clamp if any."""
+
+    fresh_outputs = True
+
+    def __init__(self, pctx, ufunc, dtype, out_dtype, clamp=None):
+        self.kernel = pctx.step.kernel
+        self.ufunc = ufunc
+        self.dtype, self.out_dtype, self.clamp = dtype, out_dtype, clamp
+        self.constants = [v.array if v is not None else None for v in pctx.inputs[:2]]
+        self.plans: dict = {}
+
+    def _operand(self, k: int, x: np.ndarray, shape: tuple):
+        """What to pass as operand k: a constant broadcasting to a small output, expanded once."""
+        if x is self.constants[k] and x.shape != shape and int(np.prod(shape)) <= EXPAND_LIMIT:
+            return self.cast(np.ascontiguousarray(np.broadcast_to(x, shape)))
+        return None
+
+    def cast(self, x: np.ndarray) -> np.ndarray:
+        return x
+
+    def plan(self, a: np.ndarray, b: np.ndarray):
+        """(result shape, expanded a or None, expanded b or None) for these input shapes; None when
+        they do not broadcast (the kernel then fails with its message). The expanded constants can be
+        kept with the shapes: a constant operand's slot always holds the same array."""
+        try:
+            shape = np.broadcast_shapes(a.shape, b.shape)
+        except ValueError:
+            return None
+        if len(self.plans) >= MAX_PLANS:
+            self.plans.clear()
+        p = self.plans[(a.shape, b.shape)] = (shape, self._operand(0, a, shape), self._operand(1, b, shape))
+        return p
+
+    def __call__(self, ctx):
+        try:
+            a, b = ctx.inputs[0].array, ctx.inputs[1].array
+        except AttributeError:   # an absent input
+            return self.kernel(ctx)
+        if a.dtype != self.dtype or b.dtype != self.dtype:
+            return self.kernel(ctx)
+        p = self.plans.get((a.shape, b.shape)) or self.plan(a, b)
+        if p is None:
+            return self.kernel(ctx)
+        shape, ea, eb = p
+        out = ctx.output_buffer(0, shape, self.out_dtype)
+        self.ufunc(a if ea is None else ea, b if eb is None else eb, out=out)
+        if self.clamp is not None:
+            clip_ufunc(out, *self.clamp, out=out)
+        return [out]
+
+
+class WrappingBinary(Binary):
+    """int32 ADD, SUB, MUL on uint32 views: two's complement wrap-around, as the kernel's int64 arithmetic
+    truncated to 32 bits."""
+
+    def cast(self, x):
+        return x.view(U32)
+
+    def __call__(self, ctx):
+        try:
+            a, b = ctx.inputs[0].array, ctx.inputs[1].array
+        except AttributeError:
+            return self.kernel(ctx)
+        if a.dtype != I32 or b.dtype != I32:
+            return self.kernel(ctx)
+        p = self.plans.get((a.shape, b.shape)) or self.plan(a, b)
+        if p is None:
+            return self.kernel(ctx)
+        shape, ea, eb = p
+        out = ctx.output_buffer(0, shape, I32)
+        self.ufunc(a.view(U32) if ea is None else ea, b.view(U32) if eb is None else eb, out=out.view(U32))
+        return [out]
+
+
+class HalfBinary(Binary):
+    """float16 inputs computed in float32 and rounded to float16 once, as the kernels do."""
+
+    def __call__(self, ctx):
+        try:
+            a, b = ctx.inputs[0].array, ctx.inputs[1].array
+        except AttributeError:
+            return self.kernel(ctx)
+        if a.dtype != F16 or b.dtype != F16:
+            return self.kernel(ctx)
+        p = self.plans.get((a.shape, b.shape)) or self.plan(a, b)
+        if p is None:
+            return self.kernel(ctx)
+        shape, ea, eb = p
+        res = self.ufunc(a if ea is None else ea, b if eb is None else eb, dtype=F32)
+        if self.clamp is not None:
+            clip_ufunc(res, *self.clamp, out=res)
+        out = ctx.output_buffer(0, shape, F16)
+        out[...] = res
+        return [out]
+
+
+def _fuse_clamp(pctx, dtype):
+    """The clamp of the constant fuse code (input 2): False when it is not a valid constant."""
+    fuse = _constant_scalar(pctx, 2)
+    try:
+        return _bounds(*fuse_range(fuse), dtype)
+    except (ValueError, TypeError):   # not a fuse code: the kernel reports it
+        return False
+
+
+def _arithmetic(pctx):
+    """ADD, SUB, MUL, DIV: float32, float16 and (but DIV) int32."""
+    code = pctx.step.code
+    dt = _input_dtype(pctx, 2, (F32, F16, I32))
+    if dt is None or pctx.out_type().dtype != dt or (dt == I32 and code == Op.DIV):
+        return None    # int32 DIV keeps the kernel's int64 rule (x / 0 == 0, floor)
+    clamp = _fuse_clamp(pctx, F32)
+    if clamp is False:
+        return None
+    ufunc = _ARITHMETIC[code]
+    if dt == F16:
+        return HalfBinary(pctx, ufunc, F16, F16, clamp)
+    if dt == I32:   # the kernel clamps int32 results with float bounds: only NONE is worth a fast path
+        return WrappingBinary(pctx, ufunc, I32, I32) if clamp is None else None
+    return Binary(pctx, ufunc, F32, F32, clamp)
+
+
+@prepare(Op.ADD, Op.SUB, Op.MUL)
+def prepare_add_sub_mul(pctx):
+    return binary_table(pctx) or _arithmetic(pctx)
+
+
+@prepare(Op.DIV)
+def prepare_div(pctx):
+    return _arithmetic(pctx)
+
+
+@prepare(Op.MAXIMUM, Op.MINIMUM)
+def prepare_max_min(pctx):
+    dt = _input_dtype(pctx, 2, (F32, F16, I32))
+    if dt is None or pctx.out_type().dtype != dt:
+        return None
+    return Binary(pctx, np.maximum if pctx.step.code == Op.MAXIMUM else np.minimum, dt, dt)
+
+
+@prepare(Op.POW)
+def prepare_pow(pctx):
+    dt = _input_dtype(pctx, 2, (F32, F16))
+    if dt is None or pctx.out_type().dtype != dt:
+        return None
+    return (HalfBinary if dt == F16 else Binary)(pctx, np.power, dt, dt)
+
+
+@prepare(*_COMPARE)
+def prepare_compare(pctx):
+    """Comparisons of float, int32 and bool tensors in their own dtype (quantized: the kernel)."""
+    dt = _input_dtype(pctx, 2, (BOOL,) if pctx.step.code in _LOGICAL else (F32, F16, I32, BOOL))
+    if dt is None or pctx.out_type().dtype != BOOL:
+        return None
+    return Binary(pctx, _COMPARE[pctx.step.code], dt, BOOL)
+
+
+# -- unary ------------------------------------------------------------------------------------------
+
+class Unary:
+    """out = fn(x, out) in the input's dtype; `fn` computes into `out`, which may be `x` itself."""
+
+    fresh_outputs = True
+
+    def __init__(self, pctx, fn, dtype):
+        self.kernel = pctx.step.kernel
+        self.fn, self.dtype = fn, dtype
+
+    def __call__(self, ctx):
+        try:
+            x = ctx.inputs[0].array
+        except AttributeError:
+            return self.kernel(ctx)
+        if x.dtype != self.dtype:
+            return self.kernel(ctx)
+        out = ctx.output_buffer(0, x.shape, self.dtype)
+        self.fn(x, out)
+        return [out]
+
+
+class HalfUnary(Unary):
+    """float16 computed in float32 and rounded once (unary.float_result)."""
+
+    def __call__(self, ctx):
+        try:
+            x = ctx.inputs[0].array
+        except AttributeError:
+            return self.kernel(ctx)
+        if x.dtype != F16:
+            return self.kernel(ctx)
+        res = x.astype(F32)
+        self.fn(res, res)
+        out = ctx.output_buffer(0, x.shape, F16)
+        out[...] = res
+        return [out]
+
+
+_ONE, _THREE, _SIX, _ZERO = (np.array(v, F32) for v in (1.0, 3.0, 6.0, 0.0))
+
+
+def _ufunc(f):
+    def fn(x, out):
+        f(x, out=out)
+    return fn
+
+
+def _logistic(x, out):   # 1 / (1 + exp(-x)), as activation.logistic
+    np.negative(x, out=out)
+    np.exp(out, out=out)
+    np.add(out, _ONE, out=out)
+    np.divide(_ONE, out, out=out)
+
+
+def _rsqrt(x, out):      # 1 / sqrt(x), as unary.rsqrt
+    np.sqrt(x, out=out)
+    np.divide(_ONE, out, out=out)
+
+
+def _hard_swish(x, out):  # x * clip(x + 3, 0, 6) / 6, as activation.hard_swish
+    t = np.empty(x.shape, x.dtype)   # x is read again below: `out` may be x
+    np.add(x, _THREE, out=t)
+    clip_ufunc(t, _ZERO, _SIX, out=t)
+    np.multiply(x, t, out=out)
+    np.divide(out, _SIX, out=out)
+
+
+# float functions (float32, float16 through float32)
+_FLOAT_UNARY = {Op.LOGISTIC: _logistic, Op.TANH: _ufunc(np.tanh), Op.HARD_SWISH: _hard_swish,
+                Op.ABS: _ufunc(np.abs), Op.NEG: _ufunc(np.negative), Op.EXP: _ufunc(np.exp),
+                Op.LOG: _ufunc(np.log), Op.SIN: _ufunc(np.sin), Op.SQRT: _ufunc(np.sqrt),
+                Op.FLOOR: _ufunc(np.floor), Op.RSQRT: _rsqrt}
+_TABLED = (Op.LOGISTIC, Op.TANH, Op.HARD_SWISH, Op.RELU, Op.RELU1, Op.RELU6)   # lut.UNARY codes
+_RELU = {Op.RELU: FuseCode.RELU, Op.RELU1: FuseCode.RELU1, Op.RELU6: FuseCode.RELU6}
+
+
+def _unary_input(pctx, dtypes):
+    """The dtype of a run-time tensor input 0 (the only run-time input) when it is one of `dtypes`."""
+    if any(pctx.is_runtime(i) for i in range(1, len(pctx.inputs))):
+        return None
+    dt = _input_dtype(pctx, 1, dtypes)
+    return dt if dt is not None and pctx.out_type().dtype == dt else None
+
+
+@prepare(*_FLOAT_UNARY)
+def prepare_float_unary(pctx):
+    code = pctx.step.code
+    if code in _TABLED:
+        table = unary_table(pctx)
+        if table is not None:
+            return table
+    if code in (Op.ABS, Op.NEG) and _unary_input(pctx, (I32,)) is not None:
+        return Unary(pctx, _FLOAT_UNARY[code], I32)   # int32 wraps: |INT32_MIN| == INT32_MIN, as the kernel
+    dt = _unary_input(pctx, (F32, F16))
+    if dt is None:
+        return None
+    return (HalfUnary if dt == F16 else Unary)(pctx, _FLOAT_UNARY[code], dt)
+
+
+@prepare(*_RELU)
+def prepare_relu(pctx):
+    """A clamp in the input's own dtype (float16 too: the bounds are exact there), as activation.relu."""
+    table = unary_table(pctx)
+    if table is not None:
+        return table
+    dt = _unary_input(pctx, (F32, F16))
+    if dt is None:
+        return None
+    lo, hi = _bounds(*fuse_range(_RELU[pctx.step.code]), dt)
+    return Unary(pctx, lambda x, out: clip_ufunc(x, lo, hi, out=out), dt)
+
+
+@prepare(Op.LOGICAL_NOT)
+def prepare_logical_not(pctx):
+    return Unary(pctx, _ufunc(np.logical_not), BOOL) if _unary_input(pctx, (BOOL,)) is not None else None
