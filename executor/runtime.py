@@ -84,7 +84,7 @@ class Step:
         self.output_operands = list(output_operands)
         self.frees: tuple = ()
         self.run = kernel
-        self.slots: tuple = ()   # per output: its buffer slot in the memory plan, or -1 (a fresh array)
+        self.slots: tuple = (-1,) * len(outputs)   # per output: its slot in the memory plan, or -1 (fresh)
 
 
 class RunState:
@@ -145,7 +145,11 @@ class OpContext:
         """An uninitialized array to compute output `k` into: the operand's buffer from the memory plan
         when it has one that fits (reused run after run), else a fresh array. The kernel must return
         this array (or a reshape of it) as output `k` and must not keep it after returning."""
-        return self.compiled.output_buffer(self, k, shape, dtype)
+        slot = self.step.slots[k]
+        if slot < 0 or self.state is None or self.state.trace is not None:
+            # no planned buffer; or layerwise tracing, which keeps every intermediate
+            return np.empty(shape, dtype)
+        return self.compiled.arena_view(slot, shape, dtype)
 
     def run_subgraph(self, model, values: Sequence[Value]) -> list[Value]:
         """Run a referenced model (IF/WHILE bodies) on Values; returns its output Values."""
@@ -256,36 +260,30 @@ class CompiledModel:
         except Exception:  # noqa: BLE001  (the plain kernel reports the problem at run time)
             return None
 
-    def output_buffer(self, ctx: OpContext, k: int, shape: tuple, dtype) -> np.ndarray:
-        """Output `k` of ctx's step as a view of its planned buffer (grown when a run-time shape needs
-        more than the plan knew), or a fresh array: for operands without a slot, and while tracing
-        (layerwise parity keeps every intermediate)."""
-        slot = ctx.step.slots[k] if k < len(ctx.step.slots) else -1
-        if slot < 0 or ctx.state is None or ctx.state.trace is not None:
-            return np.empty(shape, dtype)
+    def arena_view(self, slot: int, shape: tuple, dtype) -> np.ndarray:
+        """Buffer `slot` of this thread's arena as an array of `shape` and `dtype` (views are made once per
+        shape and dtype; the buffer grows when a run-time shape needs more than the plan knew)."""
         try:
-            views = self._arena.views
+            views = self._arena.views[slot]
         except AttributeError:
-            views = self._arena.views = {}
             self._arena.buffers = [None] * len(self.plan.slot_bytes)
-        key = (slot, shape, dtype)
-        view = views.get(key)
+            self._arena.views = [{} for _ in self.plan.slot_bytes]
+            views = self._arena.views[slot]
+        view = views.get((shape, dtype))
         if view is None:
-            view = views[key] = self._new_view(slot, shape, dtype)
+            view = views[(shape, dtype)] = self._new_view(slot, shape, dtype)
         return view
 
     def _new_view(self, slot: int, shape: tuple, dtype) -> np.ndarray:
-        dtype = np.dtype(dtype)
-        need = math.prod(shape) * dtype.itemsize
+        dt = np.dtype(dtype)
+        need = math.prod(shape) * dt.itemsize
         buffers = self._arena.buffers
         buf = buffers[slot]
         if buf is None or buf.nbytes < need:
             # a new (larger) buffer: views of the old one must not be handed out again
             buf = buffers[slot] = np.empty(max(need, self.plan.slot_bytes[slot], 1), np.uint8)
-            views = self._arena.views
-            for key in [key for key in views if key[0] == slot]:
-                del views[key]
-        return buf[:need].view(dtype).reshape(shape)
+            self._arena.views[slot].clear()
+        return buf[:need].view(dt).reshape(shape)
 
     def subgraph(self, model) -> "CompiledModel":
         sub = self._cache.get(id(model))

@@ -708,16 +708,16 @@ def test_requantizer_writes_every_mode_into_the_buffer(bound, mode):
 
 
 def _recording_buffers(monkeypatch):
-    """Every array CompiledModel.output_buffer hands out, in order."""
-    from executor.runtime import CompiledModel
+    """Every array OpContext.output_buffer hands out, in order."""
+    from executor.runtime import OpContext
     handed = []
-    original = CompiledModel.output_buffer
+    original = OpContext.output_buffer
 
-    def output_buffer(self, ctx, k, shape, dtype):
-        a = original(self, ctx, k, shape, dtype)
+    def output_buffer(self, k, shape, dtype):
+        a = original(self, k, shape, dtype)
         handed.append(a)
         return a
-    monkeypatch.setattr(CompiledModel, "output_buffer", output_buffer)
+    monkeypatch.setattr(OpContext, "output_buffer", output_buffer)
     return handed
 
 
