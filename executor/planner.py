@@ -79,7 +79,8 @@ def _buffer_ends(model, steps, lifetimes: dict, fresh) -> dict:
 
     def find(o: int) -> int:
         while parent.get(o, o) != o:
-            o = parent[o] = parent.get(parent[o], parent[o])
+            parent[o] = parent.get(parent[o], parent[o])   # path halving
+            o = parent[o]
         return o
 
     for step, is_fresh in zip(steps, fresh):

@@ -69,6 +69,15 @@ def test_steps_that_may_return_views_join_their_operands_lifetimes():
     assert _plan(m, [False] * 5).slots == {}
 
 
+def test_a_chain_of_views_keeps_the_first_buffer_until_the_last_view_is_read():
+    m, (x, t1, t2, t3, t4, t5, t6, out) = _chain([Op.ADD, Op.RESHAPE, Op.RESHAPE, Op.RESHAPE, Op.ADD, Op.ADD,
+                                                  Op.ADD])
+    p = _plan(m, [True, False, False, False, True, True, True])
+    assert p.buffer_ends[t1] == p.buffer_ends[t4] == 4   # t4, a view of a view of a view of t1, is read at step 4
+    assert p.slots[t5] not in {p.slots[t] for t in (t1, t2, t3, t4)}   # made at step 4: all still in use
+    assert p.slots[t6] in {p.slots[t] for t in (t1, t2, t3, t4)}       # made at step 5: free again
+
+
 def test_an_alias_of_a_model_output_gets_no_shared_buffer():
     m, (x, t1, t2, out) = _chain([Op.ADD, Op.ADD, Op.RESHAPE])
     p = _plan(m, [True, True, False])
