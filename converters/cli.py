@@ -136,17 +136,44 @@ def cmd_run(args) -> int:
     else:
         inputs = random_inputs(model, args.seed)
     outputs = run_model(model, inputs)
-    for k, (o, arr) in enumerate(zip(model.outputs, outputs)):
-        name = model.operands[o].name or f"output{k}"
+    keys = npz_output_keys([model.operands[o].name for o in model.outputs])
+    for key, arr in zip(keys, outputs):
         stats = f"min {arr.min():.6g} max {arr.max():.6g} mean {arr.astype(np.float64).mean():.6g}" if arr.size else "empty"
-        print(f"{name}: {arr.dtype}{list(arr.shape)} {stats}")
+        print(f"{key}: {arr.dtype}{list(arr.shape)} {stats}")
     if args.output:
-        import io
         from nnapi.serialize import atomic_write
-        buf = io.BytesIO()
-        np.savez(buf, **{model.operands[o].name or f"output{k}": a for k, (o, a) in enumerate(zip(model.outputs, outputs))})
-        atomic_write(args.output, buf.getvalue())
+        atomic_write(args.output, _npz_bytes(keys, outputs))
     return EXIT_OK
+
+
+def npz_output_keys(names: list) -> list[str]:
+    """One distinct .npz key per model output, in output order: the output's name (`output{k}` when it has
+    none), NUL characters replaced by `_` (a zip entry name ends at a NUL). An output whose key an earlier
+    output already took gets the first of `_1`, `_2`, ... appended that is neither taken nor another
+    output's own key, so every output is written and a real name is never shadowed."""
+    base = [(n or f"output{k}").replace("\x00", "_") for k, n in enumerate(names)]
+    reserved, taken, keys = set(base), set(), []
+    for b in base:
+        key, i = b, 0
+        while key in taken or (i and key in reserved):
+            i += 1
+            key = f"{b}_{i}"
+        taken.add(key)
+        keys.append(key)
+    return keys
+
+
+def _npz_bytes(keys: list[str], arrays: list[np.ndarray]) -> bytes:
+    """An uncompressed .npz like np.savez's, written entry by entry: np.savez(**arrays) cannot take a key
+    named `file` (its own parameter)."""
+    import io
+    import zipfile
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for key, arr in zip(keys, arrays):
+            with zf.open(key + ".npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.asarray(arr), allow_pickle=False)
+    return buf.getvalue()
 
 
 def _convert(args, partial: bool):
@@ -407,7 +434,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--inputs", metavar="FILE.npz", help="input arrays keyed by input operand name, or input0, input1, ... (default: seeded random "
                         "inputs in each input's natural range)")
     s.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
-    s.add_argument("-o", "--output", metavar="FILE.npz", help="write the outputs to an .npz file, keyed by output name (or output0, ...)")
+    s.add_argument("-o", "--output", metavar="FILE.npz", help="write the outputs to an .npz file, keyed by output name (or output0, ...); "
+                        "a name an earlier output already took gets _1, _2, ... appended")
     s.set_defaults(func=cmd_run)
 
     s = sub.add_parser("inspect", help="print a .nnapi model: operands, operations and parameters")

@@ -13,10 +13,7 @@ def render_text(report) -> str:
     lines = [f"{d['model']}: {'PASS' if d['passed'] else 'MISMATCH'} against {d['reference']} "
              f"({d['samples']} sample{'s' if d['samples'] != 1 else ''}, feature level {d['feature_level']})"]
     for o in d["outputs"]:
-        extra = ""
-        if o["lsb_histogram"] is not None:
-            h = o["lsb_histogram"]
-            extra = f", stored-unit diffs 0:{h['0']} 1:{h['1']} 2:{h['2']} >2:{h['>2']}"
+        extra = _lsb_text(o)
         lines.append(f"  output {o['name']!r} {o['dtype']}{o['shape']}: max |diff| {o['max_abs_error']:.3g} "
                      f"(allowed {o['allowed']:.3g}), max rel {o['max_rel_error']:.3g}, mean {o['mean_abs_error']:.3g}, "
                      f"cosine {o['cosine']:.6f}{extra} -> {'ok' if o['passed'] else 'MISMATCH'}")
@@ -29,8 +26,14 @@ def render_text(report) -> str:
     for p in d.get("partitions") or []:
         lines.append(f"  partition {p['index']} (nodes {p['nodes']}): {'ok' if p['passed'] else 'MISMATCH'}")
         for o in p["outputs"]:
-            lines.append(f"    {o['name']!r}: max |diff| {o['max_abs_error']:.3g} (allowed {o['allowed']:.3g})")
+            lines.append(f"    {o['name']!r}: max |diff| {o['max_abs_error']:.3g} (allowed {o['allowed']:.3g}), "
+                         f"mean {o['mean_abs_error']:.3g}{_lsb_text(o)}")
     return "\n".join(lines)
+
+
+def _lsb_text(o: dict) -> str:
+    h = o["lsb_histogram"]
+    return "" if h is None else f", stored-unit diffs 0:{h['0']} 1:{h['1']} 2:{h['2']} >2:{h['>2']}"
 
 
 def render_json(report) -> str:
@@ -71,6 +74,13 @@ def render_html(report) -> str:
         fd = d["first_divergence"]
         parts.append(f"<h2>First divergence</h2><p>operation {fd['operation_index']} ({esc(fd['nnapi_op'])}) "
                      f"writing {esc(fd['source_tensor'])}: max |diff| {fd['max_abs_error']:.3g}</p>")
+    for p in d.get("partitions") or []:  # --partial: the whole model has no outputs of its own to show
+        rows = "".join(f"<li>{esc(o['name'])} {esc(o['dtype'])}{esc(str(o['shape']))}: max |diff| "
+                       f"{o['max_abs_error']:.3g} (allowed {o['allowed']:.3g}), mean {o['mean_abs_error']:.3g}, "
+                       f"cosine {o['cosine']:.6f} &rarr; {'ok' if o['passed'] else 'MISMATCH'}</li>"
+                       for o in p["outputs"])
+        parts.append(f"<h2>partition {p['index']} (nodes {esc(str(p['nodes']))}): "
+                     f"{'ok' if p['passed'] else 'MISMATCH'}</h2><ul>{rows}</ul>")
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>Parity</title><style>"
             "body{font-family:sans-serif;margin:2em}</style></head><body>" + "".join(parts) + "</body></html>")
 
