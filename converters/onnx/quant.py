@@ -35,26 +35,50 @@ def data_inputs(node) -> list:
 
 
 def _const(graph, node, pos, what):
+    """The constant tensor at input `pos` (None when absent)."""
     if pos >= len(node.inputs) or node.inputs[pos] < 0:
         return None
     t = graph.tensors[node.inputs[pos]]
     if not t.is_constant:
         raise SourceError(f"{node.label()}: {what} {t.name!r} must be a constant")
-    return t.data
+    if np.asarray(t.data).dtype.kind in "USOc":
+        raise SourceError(f"{node.label()}: {what} {t.name!r} has element type {np.asarray(t.data).dtype}, "
+                          f"not a number")
+    return t
+
+
+# no NNAPI operand stores a zero point beyond int32; anything beyond this is rejected before the int64 cast
+# (which would wrap a huge uint64 silently, and warn on a float NaN, inf or one beyond int64)
+ZERO_POINT_LIMIT = 2 ** 62
+
+
+def _zero_points(node, t) -> np.ndarray:
+    """The zero points of tensor t as int64; they must be integers (a float zero point, legal only for
+    float8 types, must hold whole numbers)."""
+    v = np.asarray(t.data).ravel()
+    if v.dtype.kind == "f":
+        v = v.astype(np.float64)
+        if not np.isfinite(v).all():
+            raise SourceError(f"{node.label()}: zero point {t.name!r} is not a finite number")
+        if (v != np.floor(v)).any():
+            bad = v[v != np.floor(v)][0]
+            raise SourceError(f"{node.label()}: zero point {t.name!r} holds {bad:g}, not an integer")
+    if v.size and (v.max() >= ZERO_POINT_LIMIT or v.min() <= -ZERO_POINT_LIMIT):
+        bad = v.max() if v.max() >= ZERO_POINT_LIMIT else v.min()
+        raise SourceError(f"{node.label()}: zero point {t.name!r} holds {bad:g}, far outside any quantized "
+                          f"type's range")
+    return v.astype(np.int64)
 
 
 def _quant(graph, node, sp, zp, axis_attr, rank):
-    scale = _const(graph, node, sp, "scale")
-    if scale is None:
+    scale_t = _const(graph, node, sp, "scale")
+    if scale_t is None:
         raise SourceError(f"{node.label()}: scale input {sp} is absent")
-    zero = _const(graph, node, zp, "zero point")
-    for what, v in (("scale", scale), ("zero point", zero)):
-        if v is not None and np.asarray(v).dtype.kind in "USOc":
-            raise SourceError(f"{node.label()}: {what} has element type {np.asarray(v).dtype}, not a number")
-    scales = np.asarray(scale, np.float64).ravel()
-    if zero is not None and not np.isfinite(np.asarray(zero, np.float64)).all():
-        raise SourceError(f"{node.label()}: zero point is not a finite number")
-    zeros = np.zeros(scales.shape, np.int64) if zero is None else np.asarray(zero, np.int64).ravel()
+    zero_t = _const(graph, node, zp, "zero point")
+    zero = None if zero_t is None else zero_t.data
+    with np.errstate(invalid="ignore"):  # a signaling NaN scale stays NaN (the converter reports it)
+        scales = np.asarray(scale_t.data, np.float64).ravel()
+    zeros = np.zeros(scales.shape, np.int64) if zero_t is None else _zero_points(node, zero_t)
     if scales.size == 1 and zeros.size == 1:
         return Quant((float(scales[0]),), (int(zeros[0]),)), (None if zero is None else zero.dtype)
     if isinstance(axis_attr, bool) or not isinstance(axis_attr, (int, np.integer)):

@@ -44,7 +44,8 @@ def requantize(acc: np.ndarray, real_multiplier: float, zero_point: int, code) -
 # -- (de)quantization ---------------------------------------------------------
 
 def dequantize(values: np.ndarray, scale: float, zero_point: int = 0) -> np.ndarray:
-    return (values.astype(np.float32) - np.float32(zero_point)) * np.float32(scale)
+    with np.errstate(over="ignore"):   # a huge scale gives inf, as float32 arithmetic defines
+        return (values.astype(np.float32) - np.float32(zero_point)) * np.float32(scale)
 
 
 def round_half_away(x: np.ndarray) -> np.ndarray:

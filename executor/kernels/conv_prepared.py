@@ -129,7 +129,8 @@ class PreparedConv:
         self.kernel_hw = (kh, kw)
         self.channels = cg * self.groups
         quant = pctx.operand(0).type.code in QUANT8
-        w = flt.array.astype(np.float64) - (flt.zero_point if quant else 0)
+        with np.errstate(invalid="ignore"):   # a signaling NaN weight stays NaN, quietly
+            w = flt.array.astype(np.float64) - (flt.zero_point if quant else 0)
         if self.kind == "depthwise":  # [1, kh, kw, C*M] -> [C*M, kh, kw]
             w = w[0].transpose(2, 0, 1)
             o, self.channels = cg, cg // self.multiplier
@@ -269,7 +270,8 @@ class PreparedFullyConnected:
         self.kernel = pctx.step.kernel
         weights, bias = pctx.inputs[1], pctx.inputs[2]
         quant = pctx.operand(0).type.code in QUANT8
-        w = weights.array.astype(np.float64) - (weights.zero_point if quant else 0)
+        with np.errstate(invalid="ignore"):   # a signaling NaN weight stays NaN, quietly
+            w = weights.array.astype(np.float64) - (weights.zero_point if quant else 0)
         bound, self.dtype, self.zero_point = gemm_domain(pctx, w)
         self.size = w.shape[1]
         self.weights = np.ascontiguousarray(w.T, self.dtype)

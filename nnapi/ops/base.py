@@ -14,6 +14,12 @@ An OpSpec describes one NNAPI operation once:
   quantization, ranks, ...), each returning problem strings.
 * `level_rules`: functions returning the feature level a particular use needs
   beyond the type case (e.g. rank 5 inputs).
+* `infer`: shape inference, `infer(view) -> {output name: Shape}` from the
+  inputs' known dimensions (`view.dims(name)`) and constant values
+  (`view.const(name)`); a Shape is a tuple with 0 for an unknown extent, or
+  None for an unknown rank; a repeated output maps to a list of Shapes.
+  nnapi/shapes.py propagates it through a model. `value_dependent` names the
+  outputs whose extents depend on input values (left unknown), with the reason.
 
 Validation, feature-level computation, and the converters' builder (`arrange`)
 all read the same spec.
@@ -86,12 +92,39 @@ def cases(level: int, var: str, *codes, **fixed) -> list[TypeCase]:
     return [TypeCase(level, **{var: c}, **fixed) for c in codes]
 
 
-class OpView:
-    """A read-only view of one operation of a model, by argument name."""
+Shape = Optional[tuple]   # known dimensions (0 = unknown extent); None = unknown rank
 
-    def __init__(self, model, index: int, spec: "OpSpec", form: Form, in_map: dict, out_map: dict):
+
+class OpView:
+    """A read-only view of one operation of a model, by argument name. `shapes` (operand -> Shape)
+    overrides declared dimensions with ones inferred earlier in the model (nnapi/shapes.py)."""
+
+    def __init__(self, model, index: int, spec: "OpSpec", form: Form, in_map: dict, out_map: dict,
+                 shapes: Optional[dict] = None):
         self.model, self.index, self.spec, self.form = model, index, spec, form
         self._in, self._out = in_map, out_map
+        self._shapes = shapes if shapes is not None else {}
+
+    def operand_dims(self, i: int) -> Shape:
+        """Operand i's Shape: () for scalars, the inferred or declared dimensions of tensors."""
+        if i in self._shapes:
+            return self._shapes[i]
+        t = self.model.operands[i].type
+        if not t.is_tensor:
+            return ()
+        return tuple(t.dimensions) if t.dimensions else None
+
+    def dims(self, name: str) -> Shape:
+        """The Shape of input `name` (None when absent, omitted or of unknown rank)."""
+        idx = self._in.get(name)
+        if idx is None or isinstance(idx, list) or self.model.operands[idx].is_omitted:
+            return None
+        return self.operand_dims(idx)
+
+    def all_dims(self, name: str) -> list:
+        """The Shapes of every operand of a (repeated) input `name`."""
+        idx = self._in.get(name, [])
+        return [self.operand_dims(i) for i in (idx if isinstance(idx, list) else [idx])]
 
     @property
     def where(self) -> str:
@@ -147,6 +180,10 @@ class OpSpec:
     rules: list = field(default_factory=list)
     level_rules: list = field(default_factory=list)
     doc: str = ""
+    infer: Optional[Callable[["OpView"], dict]] = None
+    # outputs whose extents depend on input values, not only on shapes and constants
+    # (output name -> why), e.g. the number of boxes a non-maximum suppression keeps
+    value_dependent: dict = field(default_factory=dict)
 
     # -- matching ------------------------------------------------------------
     def match_form(self, model, inputs: Sequence[int], outputs: Sequence[int]):
@@ -161,12 +198,30 @@ class OpSpec:
             return form, in_map, out_map
         return None
 
-    def view(self, model, index: int) -> Optional[OpView]:
+    def view(self, model, index: int, shapes: Optional[dict] = None) -> Optional[OpView]:
         op = model.operations[index]
         m = self.match_form(model, op.inputs, op.outputs)
         if m is None:
             return None
-        return OpView(model, index, self, *m)
+        return OpView(model, index, self, *m, shapes=shapes)
+
+    def output_shapes(self, model, index: int, shapes: Optional[dict] = None) -> dict:
+        """{output operand: inferred Shape} for operation `index` ({} without an `infer`, or when no
+        form matches). `shapes` holds Shapes inferred for earlier operands."""
+        view = self.view(model, index, shapes)
+        if view is None or self.infer is None:
+            return {}
+        got = self.infer(view) or {}
+        out = {}
+        for name, shape in got.items():
+            idx = view._out.get(name)
+            if idx is None:
+                continue
+            if isinstance(idx, list):
+                out.update((i, _shape(s)) for i, s in zip(idx, shape))
+            else:
+                out[idx] = _shape(shape)
+        return out
 
     def arrange(self, form_name: str, **named) -> list:
         """Lay out operand indexes by argument name for `Model.add_operation` (the builder's half)."""
@@ -269,6 +324,10 @@ class OpSpec:
         return "; ".join(parts)
 
 
+def _shape(s) -> Shape:
+    return None if s is None else tuple(int(d) for d in s)
+
+
 def _bind(args: Sequence[Arg], operands: Sequence[int], model) -> Optional[dict]:
     """Map argument names to operand indexes, or None when counts or fixed types do not fit."""
     n = len(operands)
@@ -327,7 +386,8 @@ def bias_scale(input_name="input", filter_name="filter", bias_name="bias") -> Ru
             yield f"{bias_name} zero point must be 0, got {bias.type.zero_point}"
         if flt.type.code == OperandCode.TENSOR_QUANT8_SYMM_PER_CHANNEL:
             return  # per-channel bias scales are implied by the filter's channel scales
-        expected = np.float32(inp.type.scale) * np.float32(flt.type.scale)
+        with np.errstate(over="ignore", invalid="ignore"):   # huge scales: an inf product is reported below
+            expected = np.float32(inp.type.scale) * np.float32(flt.type.scale)
         if abs(bias.type.scale - expected) > 1e-6 * max(1.0, abs(float(expected))) + 1e-12:
             yield (f"{bias_name} scale {bias.type.scale:g} must equal {input_name} scale x {filter_name} scale "
                    f"= {float(expected):g}")
@@ -492,3 +552,48 @@ def broadcast_output(a: str, b: str, out: str = "output") -> Rule:
                 yield (f"{out} has shape {list(do)}, the broadcast shape of {a} {list(dx)} and {b} {list(dy)} "
                        f"is {['?' if not e else e for e in expected]}")
     return rule
+
+
+# -- shared shape inference -------------------------------------------------------------
+# `infer` functions for the common cases, and helpers for writing others. Unknown stays
+# unknown: an unknown input rank gives an unknown output rank, an unknown extent (0) an
+# unknown extent.
+
+def broadcast_shapes(a: Shape, b: Shape) -> Shape:
+    """numpy-style broadcast of two Shapes (0 where unknown); None for an unknown rank. Extents that
+    clash give 0 (the broadcast_output rule reports them)."""
+    if a is None or b is None:
+        return None
+    rank = max(len(a), len(b))
+    pa, pb = (1,) * (rank - len(a)) + tuple(a), (1,) * (rank - len(b)) + tuple(b)
+    return tuple(_broadcast_extent(p, q) or 0 for p, q in zip(pa, pb))
+
+
+def infer_same_as(input_name: str = "input", *outputs: str) -> Callable[[OpView], dict]:
+    """Every output (default "output") has the shape of `input_name` (elementwise unary ops)."""
+    names = outputs or ("output",)
+
+    def infer(v: OpView) -> dict:
+        return dict.fromkeys(names, v.dims(input_name))
+    return infer
+
+
+def infer_broadcast(a: str = "input1", b: str = "input2", out: str = "output") -> Callable[[OpView], dict]:
+    """The output has the broadcast shape of inputs `a` and `b` (binary elementwise ops)."""
+    def infer(v: OpView) -> dict:
+        return {out: broadcast_shapes(v.dims(a), v.dims(b))}
+    return infer
+
+
+def const_ints(v: OpView, name: str) -> Optional[list]:
+    """A constant integer input (scalar or tensor) as a flat list of Python ints, or None."""
+    value = v.const(name)
+    if value is None:
+        return None
+    return [int(x) for x in np.ravel(value)]
+
+
+def normalize_axis(axis: int, rank: int) -> Optional[int]:
+    """axis in [-rank, rank) as a non-negative index, or None when out of range."""
+    a = axis + rank if axis < 0 else axis
+    return a if 0 <= a < rank else None

@@ -11,6 +11,7 @@ from ...registry import Reason, Unsupported
 from ..common import OPSET_MAX, bias_operand, form_of, ints, onnx_op, rank_of, spatial_padding
 from ..layout import NHWC
 from ..quant import data_inputs
+from .quantize import check_bias_scale
 
 OHWI = (0, 2, 3, 1)          # ONNX [out, in, h, w] -> NNAPI [out, h, w, in]
 DEPTHWISE = (1, 2, 3, 0)     # ONNX [C*M, 1, h, w] -> NNAPI [1, h, w, C*M]; also ConvTranspose's [in, out, h, w]
@@ -50,6 +51,7 @@ def conv2d(node, ctx, x: int, w: int, b: int) -> None:
         flt, bias = ctx.const(np.transpose(wf, perm), name=f"{ctx.tensor(w).name}/bn_folded"), ctx.const(bf)
     else:
         flt = ctx.weight(w, perm, unsigned=ctx.model.operands[inp].type.code == C.TENSOR_QUANT8_ASYMM)
+        check_bias_scale(ctx, node, x, w)
         bias = bias_operand(ctx, b, n_out, x, w)
     fuse, out = ctx.fused_output(node)
     named = dict(input=inp, filter=flt, bias=bias, stride_w=ctx.i32(strides[1]), stride_h=ctx.i32(strides[0]),
@@ -110,6 +112,7 @@ def conv_transpose(node, ctx):
                                                 f"negative NNAPI padding")
         begin_end.append((first, total - first))
     (pt, pb), (pl, pr) = begin_end
+    check_bias_scale(ctx, node, x, w)
     inp = ctx.operand_as(x, NHWC)
     flt = ctx.weight(w, DEPTHWISE, unsigned=ctx.model.operands[inp].type.code == C.TENSOR_QUANT8_ASYMM)
     fuse, out = ctx.fused_output(node)

@@ -9,6 +9,7 @@ from nnapi import OperandCode as C, OperandType, OperationCode as Op
 from ...registry import Reason, Unsupported
 from ..common import OPSET_MAX, bias_operand, onnx_op
 from ..quant import data_inputs
+from .quantize import check_bias_scale
 
 
 def _fc_weights(ctx, b: int, trans_b: bool, alpha: float, name: str, unsigned: bool = False) -> int:
@@ -20,9 +21,11 @@ def _fc_weights(ctx, b: int, trans_b: bool, alpha: float, name: str, unsigned: b
         if t.quant.per_channel:
             raise Unsupported(Reason.QUANTIZATION_TYPE, f"{name}: FULLY_CONNECTED has no per-channel weights")
         return ctx.weight(b, None if trans_b else (1, 0), unsigned=unsigned)
-    data = ctx.const_value(b, "B").astype(np.float32)
-    data = data if trans_b else data.T
-    return ctx.const(data * np.float32(alpha) if alpha != 1.0 else data, name=f"{t.name}/fc_weights")
+    with np.errstate(invalid="ignore", over="ignore"):  # inf * 0, float64 beyond float32: IEEE, like the source
+        data = ctx.const_value(b, "B").astype(np.float32)
+        data = data if trans_b else data.T
+        data = data * np.float32(alpha) if alpha != 1.0 else data
+    return ctx.const(data, name=f"{t.name}/fc_weights")
 
 
 def _fc_bias(ctx, node, c: int, n: int, a: int, b: int, beta: float) -> int:
@@ -51,6 +54,7 @@ def fully_connected(node, ctx, a: int, b: int, c: int = -1, trans_b: bool = Fals
     a_op = a_operand if a_operand is not None else ctx.operand_data(a)
     weights = _fc_weights(ctx, b, trans_b, alpha, node.label(),
                           ctx.model.operands[a_op].type.code == C.TENSOR_QUANT8_ASYMM)
+    check_bias_scale(ctx, node, a, b)
     bias = _fc_bias(ctx, node, c, n, a, b, beta)
     fuse, out = ctx.fused_output(node)
     out_shape = ctx.model.operands[out].type.dimensions

@@ -1,0 +1,87 @@
+"""Shape inference over a whole model, from the op specs' `infer` functions
+(nnapi/ops/base.py): each operation's output Shapes from its inputs' known
+dimensions and constant values, in execution order, so that inferred
+intermediate shapes feed later operations.
+
+A Shape is a tuple of extents with 0 for an unknown extent, or None for an
+unknown rank. Declared and inferred dimensions are merged extent by extent; a
+known extent that differs from the declared one is a conflict.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from .ops import spec_for
+from .ops.base import Shape
+
+
+def merge(declared: Shape, inferred: Shape) -> tuple[Shape, bool]:
+    """(merged Shape, conflict): the known extents of both; conflict when known ranks or known extents
+    differ (the declared Shape is kept then)."""
+    if inferred is None:
+        return declared, False
+    if declared is None:
+        return inferred, False
+    if len(declared) != len(inferred):
+        return declared, True
+    out, conflict = [], False
+    for d, i in zip(declared, inferred):
+        if d and i and d != i:
+            conflict = True
+        out.append(d or i)
+    return tuple(out), conflict
+
+
+def declared_shape(model, i: int) -> Shape:
+    t = model.operands[i].type
+    if not t.is_tensor:
+        return ()
+    return tuple(t.dimensions) if t.dimensions else None
+
+
+class ShapeInference:
+    """The Shapes of every operand of `model` (declared merged with inferred) and the conflicts found.
+    `input_shapes` (model input position -> dims) pins the model inputs' dimensions first."""
+
+    def __init__(self, model, input_shapes: Optional[dict] = None):
+        from .validate import execution_order
+        self.model = model
+        self.shapes: dict[int, Shape] = {}
+        self.conflicts: list[str] = []
+        for k, dims in (input_shapes or {}).items():
+            self.shapes[model.inputs[k]] = tuple(int(d) for d in dims)
+        order = execution_order(model) or range(len(model.operations))
+        for index in order:
+            self._infer_operation(index)
+
+    def _infer_operation(self, index: int) -> None:
+        op = self.model.operations[index]
+        spec = spec_for(op.code)
+        if spec is None:
+            return
+        try:
+            inferred = spec.output_shapes(self.model, index, self.shapes)
+        except (ValueError, TypeError, IndexError, KeyError, OverflowError, ZeroDivisionError):
+            inferred = {}   # a malformed operation: its spec rules report the problem
+        for o in op.outputs:
+            if o in self.shapes:
+                continue
+            declared = declared_shape(self.model, o)
+            shape, conflict = merge(declared, inferred.get(o))
+            if conflict:
+                self.conflicts.append(
+                    f"operation {index} ({op.code.name}): output operand {o} is declared "
+                    f"{_show(declared)}, its inputs give {_show(inferred.get(o))}")
+            self.shapes[o] = shape
+
+    def shape(self, i: int) -> Shape:
+        return self.shapes.get(i, declared_shape(self.model, i))
+
+
+def _show(s: Shape) -> str:
+    return "of unknown rank" if s is None else "[" + ", ".join("?" if not d else str(d) for d in s) + "]"
+
+
+def infer_shapes(model, input_shapes: Optional[dict] = None) -> dict:
+    """{operand index: Shape} for every operation output of `model` (declared merged with inferred)."""
+    return ShapeInference(model, input_shapes).shapes
