@@ -10,6 +10,7 @@ from typing import Optional
 import nnapi
 from nnapi import NnapiError
 from nnapi.ops import SPECS
+from nnapi.shapes import fill_unknown_dimensions
 
 from .context import ConversionContext
 from .folding import fold_source
@@ -244,6 +245,8 @@ def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: 
         if t not in ctx.operand_of:
             raise ConversionError(f"{graph.name}: output tensor {graph.tensors[t].name!r} is never produced")
     model = ctx.model
+    # shapes the source graph leaves unknown but the inputs determine: from the specs' one shape inference
+    fill_unknown_dimensions(model)
     try:
         model.identify_inputs_and_outputs([ctx.operand_of[t] for t in inputs], [ctx.operand_of[t] for t in outputs])
         model.finish()

@@ -85,3 +85,20 @@ def _show(s: Shape) -> str:
 def infer_shapes(model, input_shapes: Optional[dict] = None) -> dict:
     """{operand index: Shape} for every operation output of `model` (declared merged with inferred)."""
     return ShapeInference(model, input_shapes).shapes
+
+
+def fill_unknown_dimensions(model) -> int:
+    """Give the operation outputs of an unfinished `model` whose dimensions are unknown (in part or in
+    rank) the inferred ones; returns how many operands changed. The converters call it before
+    Model.finish(), so a converted model carries every shape its inputs determine."""
+    changed = 0
+    for i, shape in ShapeInference(model).shapes.items():
+        opnd = model.operands[i]
+        if shape is None or not opnd.type.is_tensor or tuple(opnd.type.dimensions or ()) == shape:
+            continue
+        declared = opnd.type.dimensions
+        if declared and len(declared) != len(shape):
+            continue   # a conflict: Model.finish() reports it
+        opnd.type = opnd.type.with_dimensions(shape)
+        changed += 1
+    return changed

@@ -105,6 +105,10 @@ def operation_problems(model, feature_level: int = 8) -> list[str]:
         elif op.code.feature_level > feature_level:
             problems.append(f"operation {k} ({op.code.name}): needs feature level {op.code.feature_level}, "
                             f"target is {feature_level}")
+    if not problems:
+        # every operation is well formed: declared output dimensions must agree with what their inputs give
+        from .shapes import ShapeInference
+        problems.extend(ShapeInference(model).conflicts)
     return problems
 
 
