@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnapi.codes import FuseCode, OperandCode, PaddingCode
+from nnapi.codes import FuseCode, OperandCode
+# the padding / output-size rules are defined once, in nnapi/ops/geometry.py (the specs' shape inference
+# uses them too); re-exported here under the kernels' names
+from nnapi.ops.geometry import (explicit_out_size, implicit_padding,  # noqa: F401
+                                transpose_implicit_padding, transpose_out_size)
 
 from .fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
 
@@ -102,25 +106,6 @@ def apply_fuse(x: np.ndarray, fuse: int, code=C.TENSOR_FLOAT32, scale: float = 0
 
 
 # -- padding and layout ---------------------------------------------------------
-
-def implicit_padding(in_size: int, stride: int, filter_size: int, padding: int, dilation: int = 1):
-    """(pad_before, pad_after, out_size) for PaddingCode SAME/VALID, as the NNAPI header defines them."""
-    eff = (filter_size - 1) * dilation + 1
-    if padding == PaddingCode.SAME:
-        out = (in_size + stride - 1) // stride
-        total = max((out - 1) * stride + eff - in_size, 0)
-        return total // 2, (total + 1) // 2, out
-    if padding == PaddingCode.VALID:
-        out = (in_size - eff + stride) // stride
-        return 0, 0, max(out, 0)
-    raise ValueError(f"invalid padding code {padding}")
-
-
-def explicit_out_size(in_size: int, stride: int, filter_size: int, pad_before: int, pad_after: int,
-                      dilation: int = 1) -> int:
-    eff = (filter_size - 1) * dilation + 1
-    return (in_size - eff + stride + pad_before + pad_after) // stride
-
 
 def to_nhwc(x: np.ndarray, nchw: bool) -> np.ndarray:
     return np.moveaxis(x, 1, -1) if nchw else x

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from nnapi.codes import OperationCode as Op
-from nnapi.codes import PaddingCode
+from nnapi.ops.geometry import transpose_implicit_padding, transpose_out_size
 
 from ..registry import kernel, prepare
 from .common import from_nhwc, is_quant, to_nhwc
@@ -23,15 +23,10 @@ from .gemm import pad_hw
 
 
 def _implicit_pads(ctx, out_size: int, stride: int, filter_size: int, padding: int) -> tuple[int, int]:
-    """(head, tail) padding for a requested output size: SAME pads as the forward convolution from
-    `out_size` would, the tail fitted to the last stride (it may be negative); VALID pads nothing."""
-    if padding == PaddingCode.VALID:
-        return 0, 0
-    if padding != PaddingCode.SAME:
-        ctx.fail(f"invalid padding code {padding}")
-    covered = ((out_size + stride - 1) // stride - 1) * stride + filter_size
-    head = max(covered - out_size, 0) // 2
-    return head, covered - out_size - head
+    try:
+        return transpose_implicit_padding(out_size, stride, filter_size, padding)
+    except ValueError as e:
+        ctx.fail(str(e))
 
 
 def _pads(ctx, form: str, args: dict, nchw: bool, filter_hw: tuple, strides: tuple) -> tuple:
@@ -56,7 +51,7 @@ def scatter(ctx, x: np.ndarray, w: np.ndarray, strides: tuple, pads: tuple) -> n
     n, h, wd, c = x.shape
     o, kh, kw, _ = w.shape
     (sh, sw), (top, bottom, left, right) = strides, pads
-    oh, ow = (h - 1) * sh + kh - top - bottom, (wd - 1) * sw + kw - left - right
+    oh, ow = transpose_out_size(h, sh, kh, top, bottom), transpose_out_size(wd, sw, kw, left, right)
     if oh <= 0 or ow <= 0:
         ctx.fail(f"output size {oh}x{ow} is not positive")
     cols = (x.reshape(-1, c) @ w.reshape(-1, c).T).reshape(n, h, wd, o, kh, kw)

@@ -70,8 +70,9 @@ def _reduce_windows(x: np.ndarray, p: PoolParams, pad_value, ufunc, dtype) -> np
         return ufunc.reduce(x, axis=(1, 2), keepdims=True, dtype=dtype)
     padded = _padded(x, p, pad_value)
     (sh, sw), (fh, fw) = p.strides, p.filter
-    oh = (padded.shape[1] - fh) // sh + 1
-    ow = (padded.shape[2] - fw) // sw + 1
+    top, bottom, left, right = p.pads
+    oh = explicit_out_size(x.shape[1], sh, fh, top, bottom)
+    ow = explicit_out_size(x.shape[2], sw, fw, left, right)
     out = None
     for i in range(fh):
         for j in range(fw):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from nnapi.codes import OperationCode as Op
+from nnapi.ops.reduce import reduced_shape
 
 from ..registry import kernel
 from .common import QUANT8, requantize
@@ -18,13 +19,6 @@ def resolve_axes(ctx, axes, rank: int) -> tuple:
     if bad.size:
         ctx.fail(f"axis {int(bad[0])} is out of range [-{rank}, {rank}) for a rank-{rank} input")
     return tuple(sorted({int(a) % rank for a in axes}))
-
-
-def reduced_shape(shape, axes, keep: bool) -> tuple:
-    """Reduced axes become 1 (keep) or disappear; reducing everything without keep gives [1]."""
-    if keep:
-        return tuple(1 if i in axes else d for i, d in enumerate(shape))
-    return tuple(d for i, d in enumerate(shape) if i not in axes) or (1,)
 
 
 def _as_compute(x):

@@ -6,11 +6,12 @@ pixels are gathered with fancy indexing: no loop over pixels.
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
 from nnapi.codes import OperandCode as C, OperationCode as Op
+
+from nnapi.ops.geometry import scaled_size
 
 from ..registry import kernel
 from .common import QUANT8, from_nhwc, round_half_away, to_nhwc
@@ -35,16 +36,10 @@ def _resize_args(ctx):
     if ctx.inputs[1].code == C.INT32:
         out_w, out_h = ctx.scalar(1), ctx.scalar(2)
     else:  # scales: floor(in_size * scale) in float32 (float16 scales are widened first)
-        sw, sh = _F32(ctx.scalar(1)), _F32(ctx.scalar(2))
-        out_w = _floor_size(_F32(w) * sw)
-        out_h = _floor_size(_F32(h) * sh)
+        out_w, out_h = scaled_size(w, ctx.scalar(1)), scaled_size(h, ctx.scalar(2))
     if out_h <= 0 or out_w <= 0:
         ctx.fail(f"output size {out_h}x{out_w} must be positive")
     return x, out_h, out_w, nchw, align, half
-
-
-def _floor_size(v) -> int:
-    return math.floor(v) if np.isfinite(v) else 0
 
 
 def _scale(in_size: int, out_size: int, align: bool):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from nnapi.codes import OperationCode as Op
+from nnapi.ops.shape import strided_range
 
 from ..registry import kernel, prepare
 from .common import QUANT8, requantize
@@ -126,23 +127,13 @@ def slice_(ctx):
     return [x[tuple(index)]]
 
 
-def _clamp_index(i: int, n: int, forward: bool) -> int:
-    """A begin/end index resolved like TFLite's StridedSlice (negative counts from the end, clamped)."""
-    if i < 0:
-        i += n
-    return min(max(i, 0), n) if forward else min(max(i, -1), n - 1)
-
-
 def _strided_range(ctx, d: int, n: int, begin: int, end: int, stride: int, masks) -> tuple[int, int]:
     """(start, count) of dimension `d` of a strided slice."""
     begin_mask, end_mask, shrink = masks
     if stride == 0:
         ctx.fail(f"dimension {d}: stride is 0")
-    forward = stride > 0
-    start = (0 if forward else n - 1) if begin_mask >> d & 1 else _clamp_index(begin, n, forward)
-    stop = (n if forward else -1) if end_mask >> d & 1 else _clamp_index(end, n, forward)
-    count = max(0, -(-(stop - start) // stride))  # ceil division
-    if shrink >> d & 1 and (count != 1 or not forward):
+    start, count = strided_range(n, begin, end, stride, bool(begin_mask >> d & 1), bool(end_mask >> d & 1))
+    if shrink >> d & 1 and (count != 1 or stride < 0):
         ctx.fail(f"dimension {d}: shrink_axis_mask needs a slice of size 1 with a positive stride, "
                  f"got begin {begin} end {end} stride {stride}")
     return start, count

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import Form, OpSpec, TypeCase, arg, broadcast_output, fixed_output_quant, same_quant, same_shape
+from .base import (Form, OpSpec, TypeCase, arg, broadcast_output, fixed_output_quant, infer_broadcast, infer_same_as,
+                   same_quant, same_shape)
 from .unary import F16, F32, Q8, Q8S, unary
 
 
@@ -29,6 +30,7 @@ register(OpSpec(
     forms=[Form("default", [arg("input", "T"), arg("alpha", "S")], [arg("output", "T")])],
     type_cases=[TypeCase(4, T=F32, S=C.FLOAT32), TypeCase(4, T=F16, S=C.FLOAT16)],
     rules=[same_shape("input", "output")],
+    infer=infer_same_as("input"),
     doc="output = input if input > 0 else alpha * (exp(input) - 1)",
 ))
 
@@ -37,6 +39,7 @@ register(OpSpec(
     forms=[Form("default", [arg("input", "T"), arg("alpha", "T")], [arg("output", "T")])],
     type_cases=_levels(3, 3, 3, 4),
     rules=[broadcast_output("input", "alpha")],
+    infer=infer_broadcast("input", "alpha"),
     doc="output = input if input >= 0 else alpha * input; input and alpha broadcast, the output has "
         "their broadcast shape",
 ))

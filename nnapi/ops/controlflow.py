@@ -60,6 +60,94 @@ def _bool_scalar_tensor(what: str, operand):
         yield f"{what} must have shape [1], got {list(operand.type.dimensions)}"
 
 
+# -- shape inference ----------------------------------------------------------------
+# A referenced subgraph is inferred (nnapi/shapes.py) with its inputs pinned to what the
+# operation passes, merged with the subgraph's own declared input dimensions (a valid model
+# passes values that fit both).
+
+_MAX_NESTING = 32   # subgraphs referencing subgraphs: a bound on the inference's recursion
+_nesting = [0]
+
+
+def _merge_declared(model, i: int, shape):
+    """`shape` (what the operation passes) merged with the subgraph's declared dimensions of operand i."""
+    from ..shapes import declared_shape, merge
+    return merge(declared_shape(model, i), shape)[0]
+
+
+def _subgraph_outputs(model, shapes: list):
+    """The Shapes of `model`'s outputs when its inputs have `shapes` (None: counts do not fit)."""
+    from ..shapes import ShapeInference
+    if model is None or len(model.inputs) != len(shapes) or _nesting[0] >= _MAX_NESTING:
+        return None
+    pinned = {}
+    for k, (i, outer) in enumerate(zip(model.inputs, shapes)):
+        shape = _merge_declared(model, i, outer)
+        if shape is not None:
+            pinned[k] = shape
+    _nesting[0] += 1
+    try:
+        inner = ShapeInference(model, input_shapes=pinned)
+    finally:
+        _nesting[0] -= 1
+    return [inner.shape(o) for o in model.outputs]
+
+
+def _join(a, b):
+    """What two Shapes have in common: the extents they agree on (0 elsewhere), None when the ranks
+    differ or either is unknown."""
+    if a is None or b is None or len(a) != len(b):
+        return None
+    return tuple(x if x == y else 0 for x, y in zip(a, b))
+
+
+def _infer_if(v):
+    """The outputs are the branch's outputs: with a constant condition, the branch it selects; else
+    what both branches agree on."""
+    ins = v.all_dims("inputs")
+    cond = v.const("condition")
+    names = ("then_model", "else_model")
+    if cond is not None and np.size(cond) == 1:
+        names = names[:1] if bool(np.ravel(cond)[0]) else names[1:]
+    results = [_subgraph_outputs(_subgraph(v, n), ins) for n in names]
+    if any(r is None or len(r) != len(v._out["outputs"]) for r in results):
+        return {}
+    joined = results[0]
+    for r in results[1:]:
+        joined = [_join(a, b) for a, b in zip(joined, r)]
+    return {"outputs": joined}
+
+
+def _infer_while(v):
+    """The outputs are the first m loop-carried values after zero or more iterations of the body.
+
+    The carried values' Shapes are joined over every iteration: start from the inputs, run the
+    body's inference on the joined Shapes, join its outputs into them, and repeat until the body
+    gives back Shapes that agree with what went in (a fixed point: each round only forgets extents
+    or ranks, so it ends). A body that keeps its values' shapes (the usual loop) gives the inputs'
+    Shapes; an extent the body changes becomes unknown (0), and a rank it changes an unknown rank,
+    because the number of iterations is only known at execution. Input-only values (after the
+    carried ones) keep the inputs' Shapes throughout.
+    """
+    body = _subgraph(v, "body_model")
+    values = list(v.all_dims("inputs"))
+    n_out = len(v._out["outputs"])
+    if body is None or len(body.inputs) != len(values) or not n_out <= len(body.outputs) <= len(values):
+        return {}
+    carried = len(body.outputs)
+    # the body's declared inputs hold for every iteration's values
+    values = [_merge_declared(body, i, s) for i, s in zip(body.inputs, values)]
+    for _ in range(1 + sum(len(s) + 1 for s in values[:carried] if s is not None)):
+        out = _subgraph_outputs(body, values)
+        if out is None:
+            return {}
+        joined = [_join(a, b) for a, b in zip(values[:carried], out)]
+        if joined == values[:carried]:
+            return {"outputs": values[:n_out]}
+        values[:carried] = joined
+    return {"outputs": [None] * n_out}   # not reached: every round forgets at least one extent
+
+
 # -- IF ---------------------------------------------------------------------------
 
 def _if_condition(v):
@@ -90,6 +178,7 @@ register(OpSpec(
                 [arg("outputs", ANY, repeated=True)])],
     type_cases=[TypeCase(4)],
     rules=[_if_condition, _if_branches],
+    infer=_infer_if,
     doc="outputs = (then_model if condition else else_model)(inputs)",
 ))
 
@@ -137,5 +226,9 @@ register(OpSpec(
                 [arg("outputs", ANY, repeated=True)])],
     type_cases=[TypeCase(4)],
     rules=[_while_condition, _while_body],
+    infer=_infer_while,
+    value_dependent={"outputs": "the number of iterations depends on the values the condition reads, so an "
+                                "extent the body changes (e.g. a growing CONCATENATION) is known only at "
+                                "execution"},
     doc="while cond_model(values): values[:m+k] = body_model(values); outputs = values[:m]",
 ))

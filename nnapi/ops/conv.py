@@ -5,9 +5,12 @@ Type variables: T = input and output, W = filter (weights), B = bias.
 """
 from __future__ import annotations
 
+import math
+
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import Form, OpSpec, TypeCase, arg, bias_scale, opt, rank_in
+from .base import Form, OpSpec, TypeCase, arg, bias_scale, const_ints, opt, rank_in
+from .geometry import const_int, join_image, layout, split_image, transpose_out_or_0, window_out_or_0
 
 Q8, Q8S, PER_CHANNEL = C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED, C.TENSOR_QUANT8_SYMM_PER_CHANNEL
 
@@ -140,6 +143,68 @@ def _conv_rules(out_axis: int, channel_dim: int) -> list:
             bias_scale(), _per_channel_dim(channel_dim), _bias_matches(out_axis), _dilation_pairs]
 
 
+# -- shape inference -------------------------------------------------------------------
+# output [batches, out_height, out_width, depth_out] (NCHW: [batches, depth_out, ...]); the window
+# geometry (padding, strides, dilation) is nnapi/ops/geometry.py's, shared with the kernels
+
+def _pads(v, before, after):
+    return const_int(v, before), const_int(v, after)
+
+
+def _conv_infer(depth_axis: int):
+    """CONV_2D-like shapes: the filter is [.., kh, kw, ..] with depth_out at `depth_axis`."""
+    def infer(v):
+        nchw, inp, flt = layout(v), v.dims("input"), v.dims("filter")
+        if (inp is not None and len(inp) != 4) or (flt is not None and len(flt) != 4):
+            return {}
+        if nchw is None:
+            return {"output": (0, 0, 0, 0)}
+        n, h, w, _ = split_image(inp, nchw)
+        _, kh, kw, _ = flt or (0, 0, 0, 0)
+        explicit = v.form.name == "explicit"
+        padding = const_int(v, "padding")
+        oh = window_out_or_0(h, const_int(v, "stride_h"), kh, const_int(v, "dilation_h", 1),
+                             _pads(v, "pad_top", "pad_bottom") if explicit else None, padding)
+        ow = window_out_or_0(w, const_int(v, "stride_w"), kw, const_int(v, "dilation_w", 1),
+                             _pads(v, "pad_left", "pad_right") if explicit else None, padding)
+        return {"output": join_image(n, oh, ow, flt[depth_axis] if flt else 0, nchw)}
+    return infer
+
+
+def _transpose_conv_infer(v):
+    """Explicit: (in - 1) x stride + filter - paddings; implicit: the output shape tensor's extents
+    with SAME padding fitted to them (VALID pads nothing)."""
+    nchw, inp, flt = layout(v), v.dims("input"), v.dims("filter")
+    if (inp is not None and len(inp) != 4) or (flt is not None and len(flt) != 4):
+        return {}
+    if nchw is None:
+        return {"output": (0, 0, 0, 0)}
+    n, h, w, _ = split_image(inp, nchw)
+    _, kh, kw, _ = flt or (0, 0, 0, 0)
+    if v.form.name == "explicit":
+        oh = transpose_out_or_0(h, const_int(v, "stride_h"), kh, _pads(v, "pad_top", "pad_bottom"))
+        ow = transpose_out_or_0(w, const_int(v, "stride_w"), kw, _pads(v, "pad_left", "pad_right"))
+    else:
+        shape = const_ints(v, "output_shape")
+        _, rh, rw, _ = split_image(shape, nchw)
+        padding = const_int(v, "padding")
+        oh = transpose_out_or_0(h, const_int(v, "stride_h"), kh, padding=padding, requested=rh)
+        ow = transpose_out_or_0(w, const_int(v, "stride_w"), kw, padding=padding, requested=rw)
+    return {"output": join_image(n, oh, ow, flt[0] if flt else 0, nchw)}
+
+
+def _fc_infer(v):
+    """[batch_size, num_units]: the input flattened to rows of input_size (the weights' second
+    dimension); num_units is the weights' first."""
+    inp, wts = v.dims("input"), v.dims("weights")
+    if wts is not None and len(wts) != 2:
+        return {}
+    units, size = wts or (0, 0)
+    total = math.prod(inp) if inp else 0   # 0 when any extent is unknown
+    batch = total // size if size and total % size == 0 else 0
+    return {"output": (batch, units)}
+
+
 # -- specs -------------------------------------------------------------------------
 
 register(OpSpec(
@@ -148,6 +213,7 @@ register(OpSpec(
     type_cases=_CONV_CASES,
     rules=_conv_rules(0, 0) + [_conv_channels(lambda v, f: f[3])],
     level_rules=[_output_scale_level()],
+    infer=_conv_infer(0),
     doc="output[b, y, x, o] = fuse(sum_{i, j, c} input[b, y*sh + i*dh - pt, x*sw + j*dw - pl, c] "
         "* filter[o, i, j, c] + bias[o]); filter [depth_out, h, w, depth_in]",
 ))
@@ -158,6 +224,7 @@ register(OpSpec(
     type_cases=_CONV_CASES,
     rules=_conv_rules(3, 3) + [_depthwise_filter],
     level_rules=[_output_scale_level()],
+    infer=_conv_infer(3),
     doc="each input channel c is correlated with its own `multiplier` filters; output channel "
         "c * multiplier + m; filter [1, h, w, depth_out]",
 ))
@@ -169,6 +236,7 @@ register(OpSpec(
     rules=_conv_rules(0, 0) + [_groups_divide,
                                _conv_channels(lambda v, f: f[3] * v.const("groups")
                                               if isinstance(v.const("groups"), int) else None)],
+    infer=_conv_infer(0),
     doc="input channels and filters split into `groups` independent CONV_2Ds; filter "
         "[depth_out, h, w, depth_in / groups]",
 ))
@@ -181,6 +249,7 @@ register(OpSpec(
                 + [arg("fuse", C.INT32), arg("layout", C.BOOL)], _OUT)],
     type_cases=_LEVEL3_CASES,
     rules=_conv_rules(0, 0) + [_conv_channels(lambda v, f: f[3]), rank_in("output_shape", [1])],
+    infer=_transpose_conv_infer,
     doc="the gradient of CONV_2D: every input pixel scatters input x filter into a stride-spaced "
         "output window; filter [depth_out, h, w, depth_in]",
 ))
@@ -200,6 +269,7 @@ register(OpSpec(
     rules=[rank_in("input", [2, 3, 4]), rank_in("weights", [2]), rank_in("bias", [1]), rank_in("output", [2]),
            bias_scale(filter_name="weights"), _bias_matches(0, "weights"), _fc_output],
     level_rules=[_output_scale_level("weights")],
+    infer=_fc_infer,
     doc="input flattened to [batch, input_size] (input_size = weights' second dimension); "
         "output = fuse(input @ weights^T + bias)",
 ))

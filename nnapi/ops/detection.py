@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
 from .base import Form, OpSpec, TypeCase, arg, output_ranks, rank_in, same_quant
+from .geometry import const_int, join_image, layout, split_image
 
 _BOX_SCALE = 0.125  # the one quantization NNAPI allows for QUANT16 box coordinates
 
@@ -50,6 +51,70 @@ def _ranks(**ranks):
     return [rank_in(name, (r,)) for name, r in ranks.items()]
 
 
+# -- shape inference -------------------------------------------------------------------
+
+def _extent(dims, axis: int, rank: int) -> int:
+    """Extent `axis` of a Shape of rank `rank`, 0 when unknown (or of another rank)."""
+    return dims[axis] if dims is not None and len(dims) == rank else 0
+
+
+def _either(*extents: int) -> int:
+    """The first known of several extents that must agree (0 when none is known)."""
+    return next((e for e in extents if e), 0)
+
+
+def _bbox_infer(v):
+    """[num_rois, num_classes x 4], like deltas."""
+    deltas = v.dims("deltas")
+    return {"output": (_either(_extent(deltas, 0, 2), _extent(v.dims("rois"), 0, 2)), _extent(deltas, 1, 2))}
+
+
+_KEPT_BOXES = "the number of boxes kept depends on the scores (thresholds, non-maximum suppression)"
+
+
+def _kept_boxes(*names_with_tail):
+    """Outputs with one row per kept box: (name, trailing extents) pairs, the row count unknown."""
+    def infer(v):
+        return {name: (0, *tail) for name, tail in names_with_tail}
+    return infer
+
+
+def _ssd_infer(v):
+    """[batches, slots] scores and classes, [batches, slots, 4] boxes, [batches] counts; slots is
+    max_detections, times max_classes_per_detection in fast (not regular) NMS. The slots past a
+    batch's count are padding, so the shapes do not depend on the values."""
+    batches = _either(_extent(v.dims("scores"), 0, 3), _extent(v.dims("deltas"), 0, 3))
+    regular, most = v.const("use_regular_nms"), const_int(v, "max_detections")
+    per = 1 if regular else const_int(v, "max_classes_per_detection")
+    slots = most * per if regular is not None and most is not None and per is not None else 0
+    slots = slots if slots > 0 else 0
+    return {"out_scores": (batches, slots), "out_boxes": (batches, slots, 4), "out_classes": (batches, slots),
+            "num_detections": (batches,)}
+
+
+def _heatmap_infer(v):
+    """[num_boxes, num_keypoints] scores and [num_boxes, num_keypoints, 2] keypoints."""
+    nchw, heat = layout(v), v.dims("heatmap")
+    keypoints = split_image(heat, nchw)[3] if nchw is not None else 0
+    n = _either(_extent(heat, 0, 4), _extent(v.dims("boxes"), 0, 2))
+    return {"out_scores": (n, keypoints), "out_keypoints": (n, keypoints, 2)}
+
+
+def _roi_infer(v):
+    """[num_rois, out_height, out_width, depth] (NCHW: [num_rois, depth, ...])."""
+    nchw, inp = layout(v), v.dims("input")
+    if inp is not None and len(inp) != 4:
+        return {}
+    if nchw is None:
+        return {"output": (0, 0, 0, 0)}
+    _, _, _, depth = split_image(inp, nchw)
+    sizes = [const_int(v, "out_height"), const_int(v, "out_width")]
+    oh, ow = (s if s is not None and s > 0 else 0 for s in sizes)
+    return {"output": join_image(_extent(v.dims("rois"), 0, 2), oh, ow, depth, nchw)}
+
+
+# -- specs -------------------------------------------------------------------------
+
 register(OpSpec(
     code=Op.AXIS_ALIGNED_BBOX_TRANSFORM,
     forms=[Form("default",
@@ -62,6 +127,7 @@ register(OpSpec(
                 TypeCase(4, T=C.TENSOR_QUANT8_ASYMM_SIGNED, R=C.TENSOR_QUANT16_ASYMM)],
     rules=[box_quant("rois", "image_info", "output"),
            *_ranks(rois=2, deltas=2, batches=1, image_info=2, output=2)],
+    infer=_bbox_infer,
     doc="rois [n, 4] (x1, y1, x2, y2) moved by per-class deltas (dx, dy, dw, dh), clipped to the image",
 ))
 
@@ -77,6 +143,8 @@ register(OpSpec(
     rules=[box_quant("rois", "out_rois"), same_quant("scores", "out_scores"),
            *_ranks(scores=2, rois=2, batches=1),
            *output_ranks(out_scores=1, out_rois=2, out_classes=1, out_batches=1)],
+    infer=_kept_boxes(("out_scores", ()), ("out_rois", (4,)), ("out_classes", ()), ("out_batches", ())),
+    value_dependent=dict.fromkeys(("out_scores", "out_rois", "out_classes", "out_batches"), _KEPT_BOXES),
     doc="per-class hard / linear / gaussian NMS over rois grouped by batch; class 0 is background",
 ))
 
@@ -93,6 +161,7 @@ register(OpSpec(
     type_cases=[TypeCase(3, T=C.TENSOR_FLOAT32, S=C.FLOAT32), TypeCase(3, T=C.TENSOR_FLOAT16, S=C.FLOAT16)],
     rules=_ranks(scores=3, deltas=3, anchors=2)
     + output_ranks(out_scores=2, out_boxes=3, out_classes=2, num_detections=1),
+    infer=_ssd_infer,
     doc="TFLite SSD post-processing: decode center-size boxes, then regular or fast NMS",
 ))
 
@@ -109,6 +178,8 @@ register(OpSpec(
     rules=[box_quant("anchors", "image_info", "out_rois"), same_quant("scores", "out_scores"),
            *_ranks(scores=4, deltas=4, anchors=2, image_info=2),
            *output_ranks(out_scores=1, out_rois=2, out_batches=1)],
+    infer=_kept_boxes(("out_scores", ()), ("out_rois", (4,)), ("out_batches", ())),
+    value_dependent=dict.fromkeys(("out_scores", "out_rois", "out_batches"), _KEPT_BOXES),
     doc="RPN proposals: anchors shifted over the feature map, transformed, filtered, hard NMS",
 ))
 
@@ -119,6 +190,7 @@ register(OpSpec(
     type_cases=_cases(),
     rules=[box_quant("boxes", "out_keypoints"), *_ranks(heatmap=4, boxes=2),
            *output_ranks(out_scores=2, out_keypoints=3)],
+    infer=_heatmap_infer,
     doc="per box and keypoint: heatmap argmax refined by a quadratic fit, mapped into the box",
 ))
 
@@ -133,6 +205,7 @@ register(OpSpec(
                 [arg("output", "T")])],
     type_cases=_cases(),
     rules=[box_quant("rois"), *_ranks(input=4, rois=2, output=4)],
+    infer=_roi_infer,
     doc="average of bilinear samples per output bin of each region (sampling ratio 0 = adaptive)",
 ))
 
@@ -141,5 +214,6 @@ register(OpSpec(
     forms=[Form("default", _ROI_HEAD + [arg("layout", C.BOOL)], [arg("output", "T")])],
     type_cases=_cases(),
     rules=[box_quant("rois"), same_quant("input", "output"), *_ranks(input=4, rois=2, output=4)],
+    infer=_roi_infer,
     doc="max over each output bin of each region (bins rounded outward)",
 ))

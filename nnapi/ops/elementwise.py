@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import Form, OpSpec, TypeCase, arg, broadcast_output, rank_at_most
+from .base import Form, OpSpec, TypeCase, arg, broadcast_output, infer_broadcast, rank_at_most
 
 _ARGS = [arg("input1", "T"), arg("input2", "T"), arg("fuse", C.INT32)]
 
@@ -15,6 +15,7 @@ def _binary(code, cases, max_rank=4, doc=""):
         type_cases=cases,
         rules=[rank_at_most("input1", max_rank), rank_at_most("input2", max_rank),
                broadcast_output("input1", "input2")],
+        infer=infer_broadcast("input1", "input2"),
         doc=doc,
     ))
 

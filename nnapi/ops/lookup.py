@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import (Form, OpSpec, TypeCase, arg, cases, fixed_output_quant, output_rank, rank_at_least, rank_in,
-                   same_quant)
+from .base import (Form, OpSpec, Shape, TypeCase, arg, cases, fixed_output_quant, output_rank, rank_at_least,
+                   rank_in, same_quant)
 
 
 def _dims(o):
@@ -42,6 +42,35 @@ def _hits_shape(v):
     elif look and look[0] and hits[0] and look[0] != hits[0]:
         yield f"hits has {hits[0]} elements, lookups has {look[0]}"
 
+def _looked_up(v) -> Shape:
+    """[len(lookups), values' dimensions 1...]: one row of values per lookup."""
+    look, values = v.dims("lookups"), v.dims("values")
+    if values is None:
+        return None
+    return ((look[0] if look and len(look) == 1 else 0),) + values[1:]
+
+
+def _infer_hashtable(v):
+    look = v.dims("lookups")
+    return {"output": _looked_up(v), "hits": ((look[0] if look and len(look) == 1 else 0),)}
+
+
+def _infer_lsh(v):
+    """SPARSE (1, 3): one signature per hash function, [num_hash]; DENSE (2): one bit per hash function and
+    seed, [num_hash * num_bits]."""
+    h, kind = v.dims("hash"), v.const("type")
+    if h is None or len(h) != 2 or kind not in (LSH_SPARSE_DEPRECATED, LSH_DENSE, LSH_SPARSE):
+        return {"output": (0,)}
+    return {"output": (h[0] * h[1] if kind == LSH_DENSE else h[0],)}
+
+
+def _infer_multinomial(v):
+    """[batches, sample_count]."""
+    d, count = v.dims("input"), v.const("sample_count")
+    batches = d[0] if d else 0
+    return {"output": (batches, count if isinstance(count, int) and count > 0 else 0)}
+
+
 # LSH_PROJECTION type parameter values
 LSH_SPARSE_DEPRECATED, LSH_DENSE, LSH_SPARSE = 1, 2, 3
 
@@ -53,6 +82,7 @@ register(OpSpec(
                 TypeCase(4, T=C.TENSOR_QUANT8_ASYMM_SIGNED)],
     rules=[rank_in("lookups", [1]), rank_at_least("values", 2), same_quant("values", "output"), _lookup_shape()],
     doc="output[i] = values[lookups[i]]; an out-of-range lookup fails the execution",
+    infer=lambda v: {"output": _looked_up(v)},
 ))
 
 register(OpSpec(
@@ -65,6 +95,7 @@ register(OpSpec(
            _keys_match_values],
     doc="output[i] = values[j] where keys[j] == lookups[i] (keys sorted ascending), zeros and hits[i] = 0 "
         "on a miss",
+    infer=_infer_hashtable,
 ))
 
 
@@ -92,6 +123,7 @@ register(OpSpec(
     level_rules=[_lsh_type_level],
     doc="sign bits of weighted farmhash Fingerprint64(seed, input row) sums; sparse (signature per hash "
         "function) or dense (one bit per element) output",
+    infer=_infer_lsh,
 ))
 
 register(OpSpec(
@@ -101,4 +133,5 @@ register(OpSpec(
     type_cases=cases(3, "T", C.TENSOR_FLOAT32, C.TENSOR_FLOAT16),
     rules=[rank_in("input", [2]), rank_in("seeds", [1]), rank_in("output", [2])],
     doc="draws sample_count class indexes per batch row from softmax(logits), seeded by seeds",
+    infer=_infer_multinomial,
 ))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import Form, OpSpec, TypeCase, arg, cases, opt, rank_in, same_quant
+from .base import (Form, OpSpec, TypeCase, arg, broadcast_shapes, cases, const_ints, infer_same_as, opt, rank_in,
+                   same_quant)
 
 _DATA = (C.TENSOR_FLOAT16, C.TENSOR_FLOAT32, C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED, C.TENSOR_INT32)
 
@@ -44,6 +45,15 @@ def _const_in(name: str, allowed, what: str):
 
 # -- FILL, RANK (feature level 4) --------------------------------------------------
 
+def _infer_fill(v):
+    """The output's extents are the values of `shape` (when constant); its rank is shape's length."""
+    dims = const_ints(v, "shape")
+    if dims is not None:
+        return {"output": tuple(max(d, 0) for d in dims)}
+    sd = v.dims("shape")
+    return {"output": (0,) * sd[0] if sd is not None and len(sd) == 1 and sd[0] else None}
+
+
 def _fill_shape(v):
     """The output has as many dimensions as `shape` has elements, and those extents when constant."""
     shape, out = v.input("shape"), v.output("output")
@@ -66,6 +76,8 @@ register(OpSpec(
                 TypeCase(4, T=C.TENSOR_INT32, V=C.INT32)],
     rules=[rank_in("shape", (1,)), _fill_shape],
     doc="output of the given shape, every element = value",
+    infer=_infer_fill,
+    value_dependent={"output": "its extents are the values of shape, unknown when shape is fed at run time"},
 ))
 
 register(OpSpec(
@@ -75,10 +87,22 @@ register(OpSpec(
                      C.TENSOR_QUANT16_SYMM, C.TENSOR_BOOL8, C.TENSOR_QUANT8_SYMM_PER_CHANNEL,
                      C.TENSOR_QUANT16_ASYMM, C.TENSOR_QUANT8_SYMM, C.TENSOR_QUANT8_ASYMM_SIGNED),
     doc="output = the number of dimensions of input (an INT32 scalar)",
+    infer=lambda v: {"output": ()},
 ))
 
 
 # -- BATCH_MATMUL, PACK (feature level 6) -------------------------------------------
+
+def _infer_batch_matmul(v):
+    """[batch..., rows of adj(x), columns of adj(y)]; the batch dimensions broadcast."""
+    x, y = v.dims("x"), v.dims("y")
+    if x is None or y is None or len(x) < 2 or len(y) < 2:
+        return {"output": None}
+    adj = [v.const(n) if v.has(n) else False for n in ("adj_x", "adj_y")]
+    rows = 0 if adj[0] is None else x[-1] if adj[0] else x[-2]
+    cols = 0 if adj[1] is None else y[-2] if adj[1] else y[-1]
+    return {"output": broadcast_shapes(x[:-2], y[:-2]) + (rows, cols)}
+
 
 register(OpSpec(
     code=Op.BATCH_MATMUL,
@@ -89,6 +113,7 @@ register(OpSpec(
     rules=[rank_in("x", (2, 3, 4)), rank_in("y", (2, 3, 4)), rank_in("output", (2, 3, 4)),
            _same_rank("x", "y"), _same_rank("x", "output")],
     doc="output[..., :, :] = adj(x)[..., :, :] @ adj(y)[..., :, :], batch dimensions broadcast",
+    infer=_infer_batch_matmul,
 ))
 
 
@@ -122,6 +147,17 @@ def _pack_output(v):
             yield f"output has shape {list(dims)}, expected {list(expected)}"
 
 
+def _infer_pack(v):
+    """The inputs' shape (every extent known in any input) with len(inputs) inserted at axis."""
+    shapes = [s for s in v.all_dims("inputs") if s is not None]
+    axis = v.const("axis")
+    if not shapes or not isinstance(axis, int) or not 0 <= axis <= len(shapes[0]):
+        return {"output": None if not shapes else (0,) * (len(shapes[0]) + 1)}
+    rank = len(shapes[0])
+    same = [next((s[d] for s in shapes if len(s) == rank and s[d]), 0) for d in range(rank)]
+    return {"output": tuple(same[:axis]) + (len(v.inputs("inputs")),) + tuple(same[axis:])}
+
+
 register(OpSpec(
     code=Op.PACK,
     forms=[Form("default", [arg("axis", C.INT32), arg("inputs", "T", repeated=True)], [arg("output", "T")])],
@@ -130,6 +166,7 @@ register(OpSpec(
            _same_rank("inputs", "output", 1), _const_in("axis", _pack_axes, "is out of range [0, rank(inputs)]"),
            _pack_output],
     doc="output = the inputs stacked along a new dimension `axis`",
+    infer=_infer_pack,
 ))
 
 
@@ -141,6 +178,16 @@ def _paddings_shape(v):
         yield f"paddings must have shape [rank(input), 2], got {list(pads.type.dimensions)}"
 
 
+def _infer_mirror_pad(v):
+    """Each dimension grows by its two paddings (when the paddings are constant)."""
+    d, pads = v.dims("input"), const_ints(v, "paddings")
+    if d is None:
+        return {"output": None}
+    if pads is None or len(pads) != 2 * len(d) or min(pads, default=0) < 0:
+        return {"output": (0,) * len(d)}
+    return {"output": tuple(n + b + a if n else 0 for n, b, a in zip(d, pads[0::2], pads[1::2]))}
+
+
 register(OpSpec(
     code=Op.MIRROR_PAD,
     forms=[Form("default", [arg("input", "T"), arg("paddings", C.TENSOR_INT32), arg("mode", C.INT32)],
@@ -149,6 +196,8 @@ register(OpSpec(
     rules=[same_quant("input", "output"), _same_rank("input", "output"), _paddings_shape,
            _const_in("mode", {0, 1}, "is not a mirror pad mode (0 REFLECT, 1 SYMMETRIC)")],
     doc="output = input padded with its mirror image (REFLECT excludes the edge, SYMMETRIC repeats it)",
+    infer=_infer_mirror_pad,
+    value_dependent={"output": "its extents grow by the values of paddings, unknown when fed at run time"},
 ))
 
 
@@ -168,4 +217,5 @@ register(OpSpec(
     rules=[same_quant("input", "output"), rank_in("input", range(1, 9)), _same_rank("input", "output"),
            _reverse_axis],
     doc="output = input reversed along the one dimension given by axis",
+    infer=infer_same_as(),
 ))

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import (Form, OpSpec, TypeCase, arg, axes_in_range, fixed_output_quant, opt, rank_at_most, rank_in,
-                   same_shape)
+from .base import (Form, OpSpec, TypeCase, arg, axes_in_range, fixed_output_quant, infer_same_as, opt, rank_at_most,
+                   rank_in, same_shape)
 
 _F32, _F16 = C.TENSOR_FLOAT32, C.TENSOR_FLOAT16
 _Q8, _Q8S = C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED
@@ -18,6 +18,7 @@ _Q8, _Q8S = C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED
 _FLOAT_CASES = [TypeCase(1, T=_F32, S=C.FLOAT32), TypeCase(3, T=_F16, S=C.FLOAT16)]
 
 _KEEPS_SHAPE = same_shape("input", "output")
+_INFER = infer_same_as("input")   # the output has the input's shape
 
 
 def _level3_unless_axis_or_rank(*ranks: int):
@@ -46,6 +47,7 @@ register(OpSpec(
     rules=[rank_at_most("input", 4), _KEEPS_SHAPE,
            fixed_output_quant("output", {_Q8: (1.0 / 128, 128), _Q8S: (1.0 / 128, 0)})],
     level_rules=[_level3_unless_axis_or_rank(4)],
+    infer=_INFER,
     doc="output = input / sqrt(sum(input^2 along axis)), default axis -1",
 ))
 
@@ -56,6 +58,7 @@ register(OpSpec(
     type_cases=_FLOAT_CASES,
     rules=[rank_at_most("input", 4), _KEEPS_SHAPE],
     level_rules=[_level3_unless_axis_or_rank(4)],
+    infer=_INFER,
     doc="output = input / (bias + alpha * sum of squares within radius along axis) ^ beta",
 ))
 
@@ -65,6 +68,7 @@ register(OpSpec(
                             arg("layout", C.BOOL)], [arg("output", "T")])],
     type_cases=_FLOAT_CASES,
     rules=[rank_in("input", [4]), _KEEPS_SHAPE],
+    infer=_INFER,
     doc="per batch and channel: (input - mean) * gamma / sqrt(variance + epsilon) + beta",
 ))
 
@@ -77,6 +81,7 @@ register(OpSpec(
     rules=[rank_at_most("input", 4), _positive("beta"), _KEEPS_SHAPE,
            fixed_output_quant("output", {_Q8: (1.0 / 256, 0), _Q8S: (1.0 / 256, -128)})],
     level_rules=[_level3_unless_axis_or_rank(0, 2, 4)],
+    infer=_INFER,
     doc="output = exp(beta * (input - max)) / sum(exp(beta * (input - max))) along axis (default -1)",
 ))
 
@@ -85,5 +90,6 @@ register(OpSpec(
     forms=[Form("default", [arg("input", "T"), arg("beta", "S"), arg("axis", C.INT32)], [arg("output", "T")])],
     type_cases=_FLOAT_CASES,
     rules=[_positive("beta"), axes_in_range("input", "axis"), _KEEPS_SHAPE],
+    infer=_INFER,
     doc="output = beta * (input - max) - log(sum(exp(beta * (input - max)))) along axis",
 ))

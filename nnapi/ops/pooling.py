@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..codes import FuseCode, OperandCode as C, OperationCode as Op, PaddingCode
 from . import register
 from .base import Form, OpSpec, TypeCase, arg, cases, opt, rank_in, same_quant
+from .geometry import const_int, join_image, layout, scaled_size, split_image, window_out_or_0
 
 _F32, _F16 = C.TENSOR_FLOAT32, C.TENSOR_FLOAT16
 _Q8, _Q8S = C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED
@@ -61,12 +62,41 @@ def _keeps_batch_and_depth(v):
 _POOL_SHAPE = [rank_in("input", [4]), rank_in("output", [4]), _keeps_batch_and_depth]
 
 
+def _pool_infer(v):
+    """[batches, out_height, out_width, depth] (NCHW: [batches, depth, ...]), each output extent
+    the filter window's over the padded input (nnapi/ops/geometry.py)."""
+    nchw, inp = layout(v), v.dims("input")
+    if inp is not None and len(inp) != 4:
+        return {}
+    if nchw is None:
+        return {"output": (0, 0, 0, 0)}
+    n, h, w, c = split_image(inp, nchw)
+    padding = const_int(v, "padding")
+    oh = window_out_or_0(h, const_int(v, "stride_h"), const_int(v, "filter_h"),
+                         pads=_pool_pads(v, "pad_top", "pad_bottom", "filter_h"), padding=padding)
+    ow = window_out_or_0(w, const_int(v, "stride_w"), const_int(v, "filter_w"),
+                         pads=_pool_pads(v, "pad_left", "pad_right", "filter_w"), padding=padding)
+    return {"output": join_image(n, oh, ow, c, nchw)}
+
+
+def _pool_pads(v, before: str, after: str, filter_name: str):
+    """Explicit (before, after) padding, None in the implicit form; (None, None) -- an unknown extent --
+    when a padding is not smaller than the filter (the kernel rejects that window)."""
+    if v.form.name != "explicit":
+        return None
+    pads, size = (const_int(v, before), const_int(v, after)), const_int(v, filter_name)
+    if None in pads or size is None or max(pads) >= size:
+        return None, None
+    return pads
+
+
 def _pool(code, type_cases, doc):
     return register(OpSpec(
         code=code,
         forms=_POOL_FORMS,
         type_cases=type_cases,
         rules=[*_POOL_SHAPE, same_quant("input", "output"), _pool_constants],
+        infer=_pool_infer,
         doc=doc,
     ))
 
@@ -102,12 +132,38 @@ def _corner_flags(v):
         yield "align_corners and half_pixel_centers cannot both be true"
 
 
+def _resize_extent(v, name: str, in_size: int) -> int:
+    """An INT32 output size as given, or floor(in_size x a float scale); 0 when unknown or not positive."""
+    value = v.const(name)
+    if value is None or isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        size = value
+    elif not in_size:
+        return 0
+    else:
+        size = scaled_size(in_size, value)
+    return size if size > 0 else 0
+
+
+def _resize_infer(v):
+    """[batches, height, width, depth] (NCHW: [batches, depth, ...]) with the sizes given or scaled."""
+    nchw, inp = layout(v), v.dims("input")
+    if inp is not None and len(inp) != 4:
+        return {}
+    if nchw is None:
+        return {"output": (0, 0, 0, 0)}
+    n, h, w, c = split_image(inp, nchw)
+    return {"output": join_image(n, _resize_extent(v, "height", h), _resize_extent(v, "width", w), c, nchw)}
+
+
 def _resize(code, layout_optional, doc):
     return register(OpSpec(
         code=code,
         forms=[Form("default", _resize_args(layout_optional), [arg("output", "T")])],
         type_cases=_RESIZE_CASES,
         rules=[*_POOL_SHAPE, same_quant("input", "output"), _corner_flags],
+        infer=_resize_infer,
         doc=doc,
     ))
 

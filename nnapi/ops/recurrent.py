@@ -70,6 +70,166 @@ def _all_or_no_layer_norm(*prefixes):
                        f"give all four (omitted ones as NO_VALUE) or none")
     return rule
 
+
+# -- shape inference ------------------------------------------------------------------
+# Sizes come from whichever operands carry them (the executor's kernels check that they
+# agree): an extent is known when every operand that gives it agrees, else 0. Omittable
+# operands that are model inputs are not trusted for sizes: the caller may pass them empty
+# at execution (that is how the CTS gives CIFG and projection-less LSTMs), whatever their
+# declared dimensions.
+
+def _ext(v, name: str, axis: int) -> int:
+    """Extent `axis` of input `name` (0 when absent, omitted, of unknown rank or too low a rank)."""
+    d = v.dims(name)
+    return d[axis] if d is not None and -len(d) <= axis < len(d) else 0
+
+
+def _agree(*extents) -> int:
+    """The one extent every known (non-zero) candidate gives, 0 when none is known or they clash."""
+    known = {int(e) for e in extents if e}
+    return known.pop() if len(known) == 1 else 0
+
+
+def _may_be_empty(v, name: str) -> bool:
+    """An omittable operand a caller can still leave empty at execution (a model input)."""
+    return v._in.get(name) in v.model.inputs
+
+
+def _sure_ext(v, name: str, axis: int) -> int:
+    """_ext of an omittable input, 0 when it is a model input that may be passed empty."""
+    return 0 if _may_be_empty(v, name) else _ext(v, name, axis)
+
+
+def _cifg(v, prefix: str = ""):
+    """True (no input gate: input_to_input_weights omitted), False, or None when that is only decided
+    at execution (a model input that may be passed empty)."""
+    name = f"{prefix}input_to_input_weights"
+    if not v.has(name):
+        return True
+    if _may_be_empty(v, name):
+        return None
+    d = v.dims(name)
+    return False if d and all(d) else None
+
+
+def _lstm_sizes(v, prefix: str = "", state_in: str = "output_state_in", cell_in: str = "cell_state_in"):
+    """(num_units, output_size) of one LSTM direction from its weights, biases and states."""
+    p = prefix
+    gates = ("forget", "cell", "output")
+    units = _agree(*(_ext(v, f"{p}input_to_{g}_weights", 0) for g in gates),
+                   *(_ext(v, f"{p}recurrent_to_{g}_weights", 0) for g in gates),
+                   *(_ext(v, f"{p}{g}_gate_bias", 0) for g in gates),
+                   _ext(v, f"{p}{cell_in}", 1))
+    out = _agree(*(_ext(v, f"{p}recurrent_to_{g}_weights", 1) for g in gates),
+                 _ext(v, f"{p}{state_in}", 1),
+                 _sure_ext(v, f"{p}projection_weights", 0), _sure_ext(v, f"{p}projection_bias", 0))
+    return units, out
+
+
+def _sequence_layout(v, states: tuple):
+    """(d0, d1, batch) of a [time, batch, ...] or [batch, time, ...] input: the outputs keep the input's
+    first two extents whatever the layout; the batch is the one time_major names (or the states')."""
+    d = v.dims("input")
+    d0, d1 = (d[0], d[1]) if d is not None and len(d) == 3 else (0, 0)
+    tm = v.const("time_major")
+    from_input = 0 if tm is None else (d1 if tm else d0)
+    return d0, d1, _agree(from_input, *(_ext(v, s, 0) for s in states))
+
+
+def _by_position(v, shapes: list) -> dict:
+    """Map Shapes to the operation's outputs by position (the bidirectional ops leave bw_output out when
+    merging, so the form's later names shift)."""
+    names = [a.name for a in v.form.outputs if a.name in v._out]
+    return dict(zip(names, shapes))
+
+
+def _merged(v, n_states: int) -> bool:
+    """merge_outputs: the constant, else what the output count implies (1 or 1 + states when merged)."""
+    m = v.const("merge_outputs")
+    return bool(m) if m is not None else len(v._out) in (1, 1 + n_states)
+
+
+def _infer_lstm(v):
+    units, out = _lstm_sizes(v)
+    batch = _agree(_ext(v, "input", 0), _ext(v, "output_state_in", 0), _ext(v, "cell_state_in", 0))
+    cifg = _cifg(v)
+    gates = 0 if cifg is None else (3 if cifg else 4)
+    return {"scratch_buffer": (batch, units * gates), "output_state_out": (batch, out),
+            "cell_state_out": (batch, units), "output": (batch, out)}
+
+
+def _infer_unidirectional_lstm(v):
+    units, out = _lstm_sizes(v)
+    d0, d1, batch = _sequence_layout(v, ("output_state_in", "cell_state_in"))
+    return {"output": (d0, d1, out), "output_state_out": (batch, out), "cell_state_out": (batch, units)}
+
+
+def _infer_bidirectional_lstm(v):
+    fw_units, fw_out = _lstm_sizes(v, "fw_")
+    bw_units, bw_out = _lstm_sizes(v, "bw_")
+    d0, d1, batch = _sequence_layout(v, ("fw_output_state_in", "fw_cell_state_in", "bw_output_state_in",
+                                         "bw_cell_state_in"))
+    if _merged(v, 4):
+        seqs = [(d0, d1, fw_out + bw_out if fw_out and bw_out else 0)]
+    else:
+        seqs = [(d0, d1, fw_out), (d0, d1, bw_out)]
+    states = [(batch, fw_out), (batch, fw_units), (batch, bw_out), (batch, bw_units)]
+    return _by_position(v, seqs + states)
+
+
+def _rnn_units(v, prefix: str = "", state: str = "hidden_state_in") -> int:
+    p = prefix
+    return _agree(_ext(v, f"{p}weights", 0), _ext(v, f"{p}recurrent_weights", 0),
+                  _ext(v, f"{p}recurrent_weights", 1), _ext(v, f"{p}bias", 0), _ext(v, f"{p}{state}", 1))
+
+
+def _infer_rnn(v):
+    units = _rnn_units(v)
+    batch = _agree(_ext(v, "input", 0), _ext(v, "hidden_state_in", 0))
+    return {"hidden_state_out": (batch, units), "output": (batch, units)}
+
+
+def _infer_unidirectional_rnn(v):
+    units = _rnn_units(v)
+    d0, d1, batch = _sequence_layout(v, ("hidden_state_in",))
+    return {"output": (d0, d1, units), "hidden_state_out": (batch, units)}
+
+
+def _infer_bidirectional_rnn(v):
+    fw, bw = _rnn_units(v, "fw_", "hidden_state"), _rnn_units(v, "bw_", "hidden_state")
+    d0, d1, batch = _sequence_layout(v, ("fw_hidden_state", "bw_hidden_state"))
+    seqs = [(d0, d1, fw + bw if fw and bw else 0)] if _merged(v, 2) else [(d0, d1, fw), (d0, d1, bw)]
+    return _by_position(v, seqs + [(batch, fw), (batch, bw)])
+
+
+def _infer_svdf(v):
+    """state [batch, memory_size * num_filters], output [batch, num_filters / rank]."""
+    filters = _agree(_ext(v, "weights_feature", 0), _ext(v, "weights_time", 0))
+    memory = _ext(v, "weights_time", 1)
+    rank = v.const("rank")
+    units_from_rank = filters // rank if filters and isinstance(rank, int) and rank > 0 and filters % rank == 0 \
+        else 0
+    units = _agree(units_from_rank, _sure_ext(v, "bias", 0))
+    batch = _agree(_ext(v, "input", 0), _ext(v, "state_in", 0))
+    return {"state_out": (batch, _agree(filters * memory, _ext(v, "state_in", 1))), "output": (batch, units)}
+
+
+def _infer_quantized_16bit_lstm(v):
+    """Every output is [batch, output_size]; the weights are [output_size, ...]."""
+    size = _agree(*(_ext(v, f"{k}_to_{g}_weights", 0) for k in ("input", "recurrent") for g in _GATES),
+                  *(_ext(v, f"{g}_gate_bias", 0) for g in _GATES),
+                  _ext(v, "prev_cell_state", 1), _ext(v, "prev_output", 1))
+    batch = _agree(_ext(v, "input", 0), _ext(v, "prev_cell_state", 0), _ext(v, "prev_output", 0))
+    return {"cell_state_out": (batch, size), "output": (batch, size)}
+
+
+def _infer_quantized_lstm(v):
+    units, out = _lstm_sizes(v)
+    batch = _agree(_ext(v, "input", 0), _ext(v, "output_state_in", 0), _ext(v, "cell_state_in", 0))
+    return {"output_state_out": (batch, out), "cell_state_out": (batch, units), "output": (batch, out)}
+
+
+
 register(OpSpec(
     code=Op.LSTM,
     forms=[Form("default",
@@ -81,6 +241,10 @@ register(OpSpec(
            _all_or_no_layer_norm(""),
            *output_ranks(scratch_buffer=2, output_state_out=2, cell_state_out=2, output=2)],
     level_rules=[_layer_norm_level("")],
+    infer=_infer_lstm,
+    value_dependent={"scratch_buffer": "its width is 3 x num_units with CIFG, 4 x num_units without, and CIFG "
+                                       "is decided at execution when input_to_input_weights is a model input "
+                                       "(a caller may pass it empty)"},
     doc="one LSTM time step; CIFG, peephole, projection, clipping and (level 3) layer normalization",
 ))
 
@@ -93,6 +257,7 @@ register(OpSpec(
     type_cases=_FLOAT_FL3,
     rules=[rank_in("input", (3,)), _all_or_no_layer_norm(""),
            *output_ranks(output=3, output_state_out=2, cell_state_out=2)],
+    infer=_infer_unidirectional_lstm,
     doc="an LSTM over a [time, batch, input] (or batch-major) sequence",
 ))
 
@@ -112,6 +277,7 @@ register(OpSpec(
     type_cases=_FLOAT_FL3,
     rules=[rank_in("input", (3,)), _all_or_no_layer_norm("fw_", "bw_"),
            _bidirectional_output_ranks],
+    infer=_infer_bidirectional_lstm,
     doc="forward and backward LSTMs over one sequence, optional auxiliary input, merged or separate outputs",
 ))
 
@@ -124,6 +290,7 @@ register(OpSpec(
     type_cases=[TypeCase(1, T=C.TENSOR_FLOAT32), TypeCase(3, T=C.TENSOR_FLOAT16)],
     rules=[rank_in("input", (2,)), rank_in("hidden_state_in", (2,)),
            *output_ranks(hidden_state_out=2, output=2)],
+    infer=_infer_rnn,
     doc="one basic RNN step: h = activation(W x + R h + b)",
 ))
 
@@ -133,6 +300,7 @@ register(OpSpec(
                 [_t("output"), opt("hidden_state_out", "T", level=4)])],
     type_cases=[TypeCase(3, T=C.TENSOR_FLOAT32), TypeCase(3, T=C.TENSOR_FLOAT16)],
     rules=[rank_in("input", (3,)), *output_ranks(output=3, hidden_state_out=2)],
+    infer=_infer_unidirectional_rnn,
     doc="a basic RNN over a sequence",
 ))
 
@@ -148,6 +316,7 @@ register(OpSpec(
                  opt("bw_hidden_state_out", "T", level=4)])],
     type_cases=[TypeCase(3, T=C.TENSOR_FLOAT32), TypeCase(3, T=C.TENSOR_FLOAT16)],
     rules=[rank_in("input", (3,)), _bidirectional_output_ranks],
+    infer=_infer_bidirectional_rnn,
     doc="forward and backward basic RNNs over one sequence",
 ))
 
@@ -159,6 +328,7 @@ register(OpSpec(
                 [_t("state_out"), _t("output")])],
     type_cases=[TypeCase(1, T=C.TENSOR_FLOAT32), TypeCase(3, T=C.TENSOR_FLOAT16)],
     rules=[rank_in("input", (2,)), rank_in("state_in", (2,)), *output_ranks(state_out=2, output=2)],
+    infer=_infer_svdf,
     doc="singular value decomposition filter: a rank-limited 1-D convolution over time",
 ))
 
@@ -207,6 +377,7 @@ register(OpSpec(
            _fixed_quant(("input", 1 / 128, 128), ("prev_output", 1 / 128, 128), ("output", 1 / 128, 128),
                         ("prev_cell_state", 2 ** -11, 0), ("cell_state_out", 2 ** -11, 0)),
            _q16_weights_share_quant, *output_ranks(cell_state_out=2, output=2)],
+    infer=_infer_quantized_16bit_lstm,
     doc="one uint8/int16 LSTM step with gemmlowp fixed-point gates (TFLite's quantized LstmCell)",
 ))
 
@@ -230,5 +401,6 @@ register(OpSpec(
                  arg("output", C.TENSOR_QUANT8_ASYMM_SIGNED)])],
     type_cases=[TypeCase(4)],
     rules=[rank_in("input", (2,)), *output_ranks(output_state_out=2, cell_state_out=2, output=2)],
+    infer=_infer_quantized_lstm,
     doc="one int8/int16 LSTM step with integer layer normalization (TFLite's fully integer LSTM)",
 ))

@@ -10,6 +10,10 @@ SQUEEZE axes, STRIDED_SLICE shrink_axis_mask, the RESHAPE shape's length) and ar
 checked where known; constant axes must be in range. Value checks that need
 run-time data (indices, block sizes, parameters fed at run time) are the
 kernels' (executor/kernels/shape*.py).
+
+Shape inference (`infer`) follows the kernels' rules; the output extents that
+parameter tensors set (shape, perm, paddings, begin/size, ...) are unknown when
+those tensors are fed at run time, hence the `value_dependent` entries.
 """
 from __future__ import annotations
 
@@ -17,8 +21,8 @@ import numpy as np
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import (Form, OpSpec, TypeCase, arg, axes_in_range, known_rank, length_is_rank, length_of, opt,
-                   output_rank, rank_at_most, rank_in, rank_of, same_quant, same_shape)
+from .base import (Form, OpSpec, TypeCase, arg, axes_in_range, const_ints, infer_same_as, known_rank, length_is_rank,
+                   length_of, normalize_axis, opt, output_rank, rank_at_most, rank_in, rank_of, same_quant, same_shape)
 
 F32, F16, I32 = C.TENSOR_FLOAT32, C.TENSOR_FLOAT16, C.TENSOR_INT32
 Q8, Q8S = C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED
@@ -35,9 +39,14 @@ def _types(base: int, *, i32: int | None = None) -> list[TypeCase]:
 _IO = [arg("output", "T")]
 
 
-def _op(code, inputs, types, rules=(), level_rules=(), doc="", outputs=None):
+def _op(code, inputs, types, rules=(), level_rules=(), doc="", outputs=None, infer=None, runtime=None):
+    """`runtime` names the parameter tensors whose values set the output extents: when they are fed at run
+    time (not constants) those extents are value-dependent."""
+    dependent = {"output": f"its extents are set by the values of {runtime}, unknown when fed at run time"} \
+        if runtime else {}
     return register(OpSpec(code=code, forms=[Form("default", inputs, outputs or _IO)], type_cases=types,
-                           rules=list(rules), level_rules=list(level_rules), doc=doc))
+                           rules=list(rules), level_rules=list(level_rules), doc=doc, infer=infer,
+                           value_dependent=dependent))
 
 
 def _ranks(*names, max_rank=4, exact=None):
@@ -130,49 +139,294 @@ def _gather_rank(v):
     return None if n is None or not k else n + k - 1
 
 
+# -- shape inference ------------------------------------------------------------------
+# Output shapes from the inputs' known dimensions and constant parameters (0 = unknown extent,
+# None = unknown rank). Parameters given at run time leave the extents they set unknown.
+
+def _mul(*xs) -> int:
+    """The product of known positive values, else 0 (unknown)."""
+    out = 1
+    for x in xs:
+        if not x or x < 0:
+            return 0
+        out *= x
+    return out
+
+
+def _div(a, b) -> int:
+    """a / b when both are known and b divides a, else 0."""
+    return a // b if a and b and a > 0 and b > 0 and a % b == 0 else 0
+
+
+def _padded(n, before, after) -> int:
+    return n + before + after if n and n > 0 and before >= 0 and after >= 0 else 0
+
+
+def _unknown(rank) -> tuple:
+    return (0,) * rank
+
+
+def _pairs(v, name: str, rows: int):
+    """A constant [rows, 2] int tensor (paddings) as a list of (before, after), or None."""
+    flat = const_ints(v, name)
+    if flat is None or len(flat) != 2 * rows:
+        return None
+    return list(zip(flat[0::2], flat[1::2]))
+
+
+def _infer_concat(v):
+    shapes = [s for s in v.all_dims("inputs") if s is not None]
+    if not shapes:
+        return {"output": None}
+    rank = len(shapes[0])
+    shapes = [s for s in shapes if len(s) == rank]
+    axis = v.const("axis")
+    axis = normalize_axis(axis, rank) if isinstance(axis, int) else None
+    if axis is None:
+        return {"output": _unknown(rank)}
+    out = [next((s[d] for s in shapes if s[d]), 0) for d in range(rank)]
+    along = [s[axis] if s is not None and len(s) == rank else 0 for s in v.all_dims("inputs")]
+    out[axis] = sum(along) if all(along) else 0
+    return {"output": tuple(out)}
+
+
+def _infer_reshape(v):
+    shape = const_ints(v, "shape")
+    if shape is None:   # given at run time: its length is the rank
+        sd = v.dims("shape")
+        return {"output": _unknown(sd[0]) if sd is not None and len(sd) == 1 and sd[0] else None}
+    out = [d if d > 0 else 0 for d in shape]
+    if shape.count(-1) == 1:
+        d = v.dims("input")
+        size = _mul(*d) if d else 0
+        out[shape.index(-1)] = _div(size, _mul(*(x for x in shape if x != -1)))
+    return {"output": tuple(out)}
+
+
+def _infer_squeeze(v):
+    d = v.dims("input")
+    if d is None:
+        return {"output": None}
+    axes = const_ints(v, "axes") if v.has("axes") else []
+    if axes is None:   # given at run time: rank unknown
+        return {"output": None}
+    if axes:
+        drop = {normalize_axis(a, len(d)) for a in axes}
+    elif all(d):
+        drop = {k for k, n in enumerate(d) if n == 1}
+    else:   # which dimensions are 1 is not known
+        return {"output": None}
+    return {"output": tuple(n for k, n in enumerate(d) if k not in drop) or (1,)}
+
+
+def _infer_expand_dims(v):
+    d, axis = v.dims("input"), v.const("axis")
+    if d is None:
+        return {"output": None}
+    k = normalize_axis(axis, len(d) + 1) if isinstance(axis, int) else None
+    return {"output": _unknown(len(d) + 1) if k is None else d[:k] + (1,) + d[k:]}
+
+
+def _infer_transpose(v):
+    d = v.dims("input")
+    if d is None:
+        return {"output": None}
+    perm = const_ints(v, "perm") if v.has("perm") else []
+    if not perm:   # omitted or empty: reversed (a run-time perm leaves the extents unknown)
+        return {"output": _unknown(len(d)) if perm is None else d[::-1]}
+    if sorted(perm) != list(range(len(d))):
+        return {"output": _unknown(len(d))}
+    return {"output": tuple(d[p] for p in perm)}
+
+
+def _infer_pad(v):
+    d = v.dims("input")
+    if d is None:
+        return {"output": None}
+    pads = _pairs(v, "paddings", len(d))
+    if pads is None:
+        return {"output": _unknown(len(d))}
+    return {"output": tuple(_padded(n, b, a) for n, (b, a) in zip(d, pads))}
+
+
+def _infer_slice(v):
+    d, begin, size = v.dims("input"), const_ints(v, "begin"), const_ints(v, "size")
+    if d is None:
+        return {"output": None}
+    if size is None or len(size) != len(d):
+        return {"output": _unknown(len(d))}
+    if begin is None or len(begin) != len(d):
+        begin = [-1] * len(d)
+
+    def extent(n, b, s):   # size -1 means "to the end": n - begin
+        if s >= 0:
+            return s
+        return n - b if s == -1 and n and 0 <= b <= n else 0
+    return {"output": tuple(extent(n, b, s) for n, b, s in zip(d, begin, size))}
+
+
+def strided_range(n: int, begin: int, end: int, stride: int, begin_bit: bool, end_bit: bool) -> tuple[int, int]:
+    """(start, count) of one dimension of extent n of a strided slice (TFLite's StridedSlice: negative
+    indexes count from the end, then clamp; a set mask bit takes the whole range in the stride's
+    direction). The executor's kernel uses it too. `stride` must not be 0."""
+    forward = stride > 0
+
+    def clamp(i):
+        i = i + n if i < 0 else i
+        return min(max(i, 0), n) if forward else min(max(i, -1), n - 1)
+    start = (0 if forward else n - 1) if begin_bit else clamp(begin)
+    stop = (n if forward else -1) if end_bit else clamp(end)
+    return start, max(0, -(-(stop - start) // stride))
+
+
+def _infer_strided_slice(v):
+    d = v.dims("input")
+    shrink = v.const("shrink_axis_mask")
+    if d is None or not isinstance(shrink, int):
+        return {"output": None}
+    keep = [k for k in range(len(d)) if not shrink >> k & 1]
+    params = [const_ints(v, n) for n in ("begin", "end", "strides")]
+    masks = [v.const(n) for n in ("begin_mask", "end_mask")]
+    if any(p is None or len(p) != len(d) for p in params) or not all(isinstance(m, int) for m in masks) \
+            or 0 in params[2]:
+        return {"output": _unknown(len(keep) or 1)}
+    (begin, end, strides), (bm, em) = params, masks
+    out = [strided_range(d[k], begin[k], end[k], strides[k], bool(bm >> k & 1), bool(em >> k & 1))[1] if d[k] else 0
+           for k in keep]
+    return {"output": tuple(out) or (1,)}   # shrinking every dimension leaves shape [1]
+
+
+def _infer_split(v):
+    d, parts = v.dims("input"), len(v.outputs("outputs"))
+    if d is None:
+        return {"outputs": [None] * parts}
+    axis = v.const("axis")
+    k = normalize_axis(axis, len(d)) if isinstance(axis, int) else None
+    if k is None:
+        return {"outputs": [_unknown(len(d))] * parts}
+    return {"outputs": [d[:k] + (_div(d[k], parts),) + d[k + 1:]] * parts}
+
+
+def _infer_tile(v):
+    d, mult = v.dims("input"), const_ints(v, "multiples")
+    if d is None:
+        return {"output": None}
+    if mult is None or len(mult) != len(d):
+        return {"output": _unknown(len(d))}
+    return {"output": tuple(_mul(n, m) for n, m in zip(d, mult))}
+
+
+def _infer_gather(v):
+    d, idx, axis = v.dims("input"), v.dims("indices"), v.const("axis")
+    if d is None or idx is None:
+        return {"output": None}
+    k = normalize_axis(axis, len(d)) if isinstance(axis, int) else None
+    if k is None:
+        return {"output": _unknown(len(d) + len(idx) - 1)}
+    return {"output": d[:k] + idx + d[k + 1:]}
+
+
+def _nhwc(infer_nhwc):
+    """Infer for the 4-D depth/space/batch rearrangements: infer_nhwc(v, (n, h, w, c)) gives the NHWC output,
+    transposed in and out of NCHW when the layout flag is set."""
+    def infer(v):
+        d = v.dims("input")
+        if d is None or len(d) != 4:
+            return {"output": None}
+        nchw = v.const("layout") if v.has("layout") else False
+        if nchw is None:   # layout given at run time
+            return {"output": _unknown(4)}
+        n, h, w, c = infer_nhwc(v, (d[0], d[2], d[3], d[1]) if nchw else d)
+        return {"output": (n, c, h, w) if nchw else (n, h, w, c)}
+    return infer
+
+
+def _block(v) -> int:
+    b = v.const("block_size")
+    return b if isinstance(b, int) and b > 0 else 0
+
+
+def _block_shape(v) -> tuple:
+    bs = const_ints(v, "block_shape")
+    return tuple(bs) if bs is not None and len(bs) == 2 else (0, 0)
+
+
+def _depth_to_space(v, d):
+    n, h, w, c = d
+    b = _block(v)
+    return n, _mul(h, b), _mul(w, b), _div(c, _mul(b, b))
+
+
+def _space_to_depth(v, d):
+    n, h, w, c = d
+    b = _block(v)
+    return n, _div(h, b), _div(w, b), _mul(c, b, b)
+
+
+def _batch_to_space(v, d):
+    n, h, w, c = d
+    bh, bw = _block_shape(v)
+    return _div(n, _mul(bh, bw)), _mul(h, bh), _mul(w, bw), c
+
+
+def _space_to_batch(v, d):
+    n, h, w, c = d
+    bh, bw = _block_shape(v)
+    pads = _pairs(v, "paddings", 2) or [(-1, -1)] * 2
+    return _mul(n, bh, bw), _div(_padded(h, *pads[0]), bh), _div(_padded(w, *pads[1]), bw), c
+
+
 # -- specs ----------------------------------------------------------------------------
 
 _op(Op.CONCATENATION, [arg("inputs", "T", repeated=True), arg("axis", C.INT32)], _types(1),
     rules=[*_ranks("inputs", "output", max_rank=4), _same_rank("inputs"), output_rank("output", rank_of("inputs"))],
     level_rules=[_concat_requantizes],
-    doc="output = inputs joined along axis; quant8 inputs are requantized to the output (level 3+)")
+    doc="output = inputs joined along axis; quant8 inputs are requantized to the output (level 3+)",
+    infer=_infer_concat)
 
 _op(Op.RESHAPE, [arg("input", "T"), arg("shape", I32)], _types(1, i32=6),
     rules=[*_ranks("input", "output", max_rank=4), *_vectors("shape"), output_rank("output", length_of("shape")),
            *_keeps_quant()],
-    doc="same data, new shape; one shape entry may be -1")
+    doc="same data, new shape; one shape entry may be -1",
+    infer=_infer_reshape, runtime="shape")
 
 _op(Op.SQUEEZE, [arg("input", "T"), opt("axes", I32, omittable=True)], _types(2),
     rules=[*_ranks("input", max_rank=4), *_vectors("axes"), axes_in_range("input", "axes"),
            output_rank("output", _squeezed_rank), *_keeps_quant()],
-    doc="drops the listed size-1 dimensions (all of them when axes is omitted or empty)")
+    doc="drops the listed size-1 dimensions (all of them when axes is omitted or empty)",
+    infer=_infer_squeeze, runtime="axes")
 
 _op(Op.EXPAND_DIMS, [arg("input", "T"), arg("axis", C.INT32)], _types(3, i32=3),
     rules=[axes_in_range("input", "axis", extra=1), output_rank("output", rank_of("input", 1)), *_keeps_quant()],
-    doc="inserts a size-1 dimension at axis in [-(n+1), n+1)")
+    doc="inserts a size-1 dimension at axis in [-(n+1), n+1)",
+    infer=_infer_expand_dims)
 
 _op(Op.TRANSPOSE, [arg("input", "T"), opt("perm", I32, omittable=True)], _types(2),
     rules=[*_ranks("input", "output", max_rank=4), *_vectors("perm"), length_is_rank("perm"), _OUTPUT_KEEPS_RANK,
            *_keeps_quant()],
-    doc="permutes dimensions (reverses them when perm is omitted)")
+    doc="permutes dimensions (reverses them when perm is omitted)",
+    infer=_infer_transpose, runtime="perm")
 
 _op(Op.PAD, [arg("input", "T"), arg("paddings", I32)], _types(2),
     rules=[*_ranks("input", "output", max_rank=4), _matrix("paddings"), length_is_rank("paddings"), _OUTPUT_KEEPS_RANK,
            *_keeps_quant()],
     level_rules=[_nonzero_pad_zero_point],
-    doc="pads with the logical zero (the zero point for quant8)")
+    doc="pads with the logical zero (the zero point for quant8)",
+    infer=_infer_pad, runtime="paddings")
 
 _op(Op.PAD_V2, [arg("input", "T"), arg("paddings", I32), arg("pad_value", "P")],
     [TypeCase(3, T=F32, P=C.FLOAT32), TypeCase(3, T=F16, P=C.FLOAT16), TypeCase(3, T=Q8, P=C.INT32),
      TypeCase(4, T=Q8S, P=C.INT32)],
     rules=[*_ranks("input", "output", max_rank=4), _matrix("paddings"), length_is_rank("paddings"), _OUTPUT_KEEPS_RANK,
            *_keeps_quant()],
-    doc="pads with pad_value (a stored quantized integer for quant8 tensors)")
+    doc="pads with pad_value (a stored quantized integer for quant8 tensors)",
+    infer=_infer_pad, runtime="paddings")
 
 _op(Op.SLICE, [arg("input", "T"), arg("begin", I32), arg("size", I32)], _types(3, i32=3),
     rules=[*_vectors("begin", "size"), length_is_rank("begin"), length_is_rank("size"), _OUTPUT_KEEPS_RANK,
            *_keeps_quant()],
-    doc="input[begin : begin + size] per dimension; size -1 means to the end")
+    doc="input[begin : begin + size] per dimension; size -1 means to the end",
+    infer=_infer_slice, runtime="begin and size")
 
 _op(Op.STRIDED_SLICE,
     [arg("input", "T"), arg("begin", I32), arg("end", I32), arg("strides", I32),
@@ -180,42 +434,51 @@ _op(Op.STRIDED_SLICE,
     rules=[*_ranks("input", "output", max_rank=4), *_vectors("begin", "end", "strides"),
            *(length_is_rank(n) for n in ("begin", "end", "strides")), output_rank("output", _strided_slice_rank),
            *_keeps_quant()],
-    doc="strided slice with begin/end/shrink-axis masks (TFLite semantics)")
+    doc="strided slice with begin/end/shrink-axis masks (TFLite semantics)",
+    infer=_infer_strided_slice, runtime="begin, end and strides")
 
 _op(Op.SPLIT, [arg("input", "T"), arg("axis", C.INT32), arg("num_splits", C.INT32)], _types(3, i32=3),
     outputs=[arg("outputs", "T", repeated=True)],
     rules=[axes_in_range("input", "axis"), output_rank("outputs", rank_of("input")), same_quant("input", "outputs")],
-    doc="splits along axis into num_splits equal parts")
+    doc="splits along axis into num_splits equal parts",
+    infer=_infer_split)
 
 _op(Op.TILE, [arg("input", "T"), arg("multiples", I32)], _types(3, i32=3),
     rules=[*_vectors("multiples"), length_is_rank("multiples"), _OUTPUT_KEEPS_RANK, *_keeps_quant()],
-    doc="repeats the input multiples[i] times along dimension i")
+    doc="repeats the input multiples[i] times along dimension i",
+    infer=_infer_tile, runtime="multiples")
 
 _op(Op.GATHER, [arg("input", "T"), arg("axis", C.INT32), arg("indices", I32)], _types(3, i32=3),
     rules=[axes_in_range("input", "axis"), output_rank("output", _gather_rank), *_keeps_quant()],
-    doc="input.take(indices, axis); out-of-range indices fail")
+    doc="input.take(indices, axis); out-of-range indices fail",
+    infer=_infer_gather)
 
 _LAYOUT = opt("layout", C.BOOL, level=3)
 
 _op(Op.DEPTH_TO_SPACE, [arg("input", "T"), arg("block_size", C.INT32), _LAYOUT], _types(1),
     rules=[*_ranks("input", "output", exact=4), *_keeps_quant()],
-    doc="moves depth blocks of block_size x block_size into space")
+    doc="moves depth blocks of block_size x block_size into space",
+    infer=_nhwc(_depth_to_space))
 
 _op(Op.SPACE_TO_DEPTH, [arg("input", "T"), arg("block_size", C.INT32), _LAYOUT], _types(1),
     rules=[*_ranks("input", "output", exact=4), *_keeps_quant()],
-    doc="moves block_size x block_size spatial blocks into depth")
+    doc="moves block_size x block_size spatial blocks into depth",
+    infer=_nhwc(_space_to_depth))
 
 _op(Op.BATCH_TO_SPACE_ND, [arg("input", "T"), arg("block_shape", I32), _LAYOUT], _types(2),
     rules=[*_ranks("input", "output", exact=4), *_vectors("block_shape"), *_keeps_quant()],
-    doc="moves batch blocks into the spatial dimensions (no crops)")
+    doc="moves batch blocks into the spatial dimensions (no crops)",
+    infer=_nhwc(_batch_to_space), runtime="block_shape")
 
 _op(Op.SPACE_TO_BATCH_ND, [arg("input", "T"), arg("block_shape", I32), arg("paddings", I32), _LAYOUT],
     _types(2), rules=[*_ranks("input", "output", exact=4), *_vectors("block_shape"), _matrix("paddings"),
                       *_keeps_quant()],
     level_rules=[_nonzero_pad_zero_point],
-    doc="pads the spatial dimensions (logical zero) and moves spatial blocks into the batch")
+    doc="pads the spatial dimensions (logical zero) and moves spatial blocks into the batch",
+    infer=_nhwc(_space_to_batch), runtime="block_shape and paddings")
 
 _op(Op.CHANNEL_SHUFFLE, [arg("input", "T"), arg("num_groups", C.INT32), arg("axis", C.INT32)], _types(3),
     rules=[*_ranks("input", "output", max_rank=4), axes_in_range("input", "axis"), same_shape("input", "output"),
            *_keeps_quant()],
-    doc="output[k * groups + g] = input[g * group_size + k] along axis")
+    doc="output[k * groups + g] = input[g * group_size + k] along axis",
+    infer=infer_same_as())

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import Form, OpSpec, TypeCase, arg, broadcast_output, cases, rank_at_most, same_shape
+from .base import (Form, OpSpec, TypeCase, arg, broadcast_output, cases, infer_broadcast, infer_same_as,
+                   rank_at_most, same_shape)
 
 F32, F16, I32 = C.TENSOR_FLOAT32, C.TENSOR_FLOAT16, C.TENSOR_INT32
 Q8, Q8S = C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED
@@ -17,12 +18,12 @@ UNARY_FORM = Form("default", [arg("input", "T")], [arg("output", "T")])
 
 
 def unary(code, type_cases, rules=(), doc="", max_rank=None):
-    """A one-input, same-type, same-shape elementwise operation."""
+    """A one-input, same-type, same-shape elementwise operation (the output has the input's shape)."""
     base_rules = [same_shape("input", "output")]
     if max_rank:
         base_rules.append(rank_at_most("input", max_rank))
     return register(OpSpec(code=code, forms=[UNARY_FORM], type_cases=type_cases,
-                           rules=base_rules + list(rules), doc=doc))
+                           rules=base_rules + list(rules), infer=infer_same_as("input"), doc=doc))
 
 
 _FLOATS = [TypeCase(3, T=F32), TypeCase(3, T=F16)]
@@ -42,6 +43,7 @@ register(OpSpec(
     forms=[Form("default", [arg("base", "T"), arg("exponent", "T")], [arg("output", "T")])],
     type_cases=_FLOATS,
     rules=[broadcast_output("base", "exponent")],
+    infer=infer_broadcast("base", "exponent"),
     doc="output = base ** exponent, numpy-style broadcasting (output has the broadcast shape)",
 ))
 
@@ -55,6 +57,7 @@ register(OpSpec(
     type_cases=[TypeCase(3, T=a, U=b) for a in _CAST_BASE for b in _CAST_BASE]
     + [TypeCase(4, T=c, U=c) for c in _CAST_IDENTITY_L4],
     rules=[same_shape("input", "output")],
+    infer=infer_same_as("input"),
     doc="output = input converted to the output type (ignoring scale and zero point); "
         "float -> integer truncates toward zero and saturates",
 ))
@@ -64,6 +67,7 @@ register(OpSpec(
     forms=[Form("default", [arg("input", "T")], [arg("output", "U")])],
     type_cases=cases(3, "T", F32, F16, U=Q8) + cases(4, "T", F32, F16, U=Q8S),
     rules=[same_shape("input", "output")],
+    infer=infer_same_as("input"),
     doc="output = clamp(round(input / scale) + zeroPoint), rounding half away from zero",
 ))
 
@@ -75,5 +79,6 @@ register(OpSpec(
        for u in (F32, F16)]
     + cases(4, "U", F32, F16, T=Q8S),
     rules=[same_shape("input", "output"), rank_at_most("input", 4)],
+    infer=infer_same_as("input"),
     doc="output = (input - zeroPoint) * scale (per channel for TENSOR_QUANT8_SYMM_PER_CHANNEL)",
 ))
