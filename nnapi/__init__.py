@@ -14,8 +14,16 @@ __all__ = [
     "Lifetime", "Memory", "Model", "NnapiError", "Operand", "OperandCode", "OperandType", "Operation",
     "OperationCode", "PaddingCode", "PreferenceCode", "Priority", "ResultCode", "load", "save",
     "DEFAULT_LOOP_TIMEOUT_S", "MAXIMUM_LOOP_TIMEOUT_S", "MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES",
-    "MAX_FEATURE_LEVEL",
+    "MAX_FEATURE_LEVEL", "infer_shapes",
 ]
+
+
+def infer_shapes(model, input_shapes=None) -> dict:
+    """{operand index: dims} for every operation output of `model`: the declared dimensions merged with
+    what the op specs infer from the inputs (0 = unknown extent, None = unknown rank); `input_shapes`
+    ({model input position: dims}) pins inputs first. See nnapi/shapes.py."""
+    from .shapes import infer_shapes as _infer
+    return _infer(model, input_shapes)
 
 
 def save(model, path) -> None:

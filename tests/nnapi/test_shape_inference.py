@@ -10,7 +10,7 @@ infer without a conflict.
 
 Forms the CTS leaves out and operations without CTS vectors (BATCH_MATMUL,
 PACK, MIRROR_PAD, REVERSE, ...) have hand-computed cases in
-test_shape_inference_s*.py.
+test_shape_inference_*.py.
 """
 from __future__ import annotations
 
