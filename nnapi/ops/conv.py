@@ -10,7 +10,7 @@ import math
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
 from .base import Form, OpSpec, TypeCase, arg, bias_scale, const_ints, opt, rank_in
-from .geometry import const_int, join_image, layout, split_image, transpose_out_or_0, window_out_or_0
+from .geometry import const_int, image_input, join_image, split_image, transpose_out_or_0, window_out_or_0
 
 Q8, Q8S, PER_CHANNEL = C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED, C.TENSOR_QUANT8_SYMM_PER_CHANNEL
 
@@ -154,12 +154,10 @@ def _pads(v, before, after):
 def _conv_infer(depth_axis: int):
     """CONV_2D-like shapes: the filter is [.., kh, kw, ..] with depth_out at `depth_axis`."""
     def infer(v):
-        nchw, inp, flt = layout(v), v.dims("input"), v.dims("filter")
-        if (inp is not None and len(inp) != 4) or (flt is not None and len(flt) != 4):
+        image, flt = image_input(v, "input", "filter"), v.dims("filter")
+        if image is None:
             return {}
-        if nchw is None:
-            return {"output": (0, 0, 0, 0)}
-        n, h, w, _ = split_image(inp, nchw)
+        nchw, n, h, w, _ = image
         _, kh, kw, _ = flt or (0, 0, 0, 0)
         explicit = v.form.name == "explicit"
         padding = const_int(v, "padding")
@@ -174,12 +172,10 @@ def _conv_infer(depth_axis: int):
 def _transpose_conv_infer(v):
     """Explicit: (in - 1) x stride + filter - paddings; implicit: the output shape tensor's extents
     with SAME padding fitted to them (VALID pads nothing)."""
-    nchw, inp, flt = layout(v), v.dims("input"), v.dims("filter")
-    if (inp is not None and len(inp) != 4) or (flt is not None and len(flt) != 4):
+    image, flt = image_input(v, "input", "filter"), v.dims("filter")
+    if image is None:
         return {}
-    if nchw is None:
-        return {"output": (0, 0, 0, 0)}
-    n, h, w, _ = split_image(inp, nchw)
+    nchw, n, h, w, _ = image
     _, kh, kw, _ = flt or (0, 0, 0, 0)
     if v.form.name == "explicit":
         oh = transpose_out_or_0(h, const_int(v, "stride_h"), kh, _pads(v, "pad_top", "pad_bottom"))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
 from .base import Form, OpSpec, TypeCase, arg, output_ranks, rank_in, same_quant
-from .geometry import const_int, join_image, layout, split_image
+from .geometry import const_int, image_input, join_image, layout, split_image
 
 _BOX_SCALE = 0.125  # the one quantization NNAPI allows for QUANT16 box coordinates
 
@@ -102,12 +102,10 @@ def _heatmap_infer(v):
 
 def _roi_infer(v):
     """[num_rois, out_height, out_width, depth] (NCHW: [num_rois, depth, ...])."""
-    nchw, inp = layout(v), v.dims("input")
-    if inp is not None and len(inp) != 4:
+    image = image_input(v)
+    if image is None:
         return {}
-    if nchw is None:
-        return {"output": (0, 0, 0, 0)}
-    _, _, _, depth = split_image(inp, nchw)
+    nchw, depth = image[0], image[4]
     sizes = [const_int(v, "out_height"), const_int(v, "out_width")]
     oh, ow = (s if s is not None and s > 0 else 0 for s in sizes)
     return {"output": join_image(_extent(v.dims("rois"), 0, 2), oh, ow, depth, nchw)}

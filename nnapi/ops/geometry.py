@@ -75,8 +75,22 @@ def split_image(dims, nchw: bool) -> tuple[int, int, int, int]:
     return (n, b, c, a) if nchw else (n, a, b, c)
 
 
-def join_image(n: int, h: int, w: int, c: int, nchw: bool) -> tuple:
+def join_image(n: int, h: int, w: int, c: int, nchw) -> tuple:
+    """A 4-D Shape in the layout (all extents unknown when the layout flag is not constant: None)."""
+    if nchw is None:
+        return (0, 0, 0, 0)
     return (n, c, h, w) if nchw else (n, h, w, c)
+
+
+def image_input(v, name: str = "input", *four_d: str):
+    """(nchw, n, h, w, c) of the 4-D image input `name` of view `v` (extents 0 where unknown, also all
+    of them when the layout flag is not constant), or None when `name` or any input in `four_d` has a
+    known rank other than 4: the shape rules report that, and nothing is inferred."""
+    dims = v.dims(name)
+    if any(d is not None and len(d) != 4 for d in [dims] + [v.dims(k) for k in four_d]):
+        return None
+    nchw = layout(v)
+    return (nchw, *(split_image(dims, nchw) if nchw is not None else (0, 0, 0, 0)))
 
 
 def layout(v):

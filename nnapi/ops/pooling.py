@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..codes import FuseCode, OperandCode as C, OperationCode as Op, PaddingCode
 from . import register
 from .base import Form, OpSpec, TypeCase, arg, cases, opt, rank_in, same_quant
-from .geometry import const_int, join_image, layout, scaled_size, split_image, window_out_or_0
+from .geometry import const_int, image_input, join_image, scaled_size, window_out_or_0
 
 _F32, _F16 = C.TENSOR_FLOAT32, C.TENSOR_FLOAT16
 _Q8, _Q8S = C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED
@@ -65,12 +65,10 @@ _POOL_SHAPE = [rank_in("input", [4]), rank_in("output", [4]), _keeps_batch_and_d
 def _pool_infer(v):
     """[batches, out_height, out_width, depth] (NCHW: [batches, depth, ...]), each output extent
     the filter window's over the padded input (nnapi/ops/geometry.py)."""
-    nchw, inp = layout(v), v.dims("input")
-    if inp is not None and len(inp) != 4:
+    image = image_input(v)
+    if image is None:
         return {}
-    if nchw is None:
-        return {"output": (0, 0, 0, 0)}
-    n, h, w, c = split_image(inp, nchw)
+    nchw, n, h, w, c = image
     padding = const_int(v, "padding")
     oh = window_out_or_0(h, const_int(v, "stride_h"), const_int(v, "filter_h"),
                          pads=_pool_pads(v, "pad_top", "pad_bottom", "filter_h"), padding=padding)
@@ -148,12 +146,10 @@ def _resize_extent(v, name: str, in_size: int) -> int:
 
 def _resize_infer(v):
     """[batches, height, width, depth] (NCHW: [batches, depth, ...]) with the sizes given or scaled."""
-    nchw, inp = layout(v), v.dims("input")
-    if inp is not None and len(inp) != 4:
+    image = image_input(v)
+    if image is None:
         return {}
-    if nchw is None:
-        return {"output": (0, 0, 0, 0)}
-    n, h, w, c = split_image(inp, nchw)
+    nchw, n, h, w, c = image
     return {"output": join_image(n, _resize_extent(v, "height", h), _resize_extent(v, "width", w), c, nchw)}
 
 
