@@ -1,11 +1,11 @@
 """Human- and machine-readable descriptions of NNAPI models (for `nnapi inspect`)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
-from nnapi import FuseCode, Model, PaddingCode
+from nnapi import FuseCode, Model, PaddingCode, infer_shapes
 from nnapi.codes import Lifetime
 from nnapi.ops import SPECS
 
@@ -44,10 +44,15 @@ def operation_params(model: Model, k: int) -> dict:
     return params
 
 
-def operand_dict(model: Model, i: int) -> dict:
+def operand_dict(model: Model, i: int, inferred: Optional[dict] = None) -> dict:
+    """One operand; `inferred` ({operand: Shape} from nnapi.infer_shapes) adds `inferred_dimensions` where
+    the inputs determine more of the shape than is declared."""
     o = model.operands[i]
     d = {"index": i, "name": o.name, "type": o.type.code.name, "dimensions": list(o.type.dimensions),
          "lifetime": o.lifetime.value}
+    shape = (inferred or {}).get(i)
+    if shape is not None and o.type.is_tensor and tuple(o.type.dimensions or ()) != shape and any(shape):
+        d["inferred_dimensions"] = list(shape)
     if o.type.scale or o.type.zero_point:
         d["scale"], d["zero_point"] = o.type.scale, o.type.zero_point
     if o.channel_quant is not None:
@@ -61,13 +66,18 @@ def model_dict(model: Model) -> dict:
     subgraphs = [model] + model.referenced_models
     out = {"feature_level": model.min_feature_level(), "subgraphs": []}
     for m in subgraphs:
+        inferred = infer_shapes(m)
         out["subgraphs"].append({
             "name": m.name, "relaxed": m.relaxed, "inputs": list(m.inputs), "outputs": list(m.outputs),
-            "operands": [operand_dict(m, i) for i in range(len(m.operands))],
+            "operands": [operand_dict(m, i, inferred) for i in range(len(m.operands))],
             "operations": [{"index": k, "op": op.code.name, "inputs": list(op.inputs), "outputs": list(op.outputs),
                             "params": operation_params(m, k)} for k, op in enumerate(m.operations)],
         })
     return out
+
+
+def _dims_text(dims) -> str:
+    return "[" + "x".join(str(x) if x else "?" for x in dims) + "]"
 
 
 def model_text(model: Model) -> str:
@@ -79,7 +89,9 @@ def model_text(model: Model) -> str:
                      f"{' (relaxed to float16)' if sg['relaxed'] else ''}: inputs {sg['inputs']}, outputs {sg['outputs']}")
         lines.append("  operands:")
         for o in sg["operands"]:
-            t = o["type"] + (f"[{'x'.join(str(x) if x else '?' for x in o['dimensions'])}]" if o["dimensions"] else "")
+            t = o["type"] + (_dims_text(o["dimensions"]) if o["dimensions"] else "")
+            if "inferred_dimensions" in o:
+                t += f" (inferred {_dims_text(o['inferred_dimensions'])})"
             q = f" scale={o['scale']:g} zp={o['zero_point']}" if "scale" in o else ""
             if "channel_quant" in o:
                 q += f" per-channel(dim {o['channel_quant']['channel_dim']}, {len(o['channel_quant']['scales'])} scales)"

@@ -39,6 +39,30 @@ def test_inspect_json(tmp_path):
     assert [o["op"] for o in ops] == ["ADD", "MUL", "SUB"] and ops[1]["params"] == {"fuse": "RELU6"}
 
 
+def test_inspect_shows_dimensions_the_inputs_determine(tmp_path, capsys):
+    # a [1, 3] input plus a [3] constant: the output declared [?, ?] is [1, 3] (numpy broadcasting)
+    import nnapi
+    from nnapi import OperandCode as C
+    from nnapi import OperandType
+    from nnapi import OperationCode as Op
+    m = nnapi.Model()
+    x = m.add_operand(OperandType(C.TENSOR_FLOAT32, (1, 3)))
+    b = m.add_operand(OperandType(C.TENSOR_FLOAT32, (3,)))
+    m.set_operand_value(b, np.ones(3, np.float32))
+    fuse = m.add_operand(OperandType(C.INT32))
+    m.set_operand_value(fuse, np.int32(0))
+    y = m.add_operand(OperandType(C.TENSOR_FLOAT32, (0, 0)), name="y")
+    m.add_operation(Op.ADD, [x, b, fuse], [y])
+    m.identify_inputs_and_outputs([x], [y])
+    m.finish()
+    nnapi.save(m, tmp_path / "m.nnapi")
+    assert main(["inspect", str(tmp_path / "m.nnapi")]) == 0
+    assert "TENSOR_FLOAT32[?x?] (inferred [1x3])" in capsys.readouterr().out
+    assert main(["inspect", str(tmp_path / "m.nnapi"), "--format", "json", "-o", str(tmp_path / "m.json")]) == 0
+    operand = json.loads((tmp_path / "m.json").read_text())["subgraphs"][0]["operands"][y]
+    assert operand["dimensions"] == [0, 0] and operand["inferred_dimensions"] == [1, 3]
+
+
 def test_run_writes_outputs(tmp_path, capsys):
     x = np.full((1, 3, 5, 2), 0.5, np.float32)
     np.savez(tmp_path / "in.npz", x=x)
