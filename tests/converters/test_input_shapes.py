@@ -33,6 +33,17 @@ def test_unknown_batch_stays_unknown_and_pins(dynamic_batch):
     assert d["passed"] and d["outputs"][0]["shape"] == [4, 3, 5, 4]
 
 
+def test_pinned_input_gives_every_operand_its_dimensions(dynamic_batch):
+    """The source graph keeps the batch unknown past the input; the converter fills the dimensions the
+    pinned input determines from the op specs' shape inference (nnapi.infer_shapes)."""
+    unpinned = convert(dynamic_batch).model
+    assert any(0 in o.type.dimensions for o in unpinned.operands if o.type.is_tensor and not o.is_constant)
+    model = convert(dynamic_batch, input_shapes={"x": (4, 3, 5, 2)}).model
+    tensors = [o for o in model.operands if o.type.is_tensor]
+    assert all(o.type.dimensions and 0 not in o.type.dimensions for o in tensors)
+    assert model.operands[model.outputs[0]].type.dimensions == (4, 3, 5, 4)
+
+
 @pytest.mark.parametrize("pin,message", [("y=4,3,5,2", "no input of that name"),
                                          ("x=4,3,5", "rank 4"),
                                          ("x=4,3,6,2", "contradicts")])
