@@ -228,10 +228,19 @@ def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: 
     ctx = new_context(source, g, feature_level, input_shapes)
     if subgraph_models is not None:
         ctx.subgraph_models = subgraph_models
+    partition = inputs is not None
     inputs = list(graph.inputs) if inputs is None else inputs
     outputs = list(graph.outputs) if outputs is None else outputs
     for t in inputs:
-        ctx.operand(t)  # model inputs first, in the source order
+        try:
+            ctx.operand(t)  # model inputs first, in the source order
+        except Unsupported as e:
+            # a partition's boundary tensor that NNAPI cannot take (e.g. int8 without quantization): fine as
+            # long as no converted node reads it -- a node that did would have failed its own check
+            if not partition:
+                raise ConversionError(f"{graph.name}: input tensor {graph.tensors[t].name!r} cannot be an NNAPI "
+                                      f"model input: {e.detail}") from None
+    inputs = [t for t in inputs if t in ctx.operand_of]
     emitted_by: list = []  # NNAPI operation index -> the source node that emitted it
     for k in node_indexes:
         if not graph.nodes[k].folded:
@@ -312,6 +321,7 @@ def convert_source(source: SourceModel, feature_level: int = 8, input_shapes=Non
         for p in parts:
             p.model, ctx = build_model(source, source.main_index, p.nodes, feature_level, input_shapes, p.inputs,
                                        p.outputs)
+            p.inputs = [t for t in p.inputs if t in ctx.operand_of]   # the boundary tensors the partition reads
             p.operand_map = {o: (t, graph.tensors[t].name) for o, t in ctx.tensor_of.items()}
             p.operand_perm = dict(ctx.operand_perm)
             result.io_rewrites.update({graph.tensors[t].name: v for t, v in ctx.io_rewrites.items()

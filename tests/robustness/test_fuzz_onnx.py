@@ -459,3 +459,47 @@ def test_cli_one_line_errors(tmp_path, make, code):
     assert got == (0 if code == 2 else 3), err
     got, err = run_cli_argv(["coverage", str(path), "--format", "json"])
     assert got == (0 if code == 2 else 3), err
+
+
+def _int8_without_quantization(graph_inputs, nodes):
+    import onnx
+    from onnx import TensorProto, helper
+    g = helper.make_graph(nodes, "g", graph_inputs,
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    return m.SerializeToString()
+
+
+def test_partition_boundary_tensor_nnapi_cannot_type_is_left_out_when_unread():
+    """Found by the fuzzer: an unsupported node makes an int8 tensor without quantization that a supported
+    node lists but does not read (Dropout's ratio): the partition is built without it."""
+    from onnx import TensorProto, helper
+
+    from converters.onnx import convert
+    data = _int8_without_quantization(
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1]),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])],
+        [helper.make_node("Cast", ["x"], ["t"], to=TensorProto.INT8),
+         helper.make_node("Dropout", ["y", "t"], ["out"])])
+    r = convert(data, partial=True)
+    assert [n.supported for n in r.nodes] == [False, True]
+    (p,) = r.partitions
+    assert p.nodes == [1] and [r.source.main.tensors[t].name for t in p.inputs] == ["y"]
+    assert len(p.model.inputs) == 1
+
+
+def test_graph_input_nnapi_cannot_type_is_a_clear_error(tmp_path, capsys):
+    from onnx import TensorProto, helper
+
+    from converters.cli import main
+    data = _int8_without_quantization(
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3]),
+         helper.make_tensor_value_info("z", TensorProto.INT8, [1, 3])],
+        [helper.make_node("Relu", ["y"], ["out"])])
+    (tmp_path / "m.onnx").write_bytes(data)
+    assert main(["convert", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "m.nnapi")]) == 3
+    err = capsys.readouterr().err
+    assert "input tensor 'z' cannot be an NNAPI model input" in err and "internal error" not in err
+    assert not (tmp_path / "m.nnapi").exists()
