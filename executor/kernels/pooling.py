@@ -168,6 +168,7 @@ class PreparedPool:
     def __init__(self, reduce):
         self.reduce = reduce
         self.params: dict = {}
+        self.clamps: dict = {}
 
     def __call__(self, ctx):
         x = ctx.inputs[0]
@@ -178,11 +179,22 @@ class PreparedPool:
             self.params[key] = p
         if self.reduce is _average and x.code in QUANT8 and not p.nchw and p.filter == key[1:3] \
                 and not any(p.pads) and key[0] and key[3]:
-            return [_global_average_quant(ctx, x, p)]
+            return [_global_average_quant(ctx, x, self._clamp(ctx, p.fuse))]
         return _run_pool(ctx, self.reduce, p)
 
+    def _clamp(self, ctx, fuse: int) -> tuple:
+        """The fused activation's range in stored units, worked out once."""
+        clamp = self.clamps.get(fuse)
+        if clamp is None:
+            out = ctx.out_type()
+            try:
+                clamp = self.clamps[fuse] = fuse_range(fuse, out.code, out.scale, out.zero_point)
+            except ValueError as e:  # an invalid fuse code
+                ctx.fail(str(e))
+        return clamp
 
-def _global_average_quant(ctx, x, p: PoolParams) -> np.ndarray:
+
+def _global_average_quant(ctx, x, clamp: tuple) -> np.ndarray:
     """The quantized average pool whose one window is the whole image (NHWC, no padding): _average's
     rounded integer mean with every count h * w, as one sum over the image instead of window views."""
     _, h, w, _ = x.array.shape
@@ -194,11 +206,7 @@ def _global_average_quant(ctx, x, p: PoolParams) -> np.ndarray:
     if x.array.dtype.kind == "i":   # (unsigned sums are never negative)
         mean *= np.sign(sums)
     out = ctx.out_type()
-    try:
-        lo, hi = fuse_range(p.fuse, out.code, out.scale, out.zero_point)
-    except ValueError as e:  # an invalid fuse code
-        ctx.fail(str(e))
-    clip_ufunc(mean, lo, hi, out=mean)
+    clip_ufunc(mean, *clamp, out=mean)
     result = ctx.output_buffer(0, mean.shape, out.dtype)
     np.copyto(result, mean, casting="unsafe")
     return result

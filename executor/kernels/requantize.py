@@ -33,6 +33,10 @@ from .gemm import ChannelRows
 from .scratch import Scratch
 
 
+# accumulators of at most this many values take the paths with the fewest numpy calls
+SMALL = 4096
+
+
 class Requantizer:
     """One operation's requantization: bias [C], real multipliers [C] (input scale x filter scale /
     output scale), the output zero point, the fused clamp [lo, hi] in stored units, the output dtype and
@@ -119,8 +123,10 @@ class Requantizer:
         shape = acc.shape
         acc, mf, cf, threshold, sf = self._rows(acc)
         t = self.scratch.get("t", acc.shape, np.float64)
-        # (a float32 accumulator widened by a plain copy first: numpy's mixed-type multiply is slower)
-        if acc.dtype == t.dtype:
+        small = acc.size <= SMALL
+        # (a large float32 accumulator is widened by a plain copy first: numpy's mixed-type multiply is
+        # slower per element; on small ones the call saved counts more)
+        if acc.dtype == t.dtype or small:
             np.multiply(acc, mf if self.mf_scalar is None else self.mf_scalar, out=t)
         else:
             np.copyto(t, acc)
@@ -133,6 +139,15 @@ class Requantizer:
             np.multiply(mask, sf, out=correction)   # (a masked ufunc is many times slower)
             t -= correction
         off = self.offset
+        if self.int_dtype is not None and small and out is not None and out.flags.c_contiguous:
+            # clipped to [lo + off, hi + off] within [0, 255], the truncating cast is the floor: two calls
+            # instead of the three of the integer clip below (the same values: see there)
+            _clip(t, self.lo + off, self.hi + off, out=t)
+            stored = out.reshape(t.shape).view(np.uint8)
+            np.copyto(stored, t, casting="unsafe")
+            if off:
+                np.bitwise_xor(stored, np.uint8(0x80), out=stored)
+            return out
         if self.int_dtype is not None:
             # t -> integers (a truncating cast: the floor for t >= 0, and below 0 both clip to lo + off >= 0),
             # clipped there: cheaper than clipping the float64 values and casting those

@@ -695,6 +695,14 @@ def test_requantizer_integer_clip_into_a_buffer(reals, int_dtype, zp, lo, hi, dt
     strided[...] = acc3
     assert np.array_equal(r(strided, np.empty(acc3.shape, dtype)), want)
     assert np.array_equal(r(acc3), want)   # no buffer: a new array
+    # small accumulators (the path with the fewest calls: clipped in float64, then a truncating cast),
+    # every value again, in pieces of at most SMALL values
+    from executor.kernels.requantize import SMALL
+    rows = SMALL // 3
+    for start in range(0, acc3.shape[0], rows):
+        piece = acc3[start: start + rows]
+        out = np.empty(piece.shape, dtype)
+        assert r(piece, out) is out and np.array_equal(out, want[start: start + rows])
 
 
 @pytest.mark.parametrize("bound,mode", [(1 << 20, "float"), (1 << 23, "int"), (100, "reference")])
