@@ -794,3 +794,37 @@ def test_prepared_pool_and_softmax_compute_into_the_output_buffer(monkeypatch):
     assert np.shares_memory(trace[(id(m), pooled)].array, handed[0])
     fast, slow, _ = _run_both(m, xq)
     assert np.array_equal(fast, slow)
+
+
+# -- requantizer: the proven float32 form --------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype,zp,lo,hi", [(np.uint8, 0, 0, 255), (np.uint8, 12, 12, 200), (np.int8, -128, -128, 127),
+                                            (np.int8, -5, -5, 100)])
+def test_float32_requantization_is_used_only_where_proven_exact(dtype, zp, lo, hi):
+    """Over random requantizers (1-3 channels), every accumulator value in range: where the float32 form
+    was chosen it equals fixedpoint.py exactly; wherever a plain float32 evaluation would be wrong, it
+    was not chosen. Both cases must occur, so the test can fail either way."""
+    rng = np.random.default_rng(17)
+    proven = rejected = 0
+    for _ in range(60):
+        bound = int(rng.integers(1000, 1 << 15))
+        channels = int(rng.integers(1, 4))
+        reals = rng.uniform(0.5, 3.0, channels) * (hi - lo) / bound
+        bias = rng.integers(-bound // 4, bound // 4, channels)
+        r = Requantizer(bias, reals, zp, lo, hi, dtype, bound)
+        if r.mode != "float" or r.int_dtype is None:
+            continue
+        acc = np.arange(-bound, bound + 1, dtype=np.int64)
+        m, s = fp.quantize_multipliers(reals)
+        want = np.clip(fp.multiply_by_quantized_multiplier(acc[:, None] + bias, m, s) + zp, lo, hi)
+        off = 128 if np.dtype(dtype) == np.int8 else 0
+        naive = np.clip(np.floor(acc[:, None].astype(np.float32) * r.mf.astype(np.float32)
+                                 + r.cf.astype(np.float32)), lo + off, hi + off) - off
+        acc32 = np.repeat(acc[:, None], channels, axis=1).astype(np.float32)
+        if r.f32 is not None:
+            proven += 1
+            assert np.array_equal(r(acc32, np.empty(acc32.shape, dtype)), want)
+            assert np.array_equal(naive, want)
+        elif not np.array_equal(naive, want):
+            rejected += 1
+    assert proven >= 5 and rejected >= 1
