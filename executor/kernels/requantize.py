@@ -41,6 +41,36 @@ from .scratch import Scratch
 SMALL = 4096
 
 
+def _steps_agree(a: np.ndarray, steps: np.ndarray, acc_bound: int, mf: np.ndarray, cf: np.ndarray) -> np.ndarray:
+    """Per row of constants (mf, cf: float32 columns), whether g(acc) = floor(fl32(fl32(acc * mf) + cf))
+    steps to each n in `steps` at the accumulator a_n where the exact formula does (`a`: a_n clipped to
+    [-acc_bound, acc_bound + 1]). A step below the range means f >= n on all of it, so g(lowest) >= n
+    must hold; one above it (a_n = acc_bound + 1), g(highest) < n."""
+    g_at = np.floor(np.minimum(a, acc_bound).astype(np.float32) * mf + cf)
+    g_below = np.floor(np.maximum(a - 1, -acc_bound).astype(np.float32) * mf + cf)
+    reached = a <= acc_bound                  # f steps to n inside the range
+    starts_above = a == -acc_bound            # f >= n from the lowest value on
+    ok = np.where(reached, g_at >= steps, g_at < steps) & ((g_below < steps) | starts_above)
+    return ok.all(axis=-1)
+
+
+def _nudged_constants(a: np.ndarray, steps: np.ndarray, acc_bound: int, mf, cf, top: int):
+    """float32 (mf, cf) within a few rounding units of the given ones that pass _steps_agree for one
+    channel (the closest such pair), or None."""
+    mfs = np.array([np.float32(mf)], np.float32)
+    for _ in range(3):   # mf and its neighbours up to 3 float32 steps away
+        mfs = np.unique(np.concatenate([mfs, np.nextafter(mfs, np.float32(0)), np.nextafter(mfs, np.float32(1))]))
+    unit = np.spacing(np.float32(top)) / np.float32(4)   # below the rounding unit of the largest g
+    cfs = np.float32(cf) + unit * np.arange(-8, 9, dtype=np.float32)
+    mf_grid, cf_grid = (g.reshape(-1, 1) for g in np.meshgrid(mfs, cfs))
+    ok = _steps_agree(a[None, :], steps, acc_bound, mf_grid, cf_grid)
+    if not ok.any():
+        return None
+    distance = np.abs(mf_grid[:, 0] - np.float32(mf)) / np.float32(mf) + np.abs(cf_grid[:, 0] - np.float32(cf))
+    best = np.flatnonzero(ok)[np.argmin(distance[ok])]
+    return mf_grid[best, 0], cf_grid[best, 0]
+
+
 class Requantizer:
     """One operation's requantization: bias [C], real multipliers [C] (input scale x filter scale /
     output scale), the output zero point, the fused clamp [lo, hi] in stored units, the output dtype and
@@ -106,7 +136,9 @@ class Requantizer:
         for every integer |acc| <= acc_bound (float32 holds those exactly). g is non-decreasing in acc
         (float rounding is monotone, the multipliers positive), and so is f: they agree everywhere when g
         steps where f does, i.e. at each f-step a_n = min{acc: f(acc) >= n} inside the clamp,
-        g(a_n) >= n and g(a_n - 1) < n. Those two points per step and channel are checked here."""
+        g(a_n) >= n and g(a_n - 1) < n. Those two points per step and channel are checked here. Where
+        the nearest float32 constants miss a step (an exact value within float32 rounding of an integer),
+        constants a few units of rounding away are tried: any that pass the same check are as exact."""
         if not np.all(self.m > 0):
             return
         mf32, cf32 = self.mf.astype(np.float32), self.cf.astype(np.float32)
@@ -115,19 +147,18 @@ class Requantizer:
         lo, hi = self.lo + self.offset, self.hi + self.offset
         if max(abs(c) for c in c_float) >= 2 ** 61 or int(self.k.max()) + 8 >= 62:
             return   # the step positions below are computed in int64
-        steps = np.arange(lo + 1, hi + 1, dtype=np.int64)[None, :]
+        steps = np.arange(lo + 1, hi + 1, dtype=np.int64)
         m, k = self.m.astype(np.int64)[:, None], self.k.astype(np.int64)[:, None]
         c = np.array(c_float, np.int64)[:, None]
-        # a_n = ceil((n * 2^k - C) / M) per channel and step; a step below the range means f >= n on all
-        # of it, so g(lowest) >= n must hold; one above it, g(highest) < n
+        # a_n = ceil((n * 2^k - C) / M) per channel and step
         a = np.clip(-((c - (steps << k)) // m), -acc_bound, acc_bound + 1)
-        g_at = np.floor(np.minimum(a, acc_bound).astype(np.float32) * mf32[:, None] + cf32[:, None])
-        g_below = np.floor(np.maximum(a - 1, -acc_bound).astype(np.float32) * mf32[:, None] + cf32[:, None])
-        reached = a <= acc_bound                  # f steps to n inside the range
-        starts_above = a == -acc_bound            # f >= n from the lowest value on
-        if not (np.all(np.where(reached, g_at >= steps, g_at < steps)) and np.all((g_below < steps) | starts_above)):
-            return
-        scalar = self.mf_scalar is not None
+        agree = _steps_agree(a, steps, acc_bound, mf32[:, None], cf32[:, None])
+        for ch in np.flatnonzero(~agree):
+            nudged = _nudged_constants(a[ch], steps, acc_bound, mf32[ch], cf32[ch], hi)
+            if nudged is None:
+                return
+            mf32[ch], cf32[ch] = nudged
+        scalar = bool(np.all(mf32 == mf32[0]))
         self.f32 = (ChannelRows(cf32) if scalar else ChannelRows(mf32, cf32), mf32[0] if scalar else None)
 
     def __call__(self, acc, out: np.ndarray = None) -> np.ndarray:
