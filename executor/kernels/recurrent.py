@@ -1,158 +1,37 @@
-"""Float recurrent kernels: RNN, UNIDIRECTIONAL/BIDIRECTIONAL_SEQUENCE_RNN, SVDF,
-LSTM, UNIDIRECTIONAL/BIDIRECTIONAL_SEQUENCE_LSTM.
+"""Float RNN kernels: RNN, UNIDIRECTIONAL/BIDIRECTIONAL_SEQUENCE_RNN, SVDF.
 
-Float16 models are computed in float32 and cast back. The RNNs and LSTMs stack
-their weights (StackedRnn, StackedLstm): the input projection of every time
-step is one GEMM before the loop, and each step is one recurrent GEMM into the
-stacked pre-activations followed by in-place ufuncs on slices of it. The plain
-kernels stack per call; recurrent_prepared.py stacks constant weights once at
-compilation and runs the same functions. The quantized LSTMs are in
-recurrent_quant.py.
+Float16 models are computed in float32 and cast back. The RNNs stack their
+weights (StackedRnn): the input projection of every time step is one GEMM
+before the loop, then one recurrent GEMM per step. The plain kernels stack per
+call; recurrent_prepared.py stacks constant weights once at compilation and
+runs the same functions. The LSTMs are in lstm.py, the quantized LSTMs in
+recurrent_quant.py, the shared helpers in recurrent_common.py.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
 from nnapi.codes import OperationCode as Op
 
 from ..registry import kernel
-from .common import clip_ufunc
-
-_GATES = ("input", "forget", "cell", "output")
-_LAYER_NORM_EPSILON = 1e-8  # the Android/TFLite MeanStddevNormalization epsilon
-F32 = np.dtype(np.float32)
-_ONE = np.ones((), np.float32)   # a 0-d operand: the cheapest scalar for a ufunc on small arrays
-
-
-# -- shared helpers ----------------------------------------------------------------
-
-def _sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
-# NNAPI activation codes allowed by the recurrent ops (FuseCode values plus TANH/SIGMOID)
-_ACTIVATIONS = {
-    0: lambda x: x,
-    1: lambda x: np.maximum(x, 0.0),
-    2: lambda x: np.clip(x, -1.0, 1.0),
-    3: lambda x: np.clip(x, 0.0, 6.0),
-    4: np.tanh,
-    6: _sigmoid,
-}
-
-
-def _sigmoid_into(x, out):
-    """out = 1 / (1 + exp(-x)), the same float32 operations as _sigmoid, without temporaries."""
-    np.negative(x, out=out)
-    np.exp(out, out=out)
-    np.add(out, _ONE, out=out)
-    np.reciprocal(out, out=out)
-
-
-def _sigmoid_of_negated(x):
-    """x = sigmoid(-x) in place: _sigmoid_into for an x that holds the negated pre-activation."""
-    np.exp(x, x)
-    np.add(x, _ONE, x)
-    np.reciprocal(x, x)
-
-
-def _copy_into(x, out):
-    if out is not x:
-        np.copyto(out, x)
-
-
-# the same activations as `fn(x, out)` writing into `out` (which may be x)
-_ACTIVATIONS_INTO = {
-    0: _copy_into,
-    1: lambda x, out: np.maximum(x, np.float32(0.0), out=out),
-    2: lambda x, out: clip_ufunc(x, np.float32(-1.0), np.float32(1.0), out=out),
-    3: lambda x, out: clip_ufunc(x, np.float32(0.0), np.float32(6.0), out=out),
-    4: np.tanh,   # a ufunc: np.tanh(x, out)
-    6: _sigmoid_into,
-}
-
-
-def _activation_code(ctx, index) -> int:
-    code = ctx.scalar(index)
-    if code not in _ACTIVATIONS:
-        ctx.fail(f"unsupported activation function {code}")
-    return code
-
-
-def _activation(ctx, index):
-    return _ACTIVATIONS[_activation_code(ctx, index)]
-
-
-def _f(ctx, i) -> Optional[np.ndarray]:
-    """Input `i` as float32 (computation precision), or None when absent/omitted/empty. Not a copy
-    when it already is float32: callers must not write into it."""
-    v = ctx.inputs[i] if i < len(ctx.inputs) else None
-    if v is None or v.array.size == 0:  # omitted model inputs may arrive as empty buffers
-        return None
-    return np.asarray(v.array, np.float32)
-
-
-def _out(ctx, k, array):
-    return np.asarray(array).astype(ctx.out_type(k).dtype)
-
-
-def _time_major(x, time_major: bool):
-    return x if time_major else np.swapaxes(x, 0, 1)
-
-
-def _check_shapes(ctx, pairs):
-    """Fail with a clear message when an operand's size does not fit (instead of a matmul error)."""
-    for name, arr, shape in pairs:
-        if arr is not None and tuple(arr.shape) != tuple(shape):
-            ctx.fail(f"{name} has shape {list(arr.shape)}, expected {list(shape)}")
-
-
-def _buffer(ctx, k, shape) -> np.ndarray:
-    """Where float32 output `k` is computed: its output buffer when the operand is float32, else a
-    float32 array that `_result` casts (float16 models compute in float32)."""
-    if ctx.out_type(k).dtype == F32:
-        return ctx.output_buffer(k, shape, F32)
-    return np.empty(shape, F32)
-
-
-def _result(ctx, k, array) -> np.ndarray:
-    dtype = ctx.out_type(k).dtype
-    return array if array.dtype == dtype else array.astype(dtype)
-
-
-def _sequence_buffer(ctx, k, time_major: bool, steps: int, batch: int, width: int):
-    """(output k's array, a time-major C-contiguous [steps, batch, width] array the loop writes into):
-    the same memory when the layouts agree, else a work array that `_store_sequence` copies over."""
-    buf = _buffer(ctx, k, (steps, batch, width) if time_major else (batch, steps, width))
-    if time_major or batch == 1:
-        return buf, buf.reshape(steps, batch, width)
-    return buf, np.empty((steps, batch, width), np.float32)
-
-
-def _store_sequence(buf, seq, time_major: bool):
-    """Copy the time-major result into the output array when they are not the same memory."""
-    if not np.may_share_memory(buf, seq):   # a separate work array, or the output itself
-        np.copyto(buf, _time_major(seq, time_major))
-
-
-def _stack_transposed(parts, width: int) -> np.ndarray:
-    """[units_k, width] matrices (None: zeros) stacked along units and transposed to [width, sum units],
-    contiguous, for x @ w."""
-    rows = [np.zeros((units, width), np.float32) if w is None else w for w, units in parts]
-    return np.ascontiguousarray(np.concatenate(rows, axis=0).T, np.float32)
-
-
-def _aux_fits(x, aux, aux_w) -> bool:
-    """A time-major aux input (None: absent) fits x and the stacked aux weights (None: absent)."""
-    return aux is None or aux_w is None or (aux.ndim == 3 and aux.shape[:2] == x.shape[:2]
-                                             and aux.shape[2] == aux_w.shape[0])
-
-
-def _time_steps(steps: int, reverse: bool):
-    return range(steps - 1, -1, -1) if reverse else range(steps)
+from .recurrent_common import (
+    ACTIVATIONS_INTO,
+    activation,
+    activation_code,
+    as_output,
+    aux_fits,
+    bidirectional_results,
+    cast_output,
+    check_shapes,
+    float32_output,
+    float_input,
+    link_aux,
+    sequence_output,
+    store_sequence,
+    time_major_view,
+    time_steps,
+)
 
 
 # -- RNN -----------------------------------------------------------------------------
@@ -166,12 +45,12 @@ class StackedRnn:
         self.r = np.ascontiguousarray(r.T, np.float32)
         self.b = np.asarray(b, np.float32)
         self.aux_w = None if aux_w is None else np.ascontiguousarray(aux_w.T, np.float32)
-        self.act = _ACTIVATIONS_INTO[act_code]
+        self.act = ACTIVATIONS_INTO[act_code]
 
     def fits(self, x, h, aux=None) -> bool:
         """x [time, batch, input], h [batch, units] (and aux) are what these weights take."""
         return (x.ndim == 3 and x.shape[2] == self.input_size and x.shape[0] > 0 and x.shape[1] > 0
-                and h.shape == (x.shape[1], self.units) and _aux_fits(x, aux, self.aux_w))
+                and h.shape == (x.shape[1], self.units) and aux_fits(x, aux, self.aux_w))
 
 
 def run_rnn(p: StackedRnn, x, h, seq, reverse=False, aux=None):
@@ -187,7 +66,7 @@ def run_rnn(p: StackedRnn, x, h, seq, reverse=False, aux=None):
     rec = np.empty((batch, p.units), np.float32)
     h = np.ascontiguousarray(h, np.float32)
     r, act = p.r, p.act
-    for t in _time_steps(steps, reverse):
+    for t in time_steps(steps, reverse):
         np.dot(h, r, out=rec)
         h = seq[t]
         h += rec
@@ -197,135 +76,94 @@ def run_rnn(p: StackedRnn, x, h, seq, reverse=False, aux=None):
 
 def _check_rnn(ctx, x, w, r, b, h, prefix=""):
     units = w.shape[0]
-    _check_shapes(ctx, [(f"{prefix}weights", w, (units, x.shape[-1])),
+    check_shapes(ctx, [(f"{prefix}weights", w, (units, x.shape[-1])),
                         (f"{prefix}recurrent_weights", r, (units, units)), (f"{prefix}bias", b, (units,)),
                         (f"{prefix}hidden_state", h, (x.shape[-2], units))])
 
 
 def rnn_outputs(ctx, p: StackedRnn, x, h):
     """RNN (one step of a batch): [hidden state out, output], both the new h."""
-    out = _buffer(ctx, 1, h.shape)
+    out = float32_output(ctx, 1, h.shape)
     run_rnn(p, x[None], h, out[None])
-    state = _buffer(ctx, 0, h.shape)
+    state = float32_output(ctx, 0, h.shape)
     np.copyto(state, out)
-    return [_result(ctx, 0, state), _result(ctx, 1, out)]
+    return [as_output(ctx, 0, state), as_output(ctx, 1, out)]
 
 
 def unidirectional_rnn_outputs(ctx, p: StackedRnn, x, h, time_major: bool):
-    x = _time_major(x, time_major)
-    buf, seq = _sequence_buffer(ctx, 0, time_major, x.shape[0], x.shape[1], p.units)
+    x = time_major_view(x, time_major)
+    buf, seq = sequence_output(ctx, 0, time_major, x.shape[0], x.shape[1], p.units)
     last = run_rnn(p, x, h, seq)
-    _store_sequence(buf, seq, time_major)
-    results = [_result(ctx, 0, buf)]
+    store_sequence(buf, seq, time_major)
+    results = [as_output(ctx, 0, buf)]
     if len(ctx.outputs) > 1:
-        state = _buffer(ctx, 1, last.shape)
+        state = float32_output(ctx, 1, last.shape)
         np.copyto(state, last)
-        results.append(_result(ctx, 1, state))
+        results.append(as_output(ctx, 1, state))
     return results
 
 
 def bidirectional_rnn_outputs(ctx, fw: StackedRnn, bw: StackedRnn, x, aux, fw_h, bw_h, time_major, merge):
     """x, aux as given (batch-major unless time_major); aux None when omitted."""
-    x = _time_major(x, time_major)
-    aux = None if aux is None else _time_major(aux, time_major)
+    x = time_major_view(x, time_major)
+    aux = None if aux is None else time_major_view(aux, time_major)
     has_aux_w = fw.aux_w is not None or bw.aux_w is not None
-    bw_x, fw_aux, bw_aux = _link_aux(x, aux, has_aux_w)
+    bw_x, fw_aux, bw_aux = link_aux(x, aux, has_aux_w)
     steps, batch = x.shape[:2]
     fw_seq = np.empty((steps, batch, fw.units), np.float32)
     bw_seq = np.empty((steps, batch, bw.units), np.float32)
     fw_last = run_rnn(fw, x, fw_h, fw_seq, aux=fw_aux)
     bw_last = run_rnn(bw, bw_x, bw_h, bw_seq, reverse=True, aux=bw_aux)
-    return _bidirectional_results(ctx, fw_seq, bw_seq, [fw_last], [bw_last], merge, time_major)
+    return bidirectional_results(ctx, fw_seq, bw_seq, [fw_last], [bw_last], merge, time_major)
 
 
 def _rnn_inputs(ctx, first):
     """(weights, recurrent weights, bias, hidden state) starting at input `first`."""
-    return [_f(ctx, i) for i in range(first, first + 4)]
+    return [float_input(ctx, i) for i in range(first, first + 4)]
 
 
 @kernel(Op.RNN)
 def rnn(ctx):
-    x, w, r, b, h = (_f(ctx, i) for i in range(5))
+    x, w, r, b, h = (float_input(ctx, i) for i in range(5))
     _check_rnn(ctx, x, w, r, b, h)
-    return rnn_outputs(ctx, StackedRnn(w, r, b, _activation_code(ctx, 5)), x, h)
+    return rnn_outputs(ctx, StackedRnn(w, r, b, activation_code(ctx, 5)), x, h)
 
 
 @kernel(Op.UNIDIRECTIONAL_SEQUENCE_RNN)
 def unidirectional_sequence_rnn(ctx):
-    x, w, r, b, h = (_f(ctx, i) for i in range(5))
+    x, w, r, b, h = (float_input(ctx, i) for i in range(5))
     time_major = bool(ctx.scalar(6))
-    _check_rnn(ctx, _time_major(x, time_major), w, r, b, h)
-    return unidirectional_rnn_outputs(ctx, StackedRnn(w, r, b, _activation_code(ctx, 5)), x, h, time_major)
+    _check_rnn(ctx, time_major_view(x, time_major), w, r, b, h)
+    return unidirectional_rnn_outputs(ctx, StackedRnn(w, r, b, activation_code(ctx, 5)), x, h, time_major)
 
 
 @kernel(Op.BIDIRECTIONAL_SEQUENCE_RNN)
 def bidirectional_sequence_rnn(ctx):
-    x = _f(ctx, 0)
+    x = float_input(ctx, 0)
     fw, bw = _rnn_inputs(ctx, 1), _rnn_inputs(ctx, 5)
-    aux, fw_aux_w, bw_aux_w = _f(ctx, 9), _f(ctx, 10), _f(ctx, 11)
-    act, time_major, merge = _activation_code(ctx, 12), bool(ctx.scalar(13)), bool(ctx.scalar(14))
-    x_tm = _time_major(x, time_major)
-    aux_tm = None if aux is None else _time_major(aux, time_major)
-    bw_x = _link_aux(x_tm, aux_tm, fw_aux_w is not None or bw_aux_w is not None)[0]
+    aux, fw_aux_w, bw_aux_w = float_input(ctx, 9), float_input(ctx, 10), float_input(ctx, 11)
+    act, time_major, merge = activation_code(ctx, 12), bool(ctx.scalar(13)), bool(ctx.scalar(14))
+    x_tm = time_major_view(x, time_major)
+    aux_tm = None if aux is None else time_major_view(aux, time_major)
+    bw_x = link_aux(x_tm, aux_tm, fw_aux_w is not None or bw_aux_w is not None)[0]
     _check_rnn(ctx, x_tm, *fw, prefix="fw_")
     _check_rnn(ctx, bw_x, *bw, prefix="bw_")
     fw_p, bw_p = StackedRnn(*fw[:3], act, fw_aux_w), StackedRnn(*bw[:3], act, bw_aux_w)
     return bidirectional_rnn_outputs(ctx, fw_p, bw_p, x, aux, fw[3], bw[3], time_major, merge)
 
 
-def _link_aux(x, aux, has_aux_weights: bool):
-    """(backward input, forward aux input, backward aux input) for the three NNAPI linking modes.
-
-    No aux input: both directions read `x`. Cross-linking (aux input and aux weights): both
-    read `x` plus their weighted aux input. Parallel linking (aux input, no aux weights):
-    the backward direction reads the aux input instead of `x`.
-    """
-    if aux is None:
-        return x, None, None
-    if not has_aux_weights:
-        return aux, None, None
-    return x, aux, aux
-
-
-def _bidirectional_results(ctx, fw_seq, bw_seq, fw_states, bw_states, merge, time_major):
-    """Outputs in NNAPI order from the time-major sequences and the final states: fw (or merged)
-    output, bw output unless merged, then the final states."""
-    steps, batch = fw_seq.shape[:2]
-    if merge:
-        seq = [(fw_seq, bw_seq)]
-    else:
-        seq = [(fw_seq,), (bw_seq,)]
-    states = list(fw_states) + list(bw_states)
-    if len(ctx.outputs) != len(seq) and len(ctx.outputs) != len(seq) + len(states):
-        ctx.fail(f"{len(ctx.outputs)} outputs do not fit merge_outputs={merge}")
-    results = []
-    for k, parts in enumerate(seq):
-        width = sum(s.shape[2] for s in parts)
-        buf = _buffer(ctx, k, (steps, batch, width) if time_major else (batch, steps, width))
-        at = 0
-        for s in parts:   # merged: fw then bw along the last axis
-            np.copyto(_time_major(buf, time_major)[:, :, at:at + s.shape[2]], s)
-            at += s.shape[2]
-        results.append(_result(ctx, k, buf))
-    for k, state in enumerate(states[:len(ctx.outputs) - len(seq)], start=len(seq)):
-        buf = _buffer(ctx, k, state.shape)
-        np.copyto(buf, state)
-        results.append(_result(ctx, k, buf))
-    return results
-
-
 # -- SVDF ----------------------------------------------------------------------------
 
 @kernel(Op.SVDF)
 def svdf(ctx):
-    x, w_feature, w_time, bias, state = (_f(ctx, i) for i in range(5))
-    rank, act = ctx.scalar(5), _activation(ctx, 6)
+    x, w_feature, w_time, bias, state = (float_input(ctx, i) for i in range(5))
+    rank, act = ctx.scalar(5), activation(ctx, 6)
     filters, memory = w_time.shape
     batch = x.shape[0]
     if rank <= 0 or filters % rank:
         ctx.fail(f"rank {rank} must be positive and divide the {filters} filters")
     units = filters // rank
-    _check_shapes(ctx, [("weights_feature", w_feature, (filters, x.shape[1])),
+    check_shapes(ctx, [("weights_feature", w_feature, (filters, x.shape[1])),
                         ("bias", bias, (units,)), ("state_in", state, (batch, filters * memory))])
     # Android's layout: per filter, the last memory-1 feature activations and a trailing 0 slot.
     # The newest activation takes that slot for this step's output; the stored state then
@@ -337,319 +175,4 @@ def svdf(ctx):
     if bias is not None:
         out = out + bias
     new_state = np.concatenate([window[:, :, 1:], np.zeros((batch, filters, 1), np.float32)], axis=2)
-    return [_out(ctx, 0, new_state.reshape(batch, filters * memory)), _out(ctx, 1, act(out))]
-
-
-# -- LSTM ----------------------------------------------------------------------------
-
-@dataclass
-class LstmCell:
-    """One direction's LSTM parameters, keyed by gate name; None for absent optional parts."""
-
-    input_w: dict
-    recurrent_w: dict
-    peephole: dict
-    bias: dict
-    projection_w: Optional[np.ndarray]
-    projection_b: Optional[np.ndarray]
-    layer_norm: dict
-    aux_w: dict
-    activation: int   # NNAPI activation code
-    cell_clip: float
-    proj_clip: float
-
-    @property
-    def cifg(self) -> bool:
-        """Coupled input/forget gate: no input gate weights, input gate = 1 - forget gate."""
-        return self.input_w["input"] is None
-
-    @property
-    def units(self) -> int:
-        return self.input_w["forget"].shape[0]
-
-    @property
-    def output_size(self) -> int:
-        return self.recurrent_w["forget"].shape[1]
-
-
-def read_lstm_cell(ctx, first, ln_first=None, aux_first=None, act=20, clips=(21, 22)) -> LstmCell:
-    """Gather an LstmCell from the NNAPI input layout starting at `first` (input_to_input_weights)."""
-    def g(start):
-        return {name: _f(ctx, start + k) for k, name in enumerate(_GATES)}
-    peep = {name: _f(ctx, first + 8 + k) for k, name in enumerate(("input", "forget", "output"))}
-    none = dict.fromkeys(_GATES)
-    return LstmCell(
-        input_w=g(first), recurrent_w=g(first + 4), peephole=peep, bias=g(first + 11),
-        projection_w=_f(ctx, first + 15), projection_b=_f(ctx, first + 16),
-        layer_norm=g(ln_first) if ln_first is not None and ln_first < len(ctx.inputs) else none,
-        aux_w=g(aux_first) if aux_first is not None else none,
-        activation=_activation_code(ctx, act),
-        cell_clip=float(ctx.scalar(clips[0], 0.0)), proj_clip=float(ctx.scalar(clips[1], 0.0)))
-
-
-def _check_lstm(ctx, cell: LstmCell, batch: int, input_size: int, prefix=""):
-    for gname in ("forget", "cell", "output"):
-        if any(d[gname] is None for d in (cell.input_w, cell.recurrent_w, cell.bias)):
-            ctx.fail(f"{prefix}{gname} gate weights and bias are required")
-    n, out = cell.units, cell.output_size
-    shapes = []
-    for gname in _GATES:
-        shapes += [(f"{prefix}input_to_{gname}_weights", cell.input_w[gname], (n, input_size)),
-                   (f"{prefix}recurrent_to_{gname}_weights", cell.recurrent_w[gname], (n, out)),
-                   (f"{prefix}{gname}_gate_bias", cell.bias[gname], (n,)),
-                   (f"{prefix}{gname}_layer_norm_weights", cell.layer_norm[gname], (n,))]
-    shapes += [(f"{prefix}cell_to_{k}_weights", v, (n,)) for k, v in cell.peephole.items()]
-    shapes += [(f"{prefix}projection_weights", cell.projection_w, (out, n)),
-               (f"{prefix}projection_bias", cell.projection_b, (out,))]
-    _check_shapes(ctx, shapes)
-    aux = [w for w in cell.aux_w.values() if w is not None]
-    _check_shapes(ctx, [(f"{prefix}aux_input_to_{g}_weights", w, (n, aux[0].shape[-1]))
-                        for g, w in cell.aux_w.items()] if aux else [])
-    if cell.input_w["input"] is not None and (cell.recurrent_w["input"] is None or cell.bias["input"] is None):
-        ctx.fail(f"{prefix}input gate needs input, recurrent weights and bias together (or none: CIFG)")
-    if cell.projection_w is None and out != n:
-        ctx.fail(f"{prefix}without projection the output size {out} must equal the number of units {n}")
-
-
-def _layer_norm_into(x, weights, bias):
-    """x = normalize(x) * weights + bias in place (x + bias for a gate without layer norm weights):
-    per-row mean/stddev normalization (LSTM layer norm)."""
-    if weights is not None:
-        mean = x.mean(axis=-1, keepdims=True)
-        var = np.maximum((x * x).mean(axis=-1, keepdims=True) - mean * mean, 0.0)
-        x -= mean
-        x /= np.sqrt(var + _LAYER_NORM_EPSILON)
-        x *= weights
-    x += bias
-
-
-def _clip_bounds(clip: float):
-    """(-clip, clip) as float32, or None when clipping is off (0)."""
-    return (np.float32(-clip), np.float32(clip)) if clip > 0 else None
-
-
-class StackedLstm:
-    """One direction's LSTM weights stacked gate after gate in the order [input,] forget, output, cell
-    (the sigmoid gates first, so they activate together) and laid out for x @ w: [input, G*units]
-    input (and aux input) weights, [output size, G*units] recurrent weights, [G*units] bias.
-
-    Without layer norm the bias joins the input projection; with it, it is added per gate after
-    the normalization, as the plain formula does.
-
-    The sigmoid gates' weights, biases and peepholes are stored negated: their pre-activations come
-    out negated (exactly: negation commutes with every rounding here, layer norm included), and
-    sigmoid(z) = 1 / (1 + exp(-z)) then takes one pass less."""
-
-    def __init__(self, cell: LstmCell):
-        n, self.output_size, self.cifg = cell.units, cell.output_size, cell.cifg
-        self.units = n
-        gates = ("forget", "output", "cell") if self.cifg else ("input", "forget", "output", "cell")
-        self.gate_index = {g: k for k, g in enumerate(gates)}
-        self.width = len(gates) * n
-        self.input_size = cell.input_w["forget"].shape[1]
-        self.w = _stack_transposed([(cell.input_w[g], n) for g in gates], self.input_size)
-        self.r = _stack_transposed([(cell.recurrent_w[g], n) for g in gates], self.output_size)
-        aux = [w for w in cell.aux_w.values() if w is not None]
-        self.aux_w = _stack_transposed([(cell.aux_w[g], n) for g in gates], aux[0].shape[1]) if aux else None
-        self.bias = np.concatenate([cell.bias[g] for g in gates]).astype(np.float32)
-        sig = (len(gates) - 1) * n   # the sigmoid gates' columns (the cell gate is last)
-        for m in (self.w, self.r, self.aux_w, self.bias[None]):
-            if m is not None:
-                np.negative(m[:, :sig], out=m[:, :sig])
-        self.layer_norm = any(cell.layer_norm[g] is not None for g in gates)
-        self.ln = {g: cell.layer_norm[g] for g in gates}
-        self.gate_bias = {g: self.bias[k * n:(k + 1) * n] for k, g in enumerate(gates)}
-        self.peephole = {g: None if cell.peephole[g] is None else -np.asarray(cell.peephole[g], np.float32)
-                         for g in ("input", "forget", "output") if g in gates}
-        both = [self.peephole.get(g) for g in ("input", "forget")]
-        self.peep_if = None if any(w is None for w in both) else np.stack(both)
-        # the output gate waits for the new cell state when its peephole or its layer norm needs it
-        self.late_output = self.peephole["output"] is not None or self.layer_norm
-        self.early_width = (self.gate_index["output"] if self.late_output else self.gate_index["cell"]) * n
-        self.proj_w = None if cell.projection_w is None else np.ascontiguousarray(cell.projection_w.T, np.float32)
-        self.proj_b = cell.projection_b
-        self.act = _ACTIVATIONS_INTO[cell.activation]
-        self.cell_clip = _clip_bounds(cell.cell_clip)
-        self.proj_clip = _clip_bounds(cell.proj_clip)
-
-    def fits(self, x, h, c, aux=None) -> bool:
-        """x [time, batch, input], h [batch, output size], c [batch, units] (and aux) are what these
-        weights take."""
-        return (x.ndim == 3 and x.shape[2] == self.input_size and x.shape[0] > 0 and x.shape[1] > 0
-                and h.shape == (x.shape[1], self.output_size) and c.shape == (x.shape[1], self.units)
-                and _aux_fits(x, aux, self.aux_w))
-
-    def input_projection(self, x, aux=None) -> np.ndarray:
-        """Time-major x [time, batch, input] -> [time, batch, G*units]: x W^T (+ aux A^T) (+ bias)
-        for every step in one GEMM."""
-        steps, batch = x.shape[:2]
-        xp = np.dot(x.reshape(steps * batch, -1), self.w)
-        if aux is not None and self.aux_w is not None:
-            xp += aux.reshape(steps * batch, -1) @ self.aux_w
-        if not self.layer_norm:
-            xp += self.bias
-        return xp.reshape(steps, batch, self.width)
-
-
-def run_lstm(p: StackedLstm, xp, h, c, seq, reverse=False):
-    """The LSTM loop over input projections xp [time, batch, G*units] (StackedLstm.input_projection).
-    h [batch, output size]: the initial output state (read only); c [batch, units]: the cell state,
-    updated in place; seq [time, batch, output size] (C-contiguous) receives each step's output.
-    Returns the last output (a view of seq).
-
-    Per step: pre = h R^T + xp[t] (negated for the sigmoid gates, see StackedLstm); i, f (, o) +=
-    peephole * c; [layer norm + bias per gate]; sigmoid/activation in place; c = f*c + i*g; clip;
-    o += peephole * c_new; h = o * act(c) [@ P^T + b, clip]. Every array is made before the loop:
-    the views below alias `pre`, `work` and `c`. Ufuncs get `out` positionally: on arrays this small
-    the call is most of the cost, and the keyword parsing is a tenth of it."""
-    steps, batch = xp.shape[:2]
-    n = p.units
-    pre = np.empty((batch, p.width), np.float32)
-    gate = {name: pre[:, k * n:(k + 1) * n] for name, k in p.gate_index.items()}
-    forget, cell, out_gate = gate["forget"], gate["cell"], gate["output"]
-    in_gate = gate.get("input")
-    work = np.empty((batch, n), np.float32)
-    early = pre[:, :p.early_width]   # the sigmoid gates activated before the new cell state
-    # peepholes on the old cell state: input and forget in one pass when both exist (adjacent in pre)
-    if p.peep_if is not None:
-        early_peeps = [(pre[:, :2 * n].reshape(batch, 2, n), p.peep_if, c[:, None, :],
-                        np.empty((batch, 2, n), np.float32))]
-    else:
-        early_peeps = [(gate[name], p.peephole[name], c, work) for name in ("input", "forget")
-                       if p.peephole.get(name) is not None]
-    layer_norm = p.layer_norm
-    ln_early = [(gate[name], p.ln[name], p.gate_bias[name]) for name in p.gate_index if name != "output"]
-    out_peep, late_output = p.peephole["output"], p.late_output
-    act, r, proj_w, proj_b = p.act, p.r, p.proj_w, p.proj_b
-    cell_clip, proj_clip = p.cell_clip, p.proj_clip
-    h = np.ascontiguousarray(h, np.float32)
-    for t in _time_steps(steps, reverse):
-        np.dot(h, r, pre)
-        np.add(pre, xp[t], pre)
-        for view, weights, state, tmp in early_peeps:
-            np.multiply(state, weights, tmp)
-            np.add(view, tmp, view)
-        if layer_norm:
-            for view, weights, bias in ln_early:
-                _layer_norm_into(view, weights, bias)
-        _sigmoid_of_negated(early)
-        act(cell, cell)
-        if in_gate is None:   # CIFG: input gate = 1 - forget gate
-            np.subtract(_ONE, forget, work)
-            np.multiply(cell, work, cell)
-        else:
-            np.multiply(cell, in_gate, cell)
-        np.multiply(c, forget, c)
-        np.add(c, cell, c)
-        if cell_clip is not None:
-            clip_ufunc(c, *cell_clip, c)
-        if late_output:
-            if out_peep is not None:
-                np.multiply(c, out_peep, work)
-                np.add(out_gate, work, out_gate)
-            if layer_norm:
-                _layer_norm_into(out_gate, p.ln["output"], p.gate_bias["output"])
-            _sigmoid_of_negated(out_gate)
-        h = seq[t]
-        if proj_w is None:
-            act(c, h)
-            np.multiply(h, out_gate, h)
-        else:
-            act(c, work)
-            np.multiply(work, out_gate, work)
-            np.dot(work, proj_w, h)
-            if proj_b is not None:
-                np.add(h, proj_b, h)
-            if proj_clip is not None:
-                clip_ufunc(h, *proj_clip, h)
-    return h
-
-
-def _cell_state(ctx, k, c0) -> np.ndarray:
-    """The running cell state, starting as c0: output k's buffer when that output exists."""
-    c = _buffer(ctx, k, c0.shape) if k < len(ctx.outputs) else np.empty(c0.shape, np.float32)
-    np.copyto(c, c0)
-    return c
-
-
-def lstm_outputs(ctx, p: StackedLstm, x, h, c):
-    """LSTM (one step of a batch): [scratch buffer (zeros), output state, cell state, output]."""
-    c = _cell_state(ctx, 2, c)
-    out = _buffer(ctx, 3, h.shape)
-    run_lstm(p, p.input_projection(x[None]), h, c, out[None])
-    scratch = _buffer(ctx, 0, (x.shape[0], p.width))
-    scratch.fill(0)
-    state = _buffer(ctx, 1, h.shape)
-    np.copyto(state, out)
-    return [_result(ctx, k, a) for k, a in enumerate((scratch, state, c, out))]
-
-
-def unidirectional_lstm_outputs(ctx, p: StackedLstm, x, h, c, time_major: bool):
-    """[output sequence, final output state, final cell state][:number of outputs]."""
-    x = _time_major(x, time_major)
-    steps, batch = x.shape[:2]
-    c = _cell_state(ctx, 2, c)
-    buf, seq = _sequence_buffer(ctx, 0, time_major, steps, batch, p.output_size)
-    last = run_lstm(p, p.input_projection(x), h, c, seq)
-    _store_sequence(buf, seq, time_major)
-    results = [_result(ctx, 0, buf)]
-    if len(ctx.outputs) > 1:
-        state = _buffer(ctx, 1, last.shape)
-        np.copyto(state, last)
-        results += [_result(ctx, 1, state), _result(ctx, 2, c)][:len(ctx.outputs) - 1]
-    return results
-
-
-def bidirectional_lstm_outputs(ctx, fw: StackedLstm, bw: StackedLstm, x, aux, states, time_major, merge):
-    """x, aux as given (batch-major unless time_major), aux None when omitted; states: the initial
-    (fw h, fw c, bw h, bw c)."""
-    x = _time_major(x, time_major)
-    aux = None if aux is None else _time_major(aux, time_major)
-    bw_x, fw_aux, bw_aux = _link_aux(x, aux, fw.aux_w is not None or bw.aux_w is not None)
-    steps, batch = x.shape[:2]
-    fw_h, fw_c, bw_h, bw_c = states
-    fw_c, bw_c = fw_c.copy(), bw_c.copy()
-    fw_seq = np.empty((steps, batch, fw.output_size), np.float32)
-    bw_seq = np.empty((steps, batch, bw.output_size), np.float32)
-    fw_h = run_lstm(fw, fw.input_projection(x, fw_aux), fw_h, fw_c, fw_seq)
-    bw_h = run_lstm(bw, bw.input_projection(bw_x, bw_aux), bw_h, bw_c, bw_seq, reverse=True)
-    return _bidirectional_results(ctx, fw_seq, bw_seq, [fw_h, fw_c], [bw_h, bw_c], merge, time_major)
-
-
-def _checked_stack(ctx, cell: LstmCell, x, prefix="") -> StackedLstm:
-    """x time-major [time, batch, input] (or [batch, input])."""
-    _check_lstm(ctx, cell, x.shape[-2], x.shape[-1], prefix)
-    return StackedLstm(cell)
-
-
-@kernel(Op.LSTM)
-def lstm(ctx):
-    x, h, c = _f(ctx, 0), _f(ctx, 18), _f(ctx, 19)
-    p = _checked_stack(ctx, read_lstm_cell(ctx, 1, ln_first=23), x)
-    return lstm_outputs(ctx, p, x, h, c)
-
-
-@kernel(Op.UNIDIRECTIONAL_SEQUENCE_LSTM)
-def unidirectional_sequence_lstm(ctx):
-    time_major = bool(ctx.scalar(23))
-    x, h, c = _f(ctx, 0), _f(ctx, 18), _f(ctx, 19)
-    p = _checked_stack(ctx, read_lstm_cell(ctx, 1, ln_first=24), _time_major(x, time_major))
-    return unidirectional_lstm_outputs(ctx, p, x, h, c, time_major)
-
-
-# bidirectional LSTM input positions: first input of each direction's cell, its layer norm and aux weights
-BIDI_LSTM_FW = dict(first=1, ln_first=53, aux_first=40, act=48, clips=(49, 50))
-BIDI_LSTM_BW = dict(first=18, ln_first=57, aux_first=44, act=48, clips=(49, 50))
-
-
-@kernel(Op.BIDIRECTIONAL_SEQUENCE_LSTM)
-def bidirectional_sequence_lstm(ctx):
-    merge, time_major = bool(ctx.scalar(51)), bool(ctx.scalar(52))
-    x, aux = _f(ctx, 0), _f(ctx, 39)
-    fw, bw = read_lstm_cell(ctx, **BIDI_LSTM_FW), read_lstm_cell(ctx, **BIDI_LSTM_BW)
-    has_aux_w = any(w is not None for w in list(fw.aux_w.values()) + list(bw.aux_w.values()))
-    x_tm = _time_major(x, time_major)
-    bw_x = _link_aux(x_tm, None if aux is None else _time_major(aux, time_major), has_aux_w)[0]
-    fw_p, bw_p = _checked_stack(ctx, fw, x_tm, "fw_"), _checked_stack(ctx, bw, bw_x, "bw_")
-    states = [_f(ctx, i) for i in range(35, 39)]
-    return bidirectional_lstm_outputs(ctx, fw_p, bw_p, x, aux, states, time_major, merge)
+    return [cast_output(ctx, 0, new_state.reshape(batch, filters * memory)), cast_output(ctx, 1, act(out))]

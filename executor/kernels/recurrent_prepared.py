@@ -2,7 +2,7 @@
 
 When every weight, bias and parameter of a float32 RNN or LSTM operation is a
 constant (the usual case), the preparers read and check them once and build
-the StackedRnn / StackedLstm that the plain kernels (recurrent.py) build on
+the StackedRnn / StackedLstm that the plain kernels (recurrent.py, lstm.py) build on
 every call; each run then only reads the run-time inputs (the sequence, the
 states, an aux input) and calls the same functions as the kernels. Anything
 that does not fit the stacked weights at run time goes to the plain kernel,
@@ -16,23 +16,27 @@ from nnapi.codes import OperandCode as C
 from nnapi.codes import OperationCode as Op
 
 from ..registry import prepare
-from .recurrent import (
+from .lstm import (
     BIDI_LSTM_BW,
     BIDI_LSTM_FW,
     StackedLstm,
-    StackedRnn,
-    _activation_code,
-    _check_lstm,
-    _f,
-    _link_aux,
-    _time_major,
+    check_lstm,
     bidirectional_lstm_outputs,
-    bidirectional_rnn_outputs,
     lstm_outputs,
     read_lstm_cell,
-    rnn_outputs,
     unidirectional_lstm_outputs,
+)
+from .recurrent import (
+    StackedRnn,
+    bidirectional_rnn_outputs,
+    rnn_outputs,
     unidirectional_rnn_outputs,
+)
+from .recurrent_common import (
+    activation_code,
+    float_input,
+    link_aux,
+    time_major_view,
 )
 
 
@@ -46,16 +50,16 @@ def _supported(pctx, runtime: tuple) -> bool:
 def _stacked_lstm(pctx, prefix="", **layout) -> StackedLstm:
     """The checked, stacked cell (NnapiError, i.e. no preparation, when its weights do not fit)."""
     cell = read_lstm_cell(pctx, **layout)
-    _check_lstm(pctx, cell, 0, cell.input_w["forget"].shape[1], prefix)
+    check_lstm(pctx, cell, 0, cell.input_w["forget"].shape[1], prefix)
     return StackedLstm(cell)
 
 
 def _stacked_rnn(pctx, first: int, act: int, aux_w=None) -> StackedRnn:
-    w, r, b = (_f(pctx, i) for i in range(first, first + 3))
+    w, r, b = (float_input(pctx, i) for i in range(first, first + 3))
     units = w.shape[0]
     if r.shape != (units, units) or b.shape != (units,) or (aux_w is not None and aux_w.shape[0] != units):
         raise ValueError("RNN weights of different sizes")
-    return StackedRnn(w, r, b, _activation_code(pctx, act), aux_w)
+    return StackedRnn(w, r, b, activation_code(pctx, act), aux_w)
 
 
 class _Prepared:
@@ -72,7 +76,7 @@ class PreparedLstm(_Prepared):
         self.cell = _stacked_lstm(pctx, first=1, ln_first=23)
 
     def __call__(self, ctx):
-        x, h, c = _f(ctx, 0), _f(ctx, 18), _f(ctx, 19)
+        x, h, c = float_input(ctx, 0), float_input(ctx, 18), float_input(ctx, 19)
         if x is None or h is None or c is None or not self.cell.fits(x[None], h, c):
             return self.kernel(ctx)
         return lstm_outputs(ctx, self.cell, x, h, c)
@@ -85,8 +89,8 @@ class PreparedUnidirectionalLstm(_Prepared):
         self.time_major = bool(pctx.scalar(23))
 
     def __call__(self, ctx):
-        x, h, c = _f(ctx, 0), _f(ctx, 18), _f(ctx, 19)
-        if x is None or h is None or c is None or not self.cell.fits(_time_major(x, self.time_major), h, c):
+        x, h, c = float_input(ctx, 0), float_input(ctx, 18), float_input(ctx, 19)
+        if x is None or h is None or c is None or not self.cell.fits(time_major_view(x, self.time_major), h, c):
             return self.kernel(ctx)
         return unidirectional_lstm_outputs(ctx, self.cell, x, h, c, self.time_major)
 
@@ -99,14 +103,14 @@ class PreparedBidirectionalLstm(_Prepared):
         self.merge, self.time_major = bool(pctx.scalar(51)), bool(pctx.scalar(52))
 
     def __call__(self, ctx):
-        x, aux = _f(ctx, 0), _f(ctx, 39)
-        states = [_f(ctx, i) for i in range(35, 39)]
+        x, aux = float_input(ctx, 0), float_input(ctx, 39)
+        states = [float_input(ctx, i) for i in range(35, 39)]
         if x is None or any(s is None for s in states):
             return self.kernel(ctx)
         tm = self.time_major
-        x_tm = _time_major(x, tm)
-        aux_tm = None if aux is None else _time_major(aux, tm)
-        bw_x, fw_aux, bw_aux = _link_aux(x_tm, aux_tm, self.fw.aux_w is not None or self.bw.aux_w is not None)
+        x_tm = time_major_view(x, tm)
+        aux_tm = None if aux is None else time_major_view(aux, tm)
+        bw_x, fw_aux, bw_aux = link_aux(x_tm, aux_tm, self.fw.aux_w is not None or self.bw.aux_w is not None)
         if not (self.fw.fits(x_tm, *states[:2], fw_aux) and self.bw.fits(bw_x, *states[2:], bw_aux)):
             return self.kernel(ctx)
         return bidirectional_lstm_outputs(ctx, self.fw, self.bw, x, aux, states, tm, self.merge)
@@ -118,7 +122,7 @@ class PreparedRnn(_Prepared):
         self.cell = _stacked_rnn(pctx, 1, 5)
 
     def __call__(self, ctx):
-        x, h = _f(ctx, 0), _f(ctx, 4)
+        x, h = float_input(ctx, 0), float_input(ctx, 4)
         if x is None or h is None or not self.cell.fits(x[None], h):
             return self.kernel(ctx)
         return rnn_outputs(ctx, self.cell, x, h)
@@ -131,8 +135,8 @@ class PreparedUnidirectionalRnn(_Prepared):
         self.time_major = bool(pctx.scalar(6))
 
     def __call__(self, ctx):
-        x, h = _f(ctx, 0), _f(ctx, 4)
-        if x is None or h is None or not self.cell.fits(_time_major(x, self.time_major), h):
+        x, h = float_input(ctx, 0), float_input(ctx, 4)
+        if x is None or h is None or not self.cell.fits(time_major_view(x, self.time_major), h):
             return self.kernel(ctx)
         return unidirectional_rnn_outputs(ctx, self.cell, x, h, self.time_major)
 
@@ -140,18 +144,18 @@ class PreparedUnidirectionalRnn(_Prepared):
 class PreparedBidirectionalRnn(_Prepared):
     def __init__(self, pctx):
         super().__init__(pctx)
-        self.fw = _stacked_rnn(pctx, 1, 12, _f(pctx, 10))
-        self.bw = _stacked_rnn(pctx, 5, 12, _f(pctx, 11))
+        self.fw = _stacked_rnn(pctx, 1, 12, float_input(pctx, 10))
+        self.bw = _stacked_rnn(pctx, 5, 12, float_input(pctx, 11))
         self.time_major, self.merge = bool(pctx.scalar(13)), bool(pctx.scalar(14))
 
     def __call__(self, ctx):
-        x, aux, fw_h, bw_h = _f(ctx, 0), _f(ctx, 9), _f(ctx, 4), _f(ctx, 8)
+        x, aux, fw_h, bw_h = float_input(ctx, 0), float_input(ctx, 9), float_input(ctx, 4), float_input(ctx, 8)
         if x is None or fw_h is None or bw_h is None:
             return self.kernel(ctx)
         tm = self.time_major
-        x_tm = _time_major(x, tm)
-        aux_tm = None if aux is None else _time_major(aux, tm)
-        bw_x, fw_aux, bw_aux = _link_aux(x_tm, aux_tm, self.fw.aux_w is not None or self.bw.aux_w is not None)
+        x_tm = time_major_view(x, tm)
+        aux_tm = None if aux is None else time_major_view(aux, tm)
+        bw_x, fw_aux, bw_aux = link_aux(x_tm, aux_tm, self.fw.aux_w is not None or self.bw.aux_w is not None)
         if not (self.fw.fits(x_tm, fw_h, fw_aux) and self.bw.fits(bw_x, bw_h, bw_aux)):
             return self.kernel(ctx)
         return bidirectional_rnn_outputs(ctx, self.fw, self.bw, x, aux, fw_h, bw_h, tm, self.merge)
