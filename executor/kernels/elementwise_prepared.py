@@ -102,19 +102,28 @@ class Binary:
         p = self.plans[(a.shape, b.shape)] = (shape, self._operand(0, a, shape), self._operand(1, b, shape))
         return p
 
-    def __call__(self, ctx):
+    def operands(self, ctx):
+        """(result shape, a, b) ready for the ufunc -- cast, or the expanded constants -- or None when
+        the plain kernel should run (an absent input, another dtype, shapes that do not broadcast)."""
         try:
             a, b = ctx.inputs[0].array, ctx.inputs[1].array
         except AttributeError:   # an absent input
-            return self.kernel(ctx)
+            return None
         if a.dtype != self.dtype or b.dtype != self.dtype:
-            return self.kernel(ctx)
+            return None
         p = self.plans.get((a.shape, b.shape)) or self.plan(a, b)
         if p is None:
-            return self.kernel(ctx)
+            return None
         shape, ea, eb = p
+        return shape, self.cast(a) if ea is None else ea, self.cast(b) if eb is None else eb
+
+    def __call__(self, ctx):
+        ops = self.operands(ctx)
+        if ops is None:
+            return self.kernel(ctx)
+        shape, a, b = ops
         out = ctx.output_buffer(0, shape, self.out_dtype)
-        self.ufunc(a if ea is None else ea, b if eb is None else eb, out=out)
+        self.ufunc(a, b, out=out)
         if self.clamp is not None:
             clip_ufunc(out, *self.clamp, out=out)
         return [out]
@@ -128,18 +137,12 @@ class WrappingBinary(Binary):
         return x.view(U32)
 
     def __call__(self, ctx):
-        try:
-            a, b = ctx.inputs[0].array, ctx.inputs[1].array
-        except AttributeError:
+        ops = self.operands(ctx)
+        if ops is None:
             return self.kernel(ctx)
-        if a.dtype != I32 or b.dtype != I32:
-            return self.kernel(ctx)
-        p = self.plans.get((a.shape, b.shape)) or self.plan(a, b)
-        if p is None:
-            return self.kernel(ctx)
-        shape, ea, eb = p
+        shape, a, b = ops
         out = ctx.output_buffer(0, shape, I32)
-        self.ufunc(a.view(U32) if ea is None else ea, b.view(U32) if eb is None else eb, out=out.view(U32))
+        self.ufunc(a, b, out=out.view(U32))
         return [out]
 
 
@@ -147,17 +150,11 @@ class HalfBinary(Binary):
     """float16 inputs computed in float32 and rounded to float16 once, as the kernels do."""
 
     def __call__(self, ctx):
-        try:
-            a, b = ctx.inputs[0].array, ctx.inputs[1].array
-        except AttributeError:
+        ops = self.operands(ctx)
+        if ops is None:
             return self.kernel(ctx)
-        if a.dtype != F16 or b.dtype != F16:
-            return self.kernel(ctx)
-        p = self.plans.get((a.shape, b.shape)) or self.plan(a, b)
-        if p is None:
-            return self.kernel(ctx)
-        shape, ea, eb = p
-        res = self.ufunc(a if ea is None else ea, b if eb is None else eb, dtype=F32)
+        shape, a, b = ops
+        res = self.ufunc(a, b, dtype=F32)
         if self.clamp is not None:
             clip_ufunc(res, *self.clamp, out=res)
         out = ctx.output_buffer(0, shape, F16)
