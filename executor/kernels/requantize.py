@@ -198,11 +198,15 @@ class Requantizer:
         t = self.scratch.get("t32", acc2.shape, np.float32)
         np.multiply(acc2, mf, out=t)
         t += cf
-        off = self.offset
-        _clip(t, self.lo + off, self.hi + off, out=t)
-        stored = out.reshape(t.shape).view(np.uint8)
-        np.copyto(stored, t, casting="unsafe")
-        if off:  # back from the offset 128 of int8: flip the top bit
+        _clip(t, self.lo + self.offset, self.hi + self.offset, out=t)
+        return self._store(t, out)
+
+    def _store(self, values: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """Write clamped non-negative 8-bit values (offset included; floats are truncated, which is their
+        floor there) into the contiguous `out`, back from the offset 128 of int8 by flipping the top bit."""
+        stored = out.reshape(values.shape).view(np.uint8)
+        np.copyto(stored, values, casting="unsafe")
+        if self.offset:
             np.bitwise_xor(stored, np.uint8(0x80), out=stored)
         return out
 
@@ -234,11 +238,7 @@ class Requantizer:
             # clipped to [lo + off, hi + off] within [0, 255], the truncating cast is the floor: two calls
             # instead of the three of the integer clip below (the same values: see there)
             _clip(t, self.lo + off, self.hi + off, out=t)
-            stored = out.reshape(t.shape).view(np.uint8)
-            np.copyto(stored, t, casting="unsafe")
-            if off:
-                np.bitwise_xor(stored, np.uint8(0x80), out=stored)
-            return out
+            return self._store(t, out)
         if self.int_dtype is not None:
             # t -> integers (a truncating cast: the floor for t >= 0, and below 0 both clip to lo + off >= 0),
             # clipped there: cheaper than clipping the float64 values and casting those
@@ -247,11 +247,7 @@ class Requantizer:
             _clip(ints, self.lo + off, self.hi + off, out=ints)
             if out is None or not out.flags.c_contiguous:   # (a reshape must be a view of it)
                 out = np.empty(shape, self.dtype)
-            stored = out.reshape(ints.shape).view(np.uint8)
-            np.copyto(stored, ints, casting="unsafe")
-            if off:  # back from the offset 128 of int8: flip the top bit
-                np.bitwise_xor(stored, np.uint8(0x80), out=stored)
-            return out
+            return self._store(ints, out)
         t = t.reshape(shape)
         _clip(t, self.lo + off, self.hi + off, out=t)
         np.floor(t, out=t)
