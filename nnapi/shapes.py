@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .ops import spec_for
-from .ops.base import Shape
+from .ops.base import Shape, declared_shape
 
 
 def merge(declared: Shape, inferred: Shape) -> tuple[Shape, bool]:
@@ -30,13 +30,6 @@ def merge(declared: Shape, inferred: Shape) -> tuple[Shape, bool]:
             conflict = True
         out.append(d or i)
     return tuple(out), conflict
-
-
-def declared_shape(model, i: int) -> Shape:
-    t = model.operands[i].type
-    if not t.is_tensor:
-        return ()
-    return tuple(t.dimensions) if t.dimensions else None
 
 
 class ShapeInference:

@@ -95,6 +95,14 @@ def cases(level: int, var: str, *codes, **fixed) -> list[TypeCase]:
 Shape = Optional[tuple]   # known dimensions (0 = unknown extent); None = unknown rank
 
 
+def declared_shape(model, i: int) -> Shape:
+    """Operand i's declared Shape: () for scalars, a tensor's dimensions, None for an unknown rank."""
+    t = model.operands[i].type
+    if not t.is_tensor:
+        return ()
+    return tuple(t.dimensions) if t.dimensions else None
+
+
 class OpView:
     """A read-only view of one operation of a model, by argument name. `shapes` (operand -> Shape)
     overrides declared dimensions with ones inferred earlier in the model (nnapi/shapes.py)."""
@@ -109,10 +117,7 @@ class OpView:
         """Operand i's Shape: () for scalars, the inferred or declared dimensions of tensors."""
         if i in self._shapes:
             return self._shapes[i]
-        t = self.model.operands[i].type
-        if not t.is_tensor:
-            return ()
-        return tuple(t.dimensions) if t.dimensions else None
+        return declared_shape(self.model, i)
 
     def dims(self, name: str) -> Shape:
         """The Shape of input `name` (None when absent, omitted or of unknown rank)."""

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import Form, OpSpec, TypeCase, arg, opt
+from .base import Form, OpSpec, TypeCase, arg, declared_shape, opt
 
 ANY = None  # argument of any operand type; checked against the referenced subgraph
 
@@ -71,7 +71,7 @@ _nesting = [0]
 
 def _merge_declared(model, i: int, shape):
     """`shape` (what the operation passes) merged with the subgraph's declared dimensions of operand i."""
-    from ..shapes import declared_shape, merge
+    from ..shapes import merge
     return merge(declared_shape(model, i), shape)[0]
 
 
