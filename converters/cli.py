@@ -327,7 +327,8 @@ def cmd_parity(args) -> int:
         report = parity.check(args.model, converted=args.converted, feature_level=args.feature_level,
                               reference=args.reference, inputs=args.inputs, seed=args.seed, samples=args.samples,
                               layerwise=args.layerwise, partial=args.partial, input_shapes=shapes,
-                              atol=args.atol, rtol=args.rtol, max_lsb=args.max_lsb, progress=progress)
+                              atol=args.atol, rtol=args.rtol, max_lsb=args.max_lsb, progress=progress,
+                              tolerance=args.tolerance, spread_factor=args.spread_factor)
     except MissingDependency as e:
         raise CliError(str(e), EXIT_MISSING_DEPENDENCY) from None
     except parity.ParityError as e:
@@ -501,9 +502,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="check this already-converted file instead of converting afresh")
     s.add_argument("--feature-level", type=int, default=8, choices=range(1, 9), metavar="N",
                    help="conversion target NNAPI feature level 1-8 (default 8)")
-    s.add_argument("--reference", choices=["litert", "litert-ref", "onnxruntime"],
+    s.add_argument("--reference", choices=["litert", "litert-ref", "onnxruntime", "onnxruntime-optimized"],
                    help="reference runtime (default: litert = LiteRT built-in kernels without XNNPACK for "
-                        ".tflite, onnxruntime for .onnx; litert-ref = LiteRT's reference kernels)")
+                        ".tflite, onnxruntime (no graph optimisations) for .onnx; litert-ref = LiteRT's reference "
+                        "kernels; onnxruntime-optimized = onnxruntime with every graph optimisation)")
+    s.add_argument("--tolerance", choices=["fixed", "spread"],
+                   help="fixed: the rules below; spread: also allow --spread-factor times the framework's own "
+                        "spread, the largest difference between its kernel sets on the same inputs (LiteRT built-in "
+                        "and reference kernels; onnxruntime unoptimised and optimised). Default: spread for float "
+                        "models with more than 50 operations, whose rounding compounds past the fixed rule; fixed "
+                        "otherwise. The report says which applied and why")
+    s.add_argument("--spread-factor", type=float, default=2.0, metavar="F",
+                   help="with spread tolerance: allowed = F x spread + the fixed rule (default 2)")
     s.add_argument("--inputs", metavar="FILE.npz", help="input arrays by input name (default: seeded random)")
     s.add_argument("--seed", type=int, default=0, help="seed of the first random sample (default 0)")
     s.add_argument("--samples", type=int, default=1, metavar="K", help="number of seeded random samples (default 1)")

@@ -25,7 +25,7 @@ from .runners import (MissingDependency, ReferenceFailed, from_nnapi_outputs, li
                       random_source_inputs,
                       run_onnxruntime, run_traced, to_nnapi_inputs)
 from .source_graph import SourceError
-from .tolerance import allowed_error, within_tolerance
+from .tolerance import SPREAD_FACTOR, SPREAD_MIN_OPERATIONS, allowed_error, within_tolerance
 
 
 class ParityError(Exception):
@@ -50,6 +50,8 @@ class OutputParity:
     passed: bool = True
     allowed: float = 0.0
     tolerance: str = ""          # where `allowed` comes from
+    spread: Optional[float] = None        # --tolerance spread: the framework's own largest disagreement
+    spread_ratio: Optional[float] = None  # max_abs_error / spread (None when the spread is 0)
     diffs: Optional[np.ndarray] = field(default=None, repr=False)
 
 
@@ -63,6 +65,7 @@ class ParityReport:
     partitions: Optional[list] = None
     feature_level: int = 8
     converted_from: Optional[str] = None
+    tolerance: Optional[dict] = None     # {"mode": fixed | spread, "why", "references", "factor"}
 
     @property
     def passed(self) -> bool:
@@ -75,7 +78,8 @@ class ParityReport:
             d = {k: v for k, v in o.__dict__.items() if k != "diffs"}
             outs.append(d)
         d = {"model": self.model, "reference": self.reference, "passed": self.passed, "samples": self.samples,
-             "feature_level": self.feature_level, "outputs": outs, "first_divergence": self.first_divergence}
+             "feature_level": self.feature_level, "outputs": outs, "first_divergence": self.first_divergence,
+             "tolerance": self.tolerance}
         if self.partitions is not None:
             d["partitions"] = self.partitions
         if self.converted_from:
@@ -92,6 +96,9 @@ def compare(name: str, ref: np.ndarray, got: np.ndarray, quantized: bool, relaxe
         return o
     ok, err, allowed = within_tolerance(ref, got, quantized, relaxed, **tol)
     o.tolerance = allowed_error(ref, quantized, relaxed, **tol)[1]
+    if tol.get("spread") is not None and not quantized and ref.dtype.kind == "f":
+        o.spread = float(tol["spread"])
+        o.spread_ratio = err / o.spread if o.spread > 0 else None
     r, g = ref.astype(np.float64).ravel(), got.astype(np.float64).ravel()
     d = np.abs(r - g)
     o.passed, o.max_abs_error, o.allowed = ok and ref.dtype == got.dtype, err, allowed
@@ -123,6 +130,10 @@ def _merge(a: OutputParity, b: OutputParity) -> OutputParity:
     a.mean_abs_error = float(np.maximum(a.mean_abs_error, b.mean_abs_error))
     a.cosine = float(np.minimum(a.cosine, b.cosine))
     a.passed = a.passed and b.passed
+    if b.spread is not None:
+        a.spread = b.spread if a.spread is None else max(a.spread, b.spread)
+        ratios = [r for r in (a.spread_ratio, b.spread_ratio) if r is not None]
+        a.spread_ratio = max(ratios) if ratios else None
     if b.lsb_histogram is not None:  # None: a sample whose shapes did not match has no histogram
         hist = b.lsb_histogram if a.lsb_histogram is None else \
             {k: a.lsb_histogram[k] + b.lsb_histogram[k] for k in a.lsb_histogram}
@@ -157,11 +168,50 @@ def dequantized_steps(graph) -> dict:
     return steps
 
 
-def tolerance_for(tol: dict, steps: dict, t_index: int) -> dict:
-    """The tolerance settings for source tensor t_index: `tol`, plus the dequantized step where one applies."""
+def tolerance_for(tol: dict, steps: dict, t_index: int, spreads: Optional[dict] = None) -> dict:
+    """The tolerance settings for source tensor t_index: `tol`, plus the dequantized step and the
+    framework's spread where they apply."""
     if t_index in steps:
-        return dict(tol, step=steps[t_index][0], step_source=steps[t_index][1])
+        tol = dict(tol, step=steps[t_index][0], step_source=steps[t_index][1])
+    if spreads and t_index in spreads:
+        tol = dict(tol, spread=spreads[t_index])
     return tol
+
+
+# the kernel sets whose mutual spread --tolerance spread measures, per source format
+SPREAD_REFERENCES = {"tflite": ("litert", "litert-ref"), "onnx": ("onnxruntime", "onnxruntime-optimized")}
+
+
+def _is_float_model(graph) -> bool:
+    """No activation is quantized (constant int8 weights of a dynamic-range model do not count)."""
+    return not any(t.quant is not None and not t.is_constant for t in graph.tensors)
+
+
+def choose_tolerance(mode: Optional[str], fmt: str, graph) -> tuple[str, str]:
+    """(fixed | spread, why): the user's choice, or spread for float models of more than
+    SPREAD_MIN_OPERATIONS operations, whose float rounding compounds beyond the fixed rule."""
+    if mode:
+        return mode, "--tolerance " + mode
+    if _is_float_model(graph) and len(graph.nodes) > SPREAD_MIN_OPERATIONS:
+        return "spread", (f"default for float models with more than {SPREAD_MIN_OPERATIONS} operations "
+                          f"(this one has {len(graph.nodes)})")
+    return "fixed", ("default for quantized models" if not _is_float_model(graph) else
+                     f"default for models of at most {SPREAD_MIN_OPERATIONS} operations")
+
+
+def framework_spread(runs: list[tuple[list, dict]], graph) -> dict:
+    """{tensor index: largest max |a - b| between any two kernel sets} for the float tensors every run has."""
+    spreads = {}
+    outs = [dict(zip(graph.outputs, o)) for o, _ in runs]
+    merged = [dict(t, **{k: v for k, v in o.items() if k not in t}) for (_, t), o in zip(runs, outs)]
+    common = set(merged[0]).intersection(*merged[1:]) if len(merged) > 1 else set()
+    for t in common:
+        arrays = [m[t] for m in merged]
+        if any(a is None or a.dtype.kind != "f" or a.shape != arrays[0].shape for a in arrays):
+            continue
+        spreads[t] = max(float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size else 0.0
+                         for i, a in enumerate(arrays) for b in arrays[i + 1:])
+    return spreads
 
 
 def _to_source_layout(result: ConversionResult, operand: int, value: np.ndarray, tensor_dtype) -> np.ndarray:
@@ -184,7 +234,8 @@ def _reference_run(fmt: str, path: str, data: bytes, graph, inputs, reference: s
         if fmt == "tflite":
             return litert_all_tensors(data, inputs, reference, graph)
         names = [t.name for t in graph.tensors if not t.is_constant] if want_all else []
-        return run_onnxruntime(path, inputs, graph, names)  # the path: external data lies beside it
+        # the path: external data lies beside it
+        return run_onnxruntime(path, inputs, graph, names, optimized=reference == "onnxruntime-optimized")
     except ReferenceFailed as e:
         raise ParityError(f"{Path(path).name}: {e}") from None
 
@@ -246,7 +297,8 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
           reference: Optional[str] = None, inputs: Optional[str] = None, seed: int = 0, samples: int = 1,
           layerwise: bool = False, partial: bool = False, input_shapes: Optional[dict] = None,
           atol: Optional[float] = None, rtol: Optional[float] = None, max_lsb: Optional[int] = None,
-          progress: Optional[Callable[[str], None]] = None) -> ParityReport:
+          progress: Optional[Callable[[str], None]] = None, tolerance: Optional[str] = None,
+          spread_factor: float = SPREAD_FACTOR) -> ParityReport:
     fmt = detect_format(model_path)
     if fmt not in ("tflite", "onnx"):
         raise ParityError(f"{model_path}: parity needs the source model (.tflite or .onnx)")
@@ -270,9 +322,19 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
     graph = source.main
     tol = {"atol": atol, "rtol": rtol, "max_lsb": max_lsb}
     steps = dequantized_steps(graph)
+    if tolerance not in (None, "fixed", "spread"):
+        raise ParityError(f"--tolerance {tolerance!r}: use fixed or spread")
+    mode, why = choose_tolerance(tolerance, fmt, graph)
+    others = [r for r in SPREAD_REFERENCES[fmt] if r != reference] if mode == "spread" else []
+    if mode == "spread":
+        tol["spread_factor"] = spread_factor
+        tol["spread_source"] = ", ".join([reference] + others)
     report = ParityReport(Path(model_path).name, reference, 0, [],
                           feature_level=result.feature_level if converted else feature_level,
                           converted_from=converted)
+    report.tolerance = {"mode": mode, "why": why}
+    if mode == "spread":
+        report.tolerance.update(references=[reference] + others, factor=spread_factor)
     try:
         sample_inputs = _inputs_for(graph, inputs, seed, samples, input_shapes)
     except ValueError as e:
@@ -283,22 +345,33 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
             progress(f"sample {k + 1}/{len(sample_inputs)}")
         want_all = layerwise or (result.model is None)
         ref_outs, ref_tensors = _reference_run(fmt, model_path, data, graph, ins, reference, want_all)
+        spreads = None
+        if others:
+            try:
+                runs = [(ref_outs, ref_tensors)] + [_reference_run(fmt, model_path, data, graph, ins, r, want_all)
+                                                    for r in others]
+                spreads = framework_spread(runs, graph)
+            except ParityError as e:   # a kernel set that cannot run the model: judge by the fixed rule
+                others, report.tolerance = [], {"mode": "fixed", "why": f"spread unavailable: {e}"}
+                for key in ("spread_factor", "spread_source"):
+                    tol.pop(key, None)
         if result.model is None:
-            report.partitions = _check_partitions(result, ref_tensors, tol, report.partitions)
+            report.partitions = _check_partitions(result, ref_tensors, tol, report.partitions, spreads)
             continue
         got_outs, trace = run_traced(result.model, to_nnapi_inputs(result, ins))
         for j, (o, ref) in enumerate(zip(result.model.outputs, ref_outs)):
             t = graph.tensors[graph.outputs[j]]
             got = _to_source_layout(result, o, got_outs[j], t.dtype) if got_outs[j] is not None else None
             par = compare(t.name, ref, _rank0_as_source(got, ref), t.quant is not None and ref.dtype.kind in "iu",
-                          result.model.relaxed, tolerance_for(tol, steps, graph.outputs[j]))
+                          result.model.relaxed, tolerance_for(tol, steps, graph.outputs[j], spreads))
             report.outputs[j:j + 1] = [_merge(report.outputs[j], par) if j < len(report.outputs) else par]
         if layerwise and report.first_divergence is None:
-            report.first_divergence = first_divergence(result, trace, ref_tensors, tol)
+            report.first_divergence = first_divergence(result, trace, ref_tensors, tol, spreads)
     return report
 
 
-def first_divergence(result: ConversionResult, trace: dict, ref_tensors: dict, tol: dict) -> Optional[dict]:
+def first_divergence(result: ConversionResult, trace: dict, ref_tensors: dict, tol: dict,
+                     spreads: Optional[dict] = None) -> Optional[dict]:
     """The first operation (execution order) whose output mirrors a source tensor and leaves the tolerance."""
     from nnapi.validate import execution_order
     model, graph = result.model, result.source.main
@@ -317,7 +390,7 @@ def first_divergence(result: ConversionResult, trace: dict, ref_tensors: dict, t
             got = _to_source_layout(result, o, trace[o], t.dtype)
             par = compare(t_name, ref, got.reshape(ref.shape) if got.size == ref.size else got,
                           t.quant is not None and ref.dtype.kind in "iu", model.relaxed,
-                          tolerance_for(tol, steps, t_index))
+                          tolerance_for(tol, steps, t_index, spreads))
             errors[o] = par.max_abs_error
             if not par.passed:
                 ins = [{"operand": i, "source_tensor": result.operand_map[i][1], "max_abs_error": errors[i]}
@@ -327,7 +400,8 @@ def first_divergence(result: ConversionResult, trace: dict, ref_tensors: dict, t
     return None
 
 
-def _check_partitions(result: ConversionResult, ref_tensors: dict, tol: dict, previous) -> list:
+def _check_partitions(result: ConversionResult, ref_tensors: dict, tol: dict, previous,
+                      spreads: Optional[dict] = None) -> list:
     """Each partition on its own, fed with the framework's tensors at its boundary."""
     graph = result.source.main
     steps = dequantized_steps(graph)
@@ -343,7 +417,7 @@ def _check_partitions(result: ConversionResult, ref_tensors: dict, tol: dict, pr
             g = _to_source_layout(fake, o, got[j], t.dtype)
             par = compare(t.name, ref_tensors[t_index], _rank0_as_source(g, ref_tensors[t_index]),
                           t.quant is not None and g.dtype.kind in "iu",
-                          p.model.relaxed, tolerance_for(tol, steps, t_index))
+                          p.model.relaxed, tolerance_for(tol, steps, t_index, spreads))
             par.diffs = None  # partition records keep statistics only
             if j < len(entry["outputs"]):  # a later sample: aggregate exactly like the model's outputs
                 par = _merge(OutputParity(**entry["outputs"][j]), par)

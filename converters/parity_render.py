@@ -12,6 +12,10 @@ def render_text(report) -> str:
     d = report.as_dict()
     lines = [f"{d['model']}: {'PASS' if d['passed'] else 'MISMATCH'} against {d['reference']} "
              f"({d['samples']} sample{'s' if d['samples'] != 1 else ''}, feature level {d['feature_level']})"]
+    t = d.get("tolerance")
+    if t:
+        lines.append(f"  tolerance: {t['mode']} ({t['why']})" + (
+            f"; spread over {', '.join(t['references'])}, factor {t['factor']:g}" if t.get("references") else ""))
     for o in d["outputs"]:
         extra = _lsb_text(o)
         lines.append(f"  output {o['name']!r} {o['dtype']}{o['shape']}: max |diff| {o['max_abs_error']:.3g} "

@@ -157,9 +157,11 @@ def litert_all_tensors(model_bytes: bytes, inputs: Sequence[np.ndarray], referen
 
 
 def run_onnxruntime(model, inputs: Sequence[np.ndarray], graph=None,
-                    extra_outputs: Sequence[str] = (), threads: int = 1) -> tuple[list[np.ndarray], dict]:
+                    extra_outputs: Sequence[str] = (), threads: int = 1,
+                    optimized: bool = False) -> tuple[list[np.ndarray], dict]:
     """onnxruntime CPU outputs, plus named intermediate tensors exposed as extra graph outputs
-    ({tensor index: array} when `graph` is given). `model` is the model's bytes or its path (a path
+    ({tensor index: array} when `graph` is given); with every graph optimisation when `optimized`
+    (the `onnxruntime-optimized` reference), else with none (`onnxruntime`: each node as written). `model` is the model's bytes or its path (a path
     lets onnxruntime find external data beside the model). Raises ReferenceFailed when onnxruntime
     refuses the model or fails to run it."""
     try:
@@ -181,7 +183,8 @@ def run_onnxruntime(model, inputs: Sequence[np.ndarray], graph=None,
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        opts.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimized
+                                         else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
         sess = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
         feeds = {i.name: x for i, x in zip(sess.get_inputs(), inputs)}
         names = [o.name for o in sess.get_outputs()]

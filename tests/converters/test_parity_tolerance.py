@@ -64,3 +64,55 @@ def test_onnx_dequantize_linear_outputs_get_one_step(tmp_path):
     assert step[0] == np.float32(SCALE) and "DequantizeLinear" in step[1]
     out = check(str(path)).as_dict()["outputs"][0]
     assert out["passed"] and "step" in out["tolerance"]
+
+
+def _sample(name):
+    from pathlib import Path
+    return str(Path(__file__).resolve().parents[2] / "samples" / name)
+
+
+def test_spread_tolerance_reports_the_framework_spread_and_still_catches_an_altered_weight(tmp_path):
+    import nnapi
+    from converters import tflite
+
+    from .test_parity import alter_constant
+    src = _sample("mobilenet_float.tflite")
+    good = check(src, tolerance="spread").as_dict()
+    assert good["passed"] and good["tolerance"]["mode"] == "spread"
+    assert good["tolerance"]["references"] == ["litert", "litert-ref"] and good["tolerance"]["factor"] == 2
+    (out,) = good["outputs"]
+    assert out["spread"] is not None and out["tolerance"].startswith("spread: 2 x")
+    # allowed = 2 x spread + the fixed rule, recomputed from the reported numbers
+    fixed = check(src, tolerance="fixed").as_dict()["outputs"][0]
+    assert abs(out["allowed"] - (2 * out["spread"] + fixed["allowed"])) < 1e-9
+    assert fixed["spread"] is None
+    # one filter weight scaled by 1.5 in the converted model: the spread does not hide it
+    saved = tmp_path / "m.nnapi"
+    nnapi.save(tflite.convert(src).model, saved)
+    w = nnapi.load(saved).operands[[o.name for o in nnapi.load(saved).operands].index("pw0/w")].value
+    alter_constant(saved, "pw0/w", float(np.asarray(w).reshape(-1)[0]) * 1.5 + 0.5)
+    bad = check(src, converted=str(saved), tolerance="spread").as_dict()
+    assert not bad["passed"]
+    ratio = bad["outputs"][0]["spread_ratio"]
+    assert ratio is None or ratio > 2
+
+
+def test_spread_is_the_default_only_for_large_float_models():
+    from converters.parity import choose_tolerance
+    small = read(_sample("mobilenet_float.tflite")).main
+    assert choose_tolerance(None, "tflite", small)[0] == "fixed"
+    assert choose_tolerance("spread", "tflite", small) == ("spread", "--tolerance spread")
+    quantized = read(_sample("mobilenet_uint8.tflite")).main
+    assert choose_tolerance(None, "tflite", quantized) == ("fixed", "default for quantized models")
+    import copy
+    big = copy.copy(small)
+    big.nodes = small.nodes * 6                      # 60 operations
+    mode, why = choose_tolerance(None, "tflite", big)
+    assert mode == "spread" and "more than 50 operations" in why
+
+
+def test_onnx_spread_uses_optimised_and_unoptimised_onnxruntime():
+    r = check(_sample("resnet_float.onnx"), tolerance="spread").as_dict()
+    assert r["passed"] and r["tolerance"]["references"] == ["onnxruntime", "onnxruntime-optimized"]
+    assert all(o["spread"] is not None for o in r["outputs"])
+    assert check(_sample("resnet_float.onnx"), reference="onnxruntime-optimized").as_dict()["passed"]
