@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -22,7 +22,7 @@ import nnapi
 from .convert import ConversionResult, check_input_shapes
 from .load import detect_format, importer
 from .runners import (MissingDependency, ReferenceFailed, from_nnapi_outputs, litert_all_tensors,
-                      random_source_inputs,
+                      random_array, random_source_inputs, run_litert,
                       run_onnxruntime, run_traced, to_nnapi_inputs)
 from .source_graph import SourceError
 from .tolerance import SPREAD_FACTOR, SPREAD_MIN_OPERATIONS, allowed_error, within_tolerance
@@ -66,6 +66,7 @@ class ParityReport:
     feature_level: int = 8
     converted_from: Optional[str] = None
     tolerance: Optional[dict] = None     # {"mode": fixed | spread, "why", "references", "factor"}
+    whole_model_run: Optional[str] = None  # why the framework could not run the whole model (partitions extracted)
 
     @property
     def passed(self) -> bool:
@@ -84,6 +85,8 @@ class ParityReport:
             d["partitions"] = self.partitions
         if self.converted_from:
             d["converted_model"] = self.converted_from
+        if self.whole_model_run:
+            d["whole_model_run"] = self.whole_model_run
         return d
 
 
@@ -203,7 +206,7 @@ def framework_spread(runs: list[tuple[list, dict]], graph) -> dict:
     """{tensor index: largest max |a - b| between any two kernel sets} for the float tensors every run has."""
     spreads = {}
     outs = [dict(zip(graph.outputs, o)) for o, _ in runs]
-    merged = [dict(t, **{k: v for k, v in o.items() if k not in t}) for (_, t), o in zip(runs, outs)]
+    merged = [{**o, **t} for (_, t), o in zip(runs, outs)]
     common = set(merged[0]).intersection(*merged[1:]) if len(merged) > 1 else set()
     for t in common:
         arrays = [m[t] for m in merged]
@@ -344,7 +347,19 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
         if progress:
             progress(f"sample {k + 1}/{len(sample_inputs)}")
         want_all = layerwise or (result.model is None)
-        ref_outs, ref_tensors = _reference_run(fmt, model_path, data, graph, ins, reference, want_all)
+        try:
+            ref_outs, ref_tensors = _reference_run(fmt, model_path, data, graph, ins, reference, want_all)
+        except ParityError as whole_run_failed:
+            if result.model is not None:
+                raise
+            # the framework cannot run the whole model: check each partition as an extracted sub-model
+            feeder = extracted_feeder(result, fmt, model_path, data, ins, reference, seed + k, others)
+            try:
+                report.partitions = _check_partitions(result, {}, tol, report.partitions, feeder=feeder)
+            except ParityError as e:
+                raise ParityError(f"{whole_run_failed}; {e}") from None
+            report.whole_model_run = str(whole_run_failed)
+            continue
         spreads = None
         if others:
             try:
@@ -401,21 +416,27 @@ def first_divergence(result: ConversionResult, trace: dict, ref_tensors: dict, t
 
 
 def _check_partitions(result: ConversionResult, ref_tensors: dict, tol: dict, previous,
-                      spreads: Optional[dict] = None) -> list:
-    """Each partition on its own, fed with the framework's tensors at its boundary."""
+                      spreads: Optional[dict] = None, feeder=None) -> list:
+    """Each partition on its own, fed with the framework's tensors at its boundary: those of the
+    whole-model run (`ref_tensors`), or, with `feeder`, what `feeder(k, partition)` returns:
+    ({tensor: framework array} for its inputs and outputs, how it was fed, {tensor: spread} or None)."""
     graph = result.source.main
     steps = dequantized_steps(graph)
     out = previous or [None] * len(result.partitions)
     for k, p in enumerate(result.partitions):
-        ins = [ref_tensors[t] for t in p.inputs]
+        if feeder is None:
+            tensors, fed = ref_tensors, "the framework's tensors of the whole-model run"
+        else:
+            tensors, fed, spreads = feeder(k, p)
+        ins = [tensors[t] for t in p.inputs]
         fake = ConversionResult(result.source, result.feature_level, [], model=p.model, operand_map=p.operand_map,
                                 operand_perm=p.operand_perm)
         got, _ = run_traced(p.model, to_nnapi_inputs(fake, ins, p.model))
-        entry = out[k] or {"index": k, "nodes": p.nodes, "passed": True, "outputs": []}
+        entry = out[k] or {"index": k, "nodes": p.nodes, "passed": True, "outputs": [], "fed": fed}
         for j, (o, t_index) in enumerate(zip(p.model.outputs, p.outputs)):
             t = graph.tensors[t_index]
             g = _to_source_layout(fake, o, got[j], t.dtype)
-            par = compare(t.name, ref_tensors[t_index], _rank0_as_source(g, ref_tensors[t_index]),
+            par = compare(t.name, tensors[t_index], _rank0_as_source(g, tensors[t_index]),
                           t.quant is not None and g.dtype.kind in "iu",
                           p.model.relaxed, tolerance_for(tol, steps, t_index, spreads))
             par.diffs = None  # partition records keep statistics only
@@ -426,6 +447,59 @@ def _check_partitions(result: ConversionResult, ref_tensors: dict, tol: dict, pr
             entry["passed"] = entry["passed"] and d["passed"]
         out[k] = entry
     return out
+
+
+def extracted_feeder(result: ConversionResult, fmt: str, model_path: str, data: bytes, inputs, reference: str,
+                     seed: int, spread_references: Sequence[str] = ()):
+    """A feeder for _check_partitions when the framework cannot run the whole model: each partition is
+    cut out as a standalone source model (converters.extract) and run by the framework. Its inputs are
+    the model's inputs or earlier partitions' framework outputs where those exist, else seeded values
+    in the tensor's natural range (say so in `fed`). With `spread_references`, the sub-model also runs on
+    those kernel sets, for the spread tolerance."""
+    from .extract import ExtractError, onnx_submodel, tflite_submodel
+    graph = result.source.main
+    known = dict(zip(graph.inputs, inputs))
+    rng = np.random.default_rng(seed)
+
+    def feed(k: int, p) -> tuple[dict, str]:
+        drawn = []
+        for t in p.inputs:
+            if t not in known:
+                tt = graph.tensors[t]
+                dt = np.dtype(tt.dtype)
+                qrange = (np.iinfo(dt).min, np.iinfo(dt).max) if dt.kind in "iu" and tt.quant is not None else None
+                known[t] = random_array(rng, tuple(max(d, 1) for d in (tt.shape or ())), dt, qrange)
+                drawn.append(tt.name)
+        feeds = [known[t] for t in p.inputs]
+        try:
+            if fmt == "tflite":
+                sub = tflite_submodel(data, result.source.main_index, p.nodes, p.inputs, p.outputs)
+                run = lambda ref: run_litert(sub, feeds, ref)  # noqa: E731
+            else:
+                sub = onnx_submodel(model_path, [graph.tensors[t].name for t in p.inputs],
+                                    [graph.tensors[t].name for t in p.outputs])
+                run = lambda ref: run_onnxruntime(sub, feeds, optimized=ref == "onnxruntime-optimized")[0]  # noqa
+            outs = run(reference)
+            spreads = None
+            if spread_references:
+                runs = [(outs, {})] + [(run(r), {}) for r in spread_references]
+                spreads = framework_spread(runs, _Outputs(p.outputs))
+        except (ExtractError, ReferenceFailed) as e:
+            raise ParityError(f"partition {k}: the framework cannot run it as a sub-model either: {e}") from None
+        known.update(zip(p.outputs, outs))
+        how = (f"seeded random values for {', '.join(map(repr, drawn))} (made outside NNAPI partitions)"
+               if drawn else "the model's inputs and earlier partitions' framework outputs") + \
+            ", as a sub-model the framework runs on its own"
+        return known, how, spreads
+
+    return feed
+
+
+class _Outputs:
+    """A stand-in graph whose outputs are a partition's, for framework_spread."""
+
+    def __init__(self, outputs):
+        self.outputs = list(outputs)
 
 
 __all__ = ["check", "compare", "ParityReport", "OutputParity", "ParityError", "MissingDependency", "SourceError"]

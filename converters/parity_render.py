@@ -29,12 +29,28 @@ def render_text(report) -> str:
                      f"{fd['source_tensor']!r}: max |diff| {fd['max_abs_error']:.3g} > {fd['allowed']:.3g}")
         for i in fd["inputs"]:
             lines.append(f"    its input {i['source_tensor']!r}: max |diff| {i['max_abs_error']:.3g}")
+    if d.get("whole_model_run"):
+        lines.append(f"  the framework cannot run the whole model ({d['whole_model_run']}); each partition was "
+                     f"extracted and run on its own")
     for p in d.get("partitions") or []:
-        lines.append(f"  partition {p['index']} (nodes {p['nodes']}): {'ok' if p['passed'] else 'MISMATCH'}")
+        lines.append(f"  partition {p['index']} (nodes {node_ranges(p['nodes'])}): {'ok' if p['passed'] else 'MISMATCH'}"
+                     + (f", fed with {p['fed']}" if p.get("fed") else ""))
         for o in p["outputs"]:
             lines.append(f"    {o['name']!r}: max |diff| {o['max_abs_error']:.3g} (allowed {o['allowed']:.3g}), "
                          f"mean {o['mean_abs_error']:.3g}{_lsb_text(o)}")
     return "\n".join(lines)
+
+
+def node_ranges(nodes: list) -> str:
+    """[0, 1, 2, 5, 7, 8] -> '0-2, 5, 7-8'."""
+    parts, start = [], None
+    for k, n in enumerate(nodes):
+        if start is None:
+            start = n
+        if k + 1 == len(nodes) or nodes[k + 1] != n + 1:
+            parts.append(str(start) if start == n else f"{start}-{n}")
+            start = None
+    return ", ".join(parts)
 
 
 def _lsb_text(o: dict) -> str:

@@ -51,7 +51,7 @@ def test_partition_record_keeps_the_documented_fields():
               "lsb_histogram", "exact_fraction", "passed", "allowed", "tolerance", "spread",
               "spread_ratio"}
     for part in merged["partitions"]:
-        assert set(part) == {"index", "nodes", "passed", "outputs"}
+        assert set(part) == {"index", "nodes", "passed", "outputs", "fed"}
         for out in part["outputs"]:
             assert set(out) == fields
     assert "partition 0" in render(check(INT8, feature_level=1, samples=2, partial=True), "html")
