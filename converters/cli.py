@@ -482,9 +482,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="check this already-converted file instead of converting afresh")
     s.add_argument("--feature-level", type=int, default=8, choices=range(1, 9), metavar="N",
                    help="conversion target NNAPI feature level 1-8 (default 8)")
-    s.add_argument("--reference", choices=["litert", "litert-ref", "onnxruntime"],
+    s.add_argument("--reference", choices=["litert", "litert-ref", "litert-xnnpack", "onnxruntime"],
                    help="reference runtime (default: litert = LiteRT built-in kernels without XNNPACK for "
-                        ".tflite, onnxruntime for .onnx; litert-ref = LiteRT's reference kernels)")
+                        ".tflite, onnxruntime for .onnx; litert-ref = LiteRT's reference kernels; "
+                        "litert-xnnpack = LiteRT's default CPU path with XNNPACK, which also runs MediaPipe's "
+                        "Convolution2DTransposeBias)")
     s.add_argument("--inputs", metavar="FILE.npz", help="input arrays by input name (default: seeded random)")
     s.add_argument("--seed", type=int, default=0, help="seed of the first random sample (default 0)")
     s.add_argument("--samples", type=int, default=1, metavar="K", help="number of seeded random samples (default 1)")
@@ -512,7 +514,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "json -o bench.json. Exit 0 ok, 2 unsupported nodes, 3 invalid model, 4 reference not "
                     "installed.")
     s.add_argument("model", help=".tflite, .onnx or .nnapi model")
-    s.add_argument("--vs", choices=["litert", "litert-ref", "onnxruntime"], help="reference runtime to time against (default: none)")
+    s.add_argument("--vs", choices=["litert", "litert-ref", "litert-xnnpack", "onnxruntime"],
+                   help="reference runtime to time against (default: none)")
     s.add_argument("--threads", type=int, default=1, help="reference threads (default 1)")
     s.add_argument("--runs", type=int, default=20, metavar="N", help="timed runs (default 20)")
     s.add_argument("--warmup", type=int, default=3, metavar="W", help="untimed warm-up runs (default 3)")

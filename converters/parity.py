@@ -298,6 +298,10 @@ def _check_partitions(result: ConversionResult, ref_tensors: dict, tol: dict, pr
     graph = result.source.main
     out = previous or [None] * len(result.partitions)
     for k, p in enumerate(result.partitions):
+        lost = [graph.tensors[t].name for t in (*p.inputs, *p.outputs) if t not in ref_tensors]
+        if lost:  # litert-xnnpack: computed inside a delegated partition, never written to its tensor
+            raise ParityError(f"the reference kept no value of tensor {lost[0]!r} at the boundary of partition "
+                              f"{k}; check partitions against litert or litert-ref")
         ins = [ref_tensors[t] for t in p.inputs]
         fake = ConversionResult(result.source, result.feature_level, [], model=p.model, operand_map=p.operand_map,
                                 operand_perm=p.operand_perm)

@@ -19,6 +19,7 @@ class Reason(str, enum.Enum):
     """Why a node cannot be converted (stable codes for reports)."""
 
     UNSUPPORTED_OPERATOR = "unsupported_operator"
+    CUSTOM_OPERATOR = "custom_operator"      # a TFLite custom operator (CUSTOM:<name>) NNAPI cannot express
     OPERATOR_VERSION = "operator_version"
     OPERAND_TYPE = "operand_type"
     QUANTIZATION_TYPE = "quantization_type"
@@ -65,6 +66,10 @@ class Converter:
 REGISTRY: dict[tuple[str, str], Converter] = {}
 
 
+# TFLite custom operators known to have no exact NNAPI form: name -> why (completes "custom operator NAME ...")
+CUSTOM_REFUSALS: dict[str, str] = {}
+
+
 def converter(fmt: str, *ops: str, versions: tuple = (1, 1 << 30), family: str = ""):
     """Register `fn(node, ctx)` as the converter of `ops` in format `fmt` ("tflite" or "onnx")."""
     def deco(fn):
@@ -80,6 +85,10 @@ def converter(fmt: str, *ops: str, versions: tuple = (1, 1 << 30), family: str =
 
 def lookup(fmt: str, op: str, version: int) -> Converter:
     conv = REGISTRY.get((fmt, op))
+    if conv is None and fmt == "tflite" and op.startswith("CUSTOM:"):
+        custom = op[len("CUSTOM:"):]
+        raise Unsupported(Reason.CUSTOM_OPERATOR, f"custom operator {custom} "
+                                                  f"{CUSTOM_REFUSALS.get(custom, 'has no NNAPI converter')}")
     if conv is None:
         raise Unsupported(Reason.UNSUPPORTED_OPERATOR, f"{op} has no NNAPI converter")
     if not conv.accepts(version):
