@@ -110,3 +110,103 @@ def test_parity_and_bench_against_litert_xnnpack(tmp_path, capsys):
     assert main(["parity", str(path), "--reference", "litert"]) == 3  # no built-in kernel for the custom op
     assert main(["bench", str(path), "--vs", "litert-xnnpack", "--runs", "2", "--warmup", "0"]) == 0
     assert "litert-xnnpack" in capsys.readouterr().out
+
+
+def _pool_params(padding, sw, sh, fw, fh, activation=0):
+    """TfLitePoolParams: padding, strides, window, activation, then the kernel-computed padding."""
+    return np.asarray([padding, sw, sh, fw, fh, activation, 0, 0, 0, 0], "<i4").tobytes()
+
+
+def _argmax_model(x_shape, padding, sw, sh, fw, fh, activation=0, unpool=False):
+    g = GraphBuilder()
+    x = g.input("x", x_shape)
+    ext = lambda n, k, s: -(-n // s) if padding == SAME else (n - k + s) // s  # noqa: E731
+    out = [x_shape[0], ext(x_shape[1], fh, sh), ext(x_shape[2], fw, sw), x_shape[3]]
+    v, i = g.tensor("values", out), g.tensor("indices", out)
+    g.custom("MaxPoolingWithArgmax2D", [x], [v, i], _pool_params(padding, sw, sh, fw, fh, activation))
+    if not unpool:
+        g.output(v, i)
+        return g.finish()
+    u = g.tensor("unpooled", [out[0], out[1] * fh, out[2] * fw, out[3]])
+    g.custom("MaxUnpooling2D", [v, i], [u], _pool_params(padding, sw, sh, fw, fh))
+    g.output(v, u)
+    return g.finish()
+
+
+def _mediapipe_argmax(x, padding, sw, sh, fw, fh, activation=0):
+    """MediaPipe's MaxPoolingWithArgmax2D kernel, loop for loop (expected values by hand)."""
+    b, h, w, c = x.shape
+    ext = lambda n, k, s: -(-n // s) if padding == SAME else (n - k + s) // s  # noqa: E731
+    oh, ow = ext(h, fh, sh), ext(w, fw, sw)
+    pt, pl = max(((oh - 1) * sh + fh - h) // 2, 0), max(((ow - 1) * sw + fw - w) // 2, 0)
+    lo, hi = {1: (0, np.inf), 2: (-1, 1), 3: (0, 6)}.get(activation, (-np.inf, np.inf))
+    lo, hi = max(lo, np.finfo(np.float32).min), min(hi, np.finfo(np.float32).max)
+    vals, idx = np.zeros((b, oh, ow, c), np.float32), np.zeros((b, oh, ow, c), np.float32)
+    for n, oy, ox, ch in np.ndindex(b, oh, ow, c):
+        best, by, bx = np.finfo(np.float32).min, 0, 0
+        for fy, fx in np.ndindex(fh, fw):
+            iy, ix = oy * sh - pt + fy, ox * sw - pl + fx
+            if 0 <= iy < h and 0 <= ix < w and x[n, iy, ix, ch] > best:
+                best, by, bx = x[n, iy, ix, ch], fy, fx
+        vals[n, oy, ox, ch] = min(max(best, lo), hi)
+        idx[n, oy, ox, ch] = np.float32(by * fw + bx) + np.float32(0.1)
+    return vals, idx
+
+
+@pytest.mark.parametrize("x_shape,padding,sw,sh,fw,fh", [
+    ((1, 4, 6, 2), VALID, 2, 2, 2, 2),
+    ((2, 5, 7, 3), SAME, 3, 3, 3, 3),
+    ((2, 5, 7, 3), SAME, 2, 2, 3, 3),   # XNNPACK takes only stride = window: MediaPipe's kernel by hand
+    ((1, 5, 6, 2), SAME, 1, 2, 2, 3),
+])
+def test_max_pooling_with_argmax_matches_litert_xnnpack_and_mediapipe(x_shape, padding, sw, sh, fw, fh):
+    from converters.runners import run_litert
+    data = _argmax_model(x_shape, padding, sw, sh, fw, fh)
+    result = convert(data)
+    assert result.complete, result.unsupported
+    x = np.random.default_rng(1).standard_normal(x_shape).astype(np.float32)
+    x[0, 0, 0, 0] = np.nan  # skipped by the kernel
+    got_v, got_i = run_converted(result, [x])
+    want_v, want_i = _mediapipe_argmax(x, padding, sw, sh, fw, fh)
+    np.testing.assert_array_equal(got_v, want_v)
+    np.testing.assert_array_equal(got_i, want_i)
+    if (sw, sh) != (fw, fh):
+        return
+    x[0, 0, 0, 0] = 0.0
+    ref_v, ref_i = run_litert(data, [x], "litert-xnnpack")
+    got_v, got_i = run_converted(result, [x])
+    np.testing.assert_array_equal(got_v, ref_v)
+    if padding != VALID:
+        return  # XNNPACK numbers positions of padded windows its own way (values agree, checked above)
+    # XNNPACK stores the window position column-major as uint32 bits in the float tensor, MediaPipe's
+    # kernel row-major as fy * fw + fx + 0.1: the same position
+    k = ref_i.view(np.uint32)
+    np.testing.assert_array_equal(got_i, ((k % fh) * fw + k // fh).astype(np.float32) + np.float32(0.1))
+
+
+@pytest.mark.parametrize("activation", [1, 2, 3])
+def test_max_pooling_with_argmax_clamps_to_the_activation(activation):
+    data = _argmax_model((1, 4, 4, 2), VALID, 2, 2, 2, 2, activation)
+    x = (8 * np.random.default_rng(2).standard_normal((1, 4, 4, 2))).astype(np.float32)
+    x[0, 0, 0, 0] = np.inf
+    got_v, got_i = run_converted(convert(data), [x])
+    want_v, want_i = _mediapipe_argmax(x, VALID, 2, 2, 2, 2, activation)
+    np.testing.assert_array_equal(got_v, want_v)
+    np.testing.assert_array_equal(got_i, want_i)
+
+
+@pytest.mark.parametrize("x_shape,f", [((1, 4, 6, 2), 2), ((2, 6, 3, 3), 3)])
+def test_max_unpooling_of_argmax_matches_litert_xnnpack(x_shape, f):
+    data = _argmax_model(x_shape, VALID, f, f, f, f, unpool=True)
+    result = assert_matches_litert(data, 8, reference="litert-xnnpack")
+    assert "DEPTH_TO_SPACE" in result.nodes[1].nnapi_ops
+
+
+def test_max_unpooling_of_other_indices_is_reported():
+    g = GraphBuilder()
+    v, i = g.input("values", [1, 2, 2, 1]), g.input("indices", [1, 2, 2, 1])
+    u = g.tensor("u", [1, 4, 4, 1])
+    g.custom("MaxUnpooling2D", [v, i], [u], _pool_params(VALID, 2, 2, 2, 2))
+    g.output(u)
+    node = convert(g.finish()).nodes[0]
+    assert node.reason_code == "custom_operator" and "MaxPoolingWithArgmax2D" in node.reason

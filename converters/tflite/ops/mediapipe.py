@@ -8,6 +8,7 @@ then pad nothing).
 - Convolution2DTransposeBias -> TRANSPOSE_CONV_2D with explicit padding: exact, the same sums.
 - TransformLandmarks (version 2) -> SLICE / MUL / ADD: exact, the same float operations in the
   kernel's order.
+- MaxPoolingWithArgmax2D and MaxUnpooling2D: see mediapipe_pool.py.
 - Landmarks2TransformMatrix: reported (custom_operator). It needs atan2, cos and sin of a run-time
   angle; NNAPI has no atan2 or cos, and a composition from SQRT/DIV/SIN would differ from the
   kernel's libm results by several ulps in every matrix entry, amplified by the crop geometry.
