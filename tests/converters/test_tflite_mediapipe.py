@@ -210,3 +210,57 @@ def test_max_unpooling_of_other_indices_is_reported():
     g.output(u)
     node = convert(g.finish()).nodes[0]
     assert node.reason_code == "custom_operator" and "MaxPoolingWithArgmax2D" in node.reason
+
+
+def _mediapipe_transform_tensor_bilinear(x, matrix, oh, ow):
+    """MediaPipe's TransformTensorBilinear v2 kernel, loop for loop, with its float / double mix."""
+    f = np.float32
+    m = matrix.reshape(16).astype(f)
+    xt, yt = m[0:4].copy(), m[4:8].copy()
+    xt[3] = f(np.float64(xt[3]) + (np.float64(xt[0]) * 0.5 + np.float64(xt[1]) * 0.5 - 0.5))
+    yt[3] = f(np.float64(yt[3]) + (np.float64(yt[0]) * 0.5 + np.float64(yt[1]) * 0.5 - 0.5))
+    _, h, w, c = x.shape
+    out = np.zeros((1, oh, ow, c), f)
+
+    def read(r, q, ch):
+        return f(0) if r < 0 or q < 0 or r >= h or q >= w else x[0, r, q, ch]
+    for oy, ox in np.ndindex(oh, ow):
+        coord = np.array([ox, oy, 0, 1], f)
+        tx = f(f(f(xt[0] * coord[0] + xt[1] * coord[1]) + xt[2] * coord[2]) + xt[3] * coord[3])
+        ty = f(f(f(yt[0] * coord[0] + yt[1] * coord[1]) + yt[2] * coord[2]) + yt[3] * coord[3])
+        if tx < 0 or tx > w - 1 or ty < 0 or ty > h - 1:
+            continue
+        fx, fy = int(np.floor(tx)), int(np.floor(ty))
+        rx, ly = f(tx - np.floor(tx)), f(ty - np.floor(ty))
+        for ch in range(c):
+            q11, q21, q12, q22 = read(fy, fx, ch), read(fy, fx + 1, ch), read(fy + 1, fx, ch), read(fy + 1, fx + 1, ch)
+            upper = f((1.0 - np.float64(rx)) * np.float64(q11) + np.float64(f(rx * q21)))
+            lower = f((1.0 - np.float64(rx)) * np.float64(q12) + np.float64(f(rx * q22)))
+            out[0, oy, ox, ch] = f(np.float64(f(ly * lower)) + (1.0 - np.float64(ly)) * np.float64(upper))
+    return out
+
+
+@pytest.mark.parametrize("angle,scale,shift", [(0.0, 1.0, (5.0, 4.0)), (0.4, 0.7, (3.0, -1.5)),
+                                               (-1.1, 1.9, (-2.0, 4.0))])
+def test_transform_tensor_bilinear_is_close_to_mediapipe_kernel(angle, scale, shift):
+    h, w, c, oh, ow = 9, 11, 3, 6, 8
+    g = GraphBuilder()
+    x = g.input("x", [1, h, w, c])
+    m = g.input("matrix", [1, 4, 4])
+    y = g.tensor("y", [1, oh, ow, c])
+    g.custom("TransformTensorBilinear", [x, m], [y],
+             bytes(flexbuffers.Dumps({"output_height": oh, "output_width": ow})), version=2)
+    g.output(y)
+    result = convert(g.finish())
+    assert result.complete, result.unsupported
+    assert max(n.min_feature_level for n in result.nodes) == 4
+    rng = np.random.default_rng(4)
+    image = (10 * rng.standard_normal((1, h, w, c))).astype(np.float32)
+    ca, sa = np.cos(angle) * scale, np.sin(angle) * scale
+    matrix = np.array([[ca, -sa, 0, shift[0]], [sa, ca, 0, shift[1]], [0, 0, 1, 0], [0, 0, 0, 1]],
+                      np.float32).reshape(1, 4, 4)
+    got, = run_converted(result, [image, matrix])
+    want = _mediapipe_transform_tensor_bilinear(image, matrix, oh, ow)
+    assert (want == 0).any() and (want != 0).any()  # points inside and outside the input
+    bound = 6 * 2.0 ** -24 * 4 * np.abs(image).max()  # the module docstring's bound for points inside
+    np.testing.assert_allclose(got, want, rtol=0, atol=bound)

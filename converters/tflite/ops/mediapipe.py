@@ -9,6 +9,8 @@ then pad nothing).
 - TransformLandmarks (version 2) -> SLICE / MUL / ADD: exact, the same float operations in the
   kernel's order.
 - MaxPoolingWithArgmax2D and MaxUnpooling2D: see mediapipe_pool.py.
+- TransformTensorBilinear (version 2): see mediapipe_transform.py (float32 where the kernel uses
+  double in places; the bound is stated there).
 - Landmarks2TransformMatrix: reported (custom_operator). It needs atan2, cos and sin of a run-time
   angle; NNAPI has no atan2 or cos, and a composition from SQRT/DIV/SIN would differ from the
   kernel's libm results by several ulps in every matrix entry, amplified by the crop geometry.
@@ -92,16 +94,18 @@ def convolution_2d_transpose_bias(node, ctx):
                   fuse=ctx.i32(0), layout=ctx.boolean(False))
 
 
-def _slice(ctx, operand: int, begin, size, label: str) -> int:
+def operand_slice(ctx, operand: int, begin, size, label: str) -> int:
+    """SLICE of a float32 operand."""
     out = ctx.temp(OperandType(C.TENSOR_FLOAT32, list(size)), label)
     ctx.emit_form(Op.SLICE, "default", [out], input=operand, begin=ctx.const(np.asarray(begin, np.int32)),
                   size=ctx.const(np.asarray(size, np.int32)))
     return out
 
 
-def _binary(ctx, code: Op, a: int, b: int, shape, label: str) -> int:
-    out = ctx.temp(OperandType(C.TENSOR_FLOAT32, list(shape)), label)
-    ctx.emit_form(code, "default", [out], input1=a, input2=b, fuse=ctx.i32(0))
+def binary(ctx, op: Op, a: int, b: int, shape, label: str, code: C = C.TENSOR_FLOAT32, fuse: bool = True) -> int:
+    """A broadcasting binary operation into a new operand of `shape` (fuse: the op has a FuseCode input)."""
+    out = ctx.temp(OperandType(code, list(shape)), label)
+    ctx.emit_form(op, "default", [out], input1=a, input2=b, **({"fuse": ctx.i32(0)} if fuse else {}))
     return out
 
 
@@ -114,21 +118,21 @@ def matrix_rows_as_columns(ctx, matrix_i: int, label: str) -> list:
     square = ctx.temp(OperandType(C.TENSOR_FLOAT32, [4, 4]), f"{label}/matrix")
     ctx.emit_form(Op.RESHAPE, "default", [square], input=ctx.operand(matrix_i),
                   shape=ctx.const(np.asarray([4, 4], np.int32)))
-    rows = _slice(ctx, square, [0, 0], [2, 4], f"{label}/rows")
+    rows = operand_slice(ctx, square, [0, 0], [2, 4], f"{label}/rows")
     cols = ctx.temp(OperandType(C.TENSOR_FLOAT32, [4, 2]), f"{label}/columns")
     ctx.emit_form(Op.TRANSPOSE, "default", [cols], input=rows, perm=ctx.const(np.asarray([1, 0], np.int32)))
-    return [_slice(ctx, cols, [k, 0], [1, 2], f"{label}/column{k}") for k in range(4)]
+    return [operand_slice(ctx, cols, [k, 0], [1, 2], f"{label}/column{k}") for k in range(4)]
 
 
 def affine_xy(ctx, x: int, y: int, columns: list, shape, label: str) -> int:
     """(m00 x + m01 y + m02 * 0 + m03, m10 x + m11 y + m12 * 0 + m13) with shape `shape` (last
     extent 2), summed left to right as MediaPipe's DotProduct of (x, y, 0, 1) does."""
-    acc = _binary(ctx, Op.MUL, x, columns[0], shape, f"{label}/m0x")
-    acc = _binary(ctx, Op.ADD, acc, _binary(ctx, Op.MUL, y, columns[1], shape, f"{label}/m1y"), shape,
+    acc = binary(ctx, Op.MUL, x, columns[0], shape, f"{label}/m0x")
+    acc = binary(ctx, Op.ADD, acc, binary(ctx, Op.MUL, y, columns[1], shape, f"{label}/m1y"), shape,
                   f"{label}/sum1")
-    z_term = _binary(ctx, Op.MUL, columns[2], ctx.const(np.zeros(1, np.float32)), [1, 2], f"{label}/m2z")
-    acc = _binary(ctx, Op.ADD, acc, z_term, shape, f"{label}/sum2")
-    return _binary(ctx, Op.ADD, acc, columns[3], shape, f"{label}/sum3")
+    z_term = binary(ctx, Op.MUL, columns[2], ctx.const(np.zeros(1, np.float32)), [1, 2], f"{label}/m2z")
+    acc = binary(ctx, Op.ADD, acc, z_term, shape, f"{label}/sum2")
+    return binary(ctx, Op.ADD, acc, columns[3], shape, f"{label}/sum3")
 
 
 @converter("tflite", "CUSTOM:TransformLandmarks", versions=(2, 2))
@@ -147,15 +151,15 @@ def transform_landmarks(node, ctx):
     label = ctx.tensor(node.outputs[0]).name
     columns = matrix_rows_as_columns(ctx, m, label)
     points = ctx.operand(lm)
-    x = _slice(ctx, points, [0, 0, 0], [1, n, 1], f"{label}/x")
-    y = _slice(ctx, points, [0, 0, 1], [1, n, 1], f"{label}/y")
+    x = operand_slice(ctx, points, [0, 0, 0], [1, n, 1], f"{label}/x")
+    y = operand_slice(ctx, points, [0, 0, 1], [1, n, 1], f"{label}/y")
     out = ctx.output(node.outputs[0])
     if dims == 2:
         xy = affine_xy(ctx, x, y, columns, [1, n, 2], label)
         ctx.emit_form(Op.RESHAPE, "default", [out], input=xy, shape=ctx.const(np.asarray(shape, np.int32)))
         return
     xy = affine_xy(ctx, x, y, columns, [1, n, 2], label)
-    z = _slice(ctx, points, [0, 0, 2], [1, n, 1], f"{label}/z")
+    z = operand_slice(ctx, points, [0, 0, 2], [1, n, 1], f"{label}/z")
     ctx.emit_form(Op.CONCATENATION, "default", [out], inputs=[xy, z], axis=ctx.i32(2))
 
 
