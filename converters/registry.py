@@ -66,10 +66,6 @@ class Converter:
 REGISTRY: dict[tuple[str, str], Converter] = {}
 
 
-# TFLite custom operators known to have no exact NNAPI form: name -> why (completes "custom operator NAME ...")
-CUSTOM_REFUSALS: dict[str, str] = {}
-
-
 def converter(fmt: str, *ops: str, versions: tuple = (1, 1 << 30), family: str = ""):
     """Register `fn(node, ctx)` as the converter of `ops` in format `fmt` ("tflite" or "onnx")."""
     def deco(fn):
@@ -86,9 +82,7 @@ def converter(fmt: str, *ops: str, versions: tuple = (1, 1 << 30), family: str =
 def lookup(fmt: str, op: str, version: int) -> Converter:
     conv = REGISTRY.get((fmt, op))
     if conv is None and fmt == "tflite" and op.startswith("CUSTOM:"):
-        custom = op[len("CUSTOM:"):]
-        raise Unsupported(Reason.CUSTOM_OPERATOR, f"custom operator {custom} "
-                                                  f"{CUSTOM_REFUSALS.get(custom, 'has no NNAPI converter')}")
+        raise Unsupported(Reason.CUSTOM_OPERATOR, f"custom operator {op[len('CUSTOM:'):]} has no NNAPI converter")
     if conv is None:
         raise Unsupported(Reason.UNSUPPORTED_OPERATOR, f"{op} has no NNAPI converter")
     if not conv.accepts(version):

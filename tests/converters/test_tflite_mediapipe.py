@@ -81,16 +81,6 @@ def test_transform_landmarks_matches_mediapipe_kernel(dims):
     np.testing.assert_array_equal(got, _mediapipe_transform_landmarks(points, matrix))
 
 
-def test_landmarks_to_transform_matrix_is_reported_by_name():
-    g = GraphBuilder()
-    lm = g.input("landmarks", [1, 468, 3])
-    y = g.tensor("matrix", [1, 4, 4])
-    g.custom("Landmarks2TransformMatrix", [lm], [y], bytes(flexbuffers.Dumps({"left_rotation_idx": 2})), version=2)
-    g.output(y)
-    node = convert(g.finish()).nodes[0]
-    assert node.reason_code == "custom_operator" and "Landmarks2TransformMatrix" in node.reason
-
-
 def test_unknown_custom_operator_is_custom_operator():
     g = GraphBuilder()
     x = g.input("x", [1, 4])
@@ -264,3 +254,57 @@ def test_transform_tensor_bilinear_is_close_to_mediapipe_kernel(angle, scale, sh
     assert (want == 0).any() and (want != 0).any()  # points inside and outside the input
     bound = 6 * 2.0 ** -24 * 4 * np.abs(image).max()  # the module docstring's bound for points inside
     np.testing.assert_allclose(got, want, rtol=0, atol=bound)
+
+
+def _mediapipe_landmarks_to_matrix(points, o):
+    """MediaPipe's Landmarks2TransformMatrix v2 kernel in float32 (numpy's float32 atan2 / cos / sin)."""
+    f = np.float32
+    p = points.reshape(-1, 3).astype(f)
+    left, right = p[o["left_rotation_idx"]], p[o["right_rotation_idx"]]
+    r = f(f(o["target_rotation_radians"]) - np.arctan2(f(right[1] - left[1]), f(right[0] - left[0])))
+    c, s = np.cos(r), np.sin(r)
+    sub = p[o["subset_idxs"]]
+    xr, yr = f(c * sub[:, 0]) + f(-s * sub[:, 1]), f(s * sub[:, 0]) + f(c * sub[:, 1])
+    x_lo, x_hi, y_lo, y_hi = xr.min(), xr.max(), yr.min(), yr.max()
+    cx, cy = f(x_lo + x_hi) / f(2), f(y_lo + y_hi) / f(2)
+    ci, si = np.cos(-r), np.sin(-r)
+    crop_x, crop_y = f(ci * cx) + f(-si * cy), f(si * cx) + f(ci * cy)
+    scale_x = f(f(o["scale_x"]) * f(x_hi - x_lo)) / f(o["output_width"])
+    scale_y = f(f(o["scale_y"]) * f(y_hi - y_lo)) / f(o["output_height"])
+    cr, sr = np.cos(-r), -np.sin(-r)
+    m00, m01, m10, m11 = f(cr * scale_x), f(sr * scale_y), f(np.sin(-r) * scale_x), f(cr * scale_y)
+    shx, shy = f(-(o["output_width"] / 2.0)), f(-(o["output_height"] / 2.0))
+    return np.array([[m00, m01, 0, f(f(m00 * shx) + f(m01 * shy)) + crop_x],
+                     [m10, m11, 0, f(f(m10 * shx) + f(m11 * shy)) + crop_y],
+                     [0, 0, 1, 0], [0, 0, 0, 1]], f).reshape(1, 4, 4)
+
+
+@pytest.mark.parametrize("target", [0.0, 1.2])
+def test_landmarks_to_transform_matrix_is_close_to_mediapipe_kernel(target):
+    options = {"left_rotation_idx": 3, "right_rotation_idx": 11, "output_height": 16, "output_width": 12,
+               "scale_x": 1.5, "scale_y": 1.25, "subset_idxs": [3, 11, 0, 5, 7, 9, 2], "target_rotation_radians": target}
+    g = GraphBuilder()
+    lm = g.input("landmarks", [1, 20, 3])
+    y = g.tensor("matrix", [1, 4, 4])
+    g.custom("Landmarks2TransformMatrix", [lm], [y], bytes(flexbuffers.Dumps(options)), version=2)
+    g.output(y)
+    result = convert(g.finish())
+    assert result.complete, result.unsupported
+    rng = np.random.default_rng(6)
+    for _ in range(5):
+        points = (100 * rng.random((1, 20, 3))).astype(np.float32)
+        got, = run_converted(result, [points])
+        want = _mediapipe_landmarks_to_matrix(points, options)
+        rotation = abs(target) + np.pi
+        bound = 8 * 2.0 ** -24 * (1 + rotation) * np.abs(points).max()  # the module docstring's bound
+        np.testing.assert_allclose(got, want, rtol=0, atol=bound)
+
+
+def test_landmarks_to_transform_matrix_checks_its_options():
+    g = GraphBuilder()
+    lm = g.input("landmarks", [1, 468, 3])
+    y = g.tensor("matrix", [1, 4, 4])
+    g.custom("Landmarks2TransformMatrix", [lm], [y], bytes(flexbuffers.Dumps({"left_rotation_idx": 2})), version=2)
+    g.output(y)
+    node = convert(g.finish()).nodes[0]
+    assert node.reason_code == "unsupported_attribute" and "subset_idxs" in node.reason

@@ -9,11 +9,8 @@ then pad nothing).
 - TransformLandmarks (version 2) -> SLICE / MUL / ADD: exact, the same float operations in the
   kernel's order.
 - MaxPoolingWithArgmax2D and MaxUnpooling2D: see mediapipe_pool.py.
-- TransformTensorBilinear (version 2): see mediapipe_transform.py (float32 where the kernel uses
-  double in places; the bound is stated there).
-- Landmarks2TransformMatrix: reported (custom_operator). It needs atan2, cos and sin of a run-time
-  angle; NNAPI has no atan2 or cos, and a composition from SQRT/DIV/SIN would differ from the
-  kernel's libm results by several ulps in every matrix entry, amplified by the crop geometry.
+- TransformTensorBilinear and Landmarks2TransformMatrix (version 2): see mediapipe_transform.py
+  (float32 where the kernel uses double in places, cos / sin without atan2; bounds stated there).
 """
 from __future__ import annotations
 
@@ -21,7 +18,7 @@ import numpy as np
 
 from nnapi import OperandCode as C, OperandType, OperationCode as Op
 
-from ...registry import CUSTOM_REFUSALS, Reason, Unsupported, converter
+from ...registry import Reason, Unsupported, converter
 from .common import name
 from .nn_common import require_rank, static_shape
 
@@ -161,8 +158,3 @@ def transform_landmarks(node, ctx):
     xy = affine_xy(ctx, x, y, columns, [1, n, 2], label)
     z = operand_slice(ctx, points, [0, 0, 2], [1, n, 1], f"{label}/z")
     ctx.emit_form(Op.CONCATENATION, "default", [out], inputs=[xy, z], axis=ctx.i32(2))
-
-
-CUSTOM_REFUSALS["Landmarks2TransformMatrix"] = (
-    "needs atan2, cos and sin of a run-time angle; NNAPI has no atan2 or cos, and no composition "
-    "reproduces them exactly")
