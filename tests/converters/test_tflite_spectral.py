@@ -52,17 +52,32 @@ def test_rfft2d_large_inputs_stay_within_the_documented_bound():
         assert (np.abs(r - g) <= bound + np.abs(r) * u).all()
 
 
-def test_rfft2d_with_another_reader_is_reported():
+def _spectrum_reshaped(with_abs: bool) -> bytes:
+    """RFFT2D of [1, 8] read by a RESHAPE (a complex tensor NNAPI cannot hold), and by COMPLEX_ABS."""
     g = GraphBuilder()
     x = g.input("x", [1, 8])
     length = g.const("fft_length", np.asarray([1, 8], np.int32))
     spectrum = g.tensor("spectrum", [1, 5], "COMPLEX64")
     g.op("RFFT2D", [x, length], [spectrum], "Rfft2dOptions")
-    y = g.tensor("y", [5, 1], "COMPLEX64")
-    g.op("RESHAPE", [spectrum, g.const("s", np.asarray([5, 1], np.int32))], [y])
-    g.output(y)
-    node = convert(g.finish()).nodes[0]
+    outs = []
+    if with_abs:
+        outs.append(g.tensor("abs", [1, 5]))
+        g.op("COMPLEX_ABS", [spectrum], outs[-1:])
+    outs.append(g.tensor("y", [5, 1], "COMPLEX64"))
+    g.op("RESHAPE", [spectrum, g.const("s", np.asarray([5, 1], np.int32))], outs[-1:])
+    g.output(*outs)
+    return g.finish()
+
+
+def test_rfft2d_with_another_reader_is_reported():
+    node = convert(_spectrum_reshaped(False)).nodes[0]
     assert node.reason_code == "operand_type" and "RESHAPE" in node.reason
+
+
+def test_rfft2d_readers_fall_back_with_it():
+    result = convert(_spectrum_reshaped(True), partial=True)
+    assert [n.supported for n in result.nodes] == [False, False, False]
+    assert result.nodes[1].reason_code == "operand_type" and "RESHAPE" in result.nodes[1].reason
 
 
 def test_rfft2d_needs_power_of_two_lengths():

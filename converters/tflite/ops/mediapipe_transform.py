@@ -145,7 +145,8 @@ def transform_tensor_bilinear(node, ctx):
                   clamped_int(fx, w - 1, "ix"), col, f"{label}/corner11", code=i32)
     zero_row = _filled(ctx, col, h * w, i32, f"{label}/zero_row")
     rows = ctx.temp(OperandType(f32, [h * w, c]), f"{label}/rows")
-    ctx.emit_form(Op.RESHAPE, "default", [rows], input=ctx.operand(x), shape=ctx.const(np.asarray([h * w, c], np.int32)))
+    ctx.emit_form(Op.RESHAPE, "default", [rows], input=ctx.operand(x),
+                  shape=ctx.const(np.asarray([h * w, c], np.int32)))
     table = _emit(ctx, Op.CONCATENATION, f32, [h * w + 1, c], f"{label}/rows_and_zero",
                   inputs=[rows, ctx.const(np.zeros((1, c), np.float32))], axis=ctx.i32(0))
 

@@ -135,6 +135,7 @@ def _rfft_input(ctx, node):
     if producer is None or producer.op != "RFFT2D":
         raise Unsupported(Reason.OPERAND_TYPE, f"{node.op} input {name(ctx, node.inputs[0])} is complex and not "
                                                f"an RFFT2D output; NNAPI has no complex type")
+    rfft2d(producer, ctx)  # the pair converts together or not at all (emits nothing)
     return producer
 
 
