@@ -309,3 +309,21 @@ def test_landmarks_to_transform_matrix_checks_its_options():
     g.output(y)
     node = convert(g.finish()).nodes[0]
     assert node.reason_code == "unsupported_attribute" and "subset_idxs" in node.reason
+
+
+def test_litert_xnnpack_layerwise_and_partitions(tmp_path, capsys):
+    """Under XNNPACK only the delegate's boundary tensors keep values: layerwise and per-partition
+    checks use those (every partition boundary of this model is one)."""
+    import json
+    from converters.cli import main
+    from .test_coverage import gapped_model
+    path = tmp_path / "tconv.tflite"
+    path.write_bytes(_transpose_conv_bias((1, 3, 3, 2), (2, 2, 2, 2), SAME, 2, 2))
+    assert main(["parity", str(path), "--reference", "litert-xnnpack", "--layerwise"]) == 0
+    gapped = tmp_path / "gapped.tflite"
+    gapped_model(gapped)
+    capsys.readouterr()
+    assert main(["parity", str(gapped), "--reference", "litert-xnnpack", "--partial", "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["reference"] == "litert-xnnpack" and len(report["partitions"]) == 3
+    assert all(p["passed"] for p in report["partitions"])
