@@ -24,7 +24,7 @@ import nnapi
 
 from .load import detect_format, importer
 from .macs import graph_macs
-from .runners import MissingDependency, litert_interpreter, random_source_inputs, to_nnapi_inputs
+from .runners import LITERT_REFERENCES, MissingDependency, litert_interpreter, random_source_inputs, to_nnapi_inputs
 
 
 def timeit_ms(fn, runs: int, warmup: int) -> list[float]:
@@ -156,8 +156,8 @@ _MAC_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "GROUPED_CONV_2D", "TRANSPOSE_CONV_2
 def _reference_fn(fmt: str, path: str, vs: str, ins, threads: int):
     data = Path(path).read_bytes()
     if fmt == "tflite":
-        if vs not in ("litert", "litert-ref"):
-            raise ValueError(f"--vs {vs} cannot run a .tflite model (use litert or litert-ref)")
+        if vs not in LITERT_REFERENCES:
+            raise ValueError(f"--vs {vs} cannot run a .tflite model (use {', '.join(LITERT_REFERENCES)})")
         it = litert_interpreter(data, vs, threads)
         it.allocate_tensors()
         for d, x in zip(it.get_input_details(), ins):

@@ -502,14 +502,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="check this already-converted file instead of converting afresh")
     s.add_argument("--feature-level", type=int, default=8, choices=range(1, 9), metavar="N",
                    help="conversion target NNAPI feature level 1-8 (default 8)")
-    s.add_argument("--reference", choices=["litert", "litert-ref", "onnxruntime", "onnxruntime-optimized"],
+    s.add_argument("--reference", choices=["litert", "litert-ref", "litert-xnnpack", "onnxruntime",
+                                                "onnxruntime-optimized"],
                    help="reference runtime (default: litert = LiteRT built-in kernels without XNNPACK for "
                         ".tflite, onnxruntime (no graph optimisations) for .onnx; litert-ref = LiteRT's reference "
-                        "kernels; onnxruntime-optimized = onnxruntime with every graph optimisation)")
+                        "kernels; litert-xnnpack = LiteRT's default CPU path with XNNPACK, which also runs MediaPipe's "
+                        "Convolution2DTransposeBias; onnxruntime-optimized = onnxruntime with every graph "
+                        "optimisation)")
     s.add_argument("--tolerance", choices=["fixed", "spread"],
                    help="fixed: the rules below; spread: also allow --spread-factor times the framework's own "
-                        "spread, the largest difference between its kernel sets on the same inputs (LiteRT built-in "
-                        "and reference kernels; onnxruntime unoptimised and optimised). Default: spread for float "
+                        "spread, the largest difference between its kernel sets on the same inputs (LiteRT built-in, "
+                        "reference and XNNPACK kernels; onnxruntime unoptimised and optimised). Default: spread for float "
                         "models with more than 50 operations, whose rounding compounds past the fixed rule; fixed "
                         "otherwise. The report says which applied and why")
     s.add_argument("--spread-factor", type=float, default=2.0, metavar="F",
@@ -541,7 +544,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "json -o bench.json. Exit 0 ok, 2 unsupported nodes, 3 invalid model, 4 reference not "
                     "installed.")
     s.add_argument("model", help=".tflite, .onnx or .nnapi model")
-    s.add_argument("--vs", choices=["litert", "litert-ref", "onnxruntime"], help="reference runtime to time against (default: none)")
+    s.add_argument("--vs", choices=["litert", "litert-ref", "litert-xnnpack", "onnxruntime"],
+                   help="reference runtime to time against (default: none)")
     s.add_argument("--threads", type=int, default=1, metavar="T",
                    help="threads on both sides: the reference's, and the executor's BLAS (held with threadpoolctl; "
                         "the JSON's blas field says which library and how many threads) (default 1)")

@@ -182,7 +182,8 @@ def tolerance_for(tol: dict, steps: dict, t_index: int, spreads: Optional[dict] 
 
 
 # the kernel sets whose mutual spread --tolerance spread measures, per source format
-SPREAD_REFERENCES = {"tflite": ("litert", "litert-ref"), "onnx": ("onnxruntime", "onnxruntime-optimized")}
+SPREAD_REFERENCES = {"tflite": ("litert", "litert-ref", "litert-xnnpack"),
+                     "onnx": ("onnxruntime", "onnxruntime-optimized")}
 
 
 def _is_float_model(graph) -> bool:
@@ -203,14 +204,14 @@ def choose_tolerance(mode: Optional[str], fmt: str, graph) -> tuple[str, str]:
 
 
 def framework_spread(runs: list[tuple[list, dict]], graph) -> dict:
-    """{tensor index: largest max |a - b| between any two kernel sets} for the float tensors every run has."""
+    """{tensor index: largest max |a - b| between any two kernel sets} for the float tensors that at least
+    two runs kept (XNNPACK keeps no tensor inside its delegated partitions)."""
     spreads = {}
     outs = [dict(zip(graph.outputs, o)) for o, _ in runs]
     merged = [{**o, **t} for (_, t), o in zip(runs, outs)]
-    common = set(merged[0]).intersection(*merged[1:]) if len(merged) > 1 else set()
-    for t in common:
-        arrays = [m[t] for m in merged]
-        if any(a is None or a.dtype.kind != "f" or a.shape != arrays[0].shape for a in arrays):
+    for t in set().union(*merged):
+        arrays = [m[t] for m in merged if m.get(t) is not None]
+        if len(arrays) < 2 or any(a.dtype.kind != "f" or a.shape != arrays[0].shape for a in arrays):
             continue
         spreads[t] = max(float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size else 0.0
                          for i, a in enumerate(arrays) for b in arrays[i + 1:])
@@ -425,6 +426,10 @@ def _check_partitions(result: ConversionResult, ref_tensors: dict, tol: dict, pr
     out = previous or [None] * len(result.partitions)
     for k, p in enumerate(result.partitions):
         if feeder is None:
+            lost = [graph.tensors[t].name for t in (*p.inputs, *p.outputs) if t not in ref_tensors]
+            if lost:  # litert-xnnpack: computed inside a delegated partition, never written to its tensor
+                raise ParityError(f"the reference kept no value of tensor {lost[0]!r} at the boundary of partition "
+                                  f"{k}; check partitions against litert or litert-ref")
             tensors, fed = ref_tensors, "the framework's tensors of the whole-model run"
         else:
             tensors, fed, spreads = feeder(k, p)

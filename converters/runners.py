@@ -3,6 +3,7 @@ models with the executor, on the same inputs."""
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Optional, Sequence
 
 import numpy as np
@@ -12,6 +13,9 @@ from .context import int8_from_stored, stored
 
 class MissingDependency(Exception):
     """A reference runtime is not installed; the message has the pip command."""
+
+
+LITERT_REFERENCES = ("litert", "litert-ref", "litert-xnnpack")
 
 
 class ReferenceFailed(Exception):
@@ -28,11 +32,15 @@ def litert_interpreter(model_bytes: bytes, reference: str = "litert", threads: i
         from ai_edge_litert.interpreter import Interpreter, OpResolverType
     except ImportError:
         raise MissingDependency("LiteRT is not installed: pip install ai-edge-litert") from None
-    resolver = (OpResolverType.BUILTIN_REF if reference == "litert-ref"
-                else OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    # litert: built-in kernels, XNNPACK off; litert-ref: reference kernels; litert-xnnpack: LiteRT's
+    # default CPU path (XNNPACK applied), the only one that runs MediaPipe's Convolution2DTransposeBias
+    resolver = {"litert-ref": OpResolverType.BUILTIN_REF, "litert-xnnpack": OpResolverType.AUTO}.get(
+        reference, OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
     try:
-        return Interpreter(model_content=bytes(model_bytes), experimental_op_resolver_type=resolver,
-                           num_threads=threads, experimental_preserve_all_tensors=preserve_all_tensors)
+        with warnings.catch_warnings():  # LiteRT warns that preserving tensors under XNNPACK is for debugging
+            warnings.simplefilter("ignore", UserWarning)
+            return Interpreter(model_content=bytes(model_bytes), experimental_op_resolver_type=resolver,
+                               num_threads=threads, experimental_preserve_all_tensors=preserve_all_tensors)
     except (ValueError, RuntimeError) as e:
         raise ReferenceFailed(f"LiteRT could not load the model: {str(e).strip().splitlines()[0][:300]}") from None
 
@@ -148,12 +156,23 @@ def litert_all_tensors(model_bytes: bytes, inputs: Sequence[np.ndarray], referen
     outs = _invoke(it, inputs)
     tensors = {}
     count = len(graph.tensors) if graph is not None else len(it.get_tensor_details())
-    for i in range(count):
+    kept = range(count) if reference != "litert-xnnpack" else _xnnpack_written(it, count)
+    for i in kept:
         try:
             tensors[i] = it.get_tensor(i).copy()
         except ValueError:
             continue  # tensors without data (e.g. optional or freed)
     return outs, tensors
+
+
+def _xnnpack_written(it, count: int) -> list:
+    """The tensors XNNPACK leaves defined: the model's inputs and outputs and the inputs and outputs of
+    its DELEGATE kernels (a tensor computed inside a delegated partition is never written)."""
+    keep = {int(d["index"]) for d in (*it.get_input_details(), *it.get_output_details())}
+    for op in it._get_ops_details():  # noqa: SLF001 (LiteRT's only listing of the delegate kernels)
+        if op["op_name"] == "DELEGATE":
+            keep.update(int(t) for t in (*op["inputs"], *op["outputs"]))
+    return sorted(t for t in keep if 0 <= t < count)
 
 
 def run_onnxruntime(model, inputs: Sequence[np.ndarray], graph=None,
