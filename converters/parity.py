@@ -351,24 +351,42 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
         try:
             ref_outs, ref_tensors = _reference_run(fmt, model_path, data, graph, ins, reference, want_all)
         except ParityError as whole_run_failed:
+            report.whole_model_run = str(whole_run_failed)
             if result.model is not None:
-                raise
+                # converted whole, but the framework lacks a custom operator: check the segments it can run
+                if others:
+                    report.tolerance = {"mode": "fixed", "why": "the framework cannot run the whole model, so "
+                                                                "its spread cannot be measured"}
+                    others = []
+                    for key in ("spread_factor", "spread_source"):
+                        tol.pop(key, None)
+                report.partitions = _check_segments(result, fmt, model_path, data, ins, reference, tol,
+                                                    report.partitions, whole_run_failed)
+                continue
             # the framework cannot run the whole model: check each partition as an extracted sub-model
             feeder = extracted_feeder(result, fmt, model_path, data, ins, reference, seed + k, others)
             try:
                 report.partitions = _check_partitions(result, {}, tol, report.partitions, feeder=feeder)
             except ParityError as e:
                 raise ParityError(f"{whole_run_failed}; {e}") from None
-            report.whole_model_run = str(whole_run_failed)
             continue
         spreads = None
         if others:
-            try:
-                runs = [(ref_outs, ref_tensors)] + [_reference_run(fmt, model_path, data, graph, ins, r, want_all)
-                                                    for r in others]
+            runs = [(ref_outs, ref_tensors)]
+            for r in list(others):
+                try:
+                    runs.append(_reference_run(fmt, model_path, data, graph, ins, r, want_all))
+                except ParityError as e:   # a kernel set that cannot run this model is left out of the spread
+                    others.remove(r)
+                    report.tolerance.setdefault("unavailable", {})[r] = str(e)
+            if others:
                 spreads = framework_spread(runs, graph)
-            except ParityError as e:   # a kernel set that cannot run the model: judge by the fixed rule
-                others, report.tolerance = [], {"mode": "fixed", "why": f"spread unavailable: {e}"}
+                report.tolerance["references"] = [reference] + others
+                tol["spread_source"] = ", ".join([reference] + others)
+            else:              # no second kernel set runs the model: judge by the fixed rule
+                report.tolerance = {"mode": "fixed", "why": "no second kernel set of the framework runs the "
+                                                            "model, so its spread cannot be measured",
+                                    "unavailable": report.tolerance.get("unavailable", {})}
                 for key in ("spread_factor", "spread_source"):
                     tol.pop(key, None)
         if result.model is None:
@@ -498,6 +516,80 @@ def extracted_feeder(result: ConversionResult, fmt: str, model_path: str, data: 
         return known, how, spreads
 
     return feed
+
+
+def framework_segments(graph) -> list:
+    """Maximal runs of main-graph nodes (execution order) that are not custom operators, as Partitions
+    with the tensors they read from outside and the ones read after them (or that the model outputs)."""
+    from .convert import Partition
+    runs, run = [], []
+    for node in graph.nodes:
+        if node.op.startswith("CUSTOM:"):
+            if run:
+                runs.append(run)
+            run = []
+        else:
+            run.append(node.index)
+    if run:
+        runs.append(run)
+    segments = []
+    for nodes in runs:
+        inside = set(nodes)
+        made = {t for k in nodes for t in graph.nodes[k].outputs if t >= 0}
+        later = {t for n in graph.nodes if n.index not in inside for t in n.inputs} | set(graph.outputs)
+        reads = [t for k in nodes for t in graph.nodes[k].inputs
+                 if t >= 0 and t not in made and not graph.tensors[t].is_constant]
+        segments.append(Partition(nodes, list(dict.fromkeys(reads)), sorted(t for t in made if t in later)))
+    return segments
+
+
+def _check_segments(result: ConversionResult, fmt: str, model_path: str, data: bytes, inputs, reference: str,
+                    tol: dict, previous, why: Exception) -> list:
+    """A completely converted model whose custom operators the framework lacks: every run of other nodes
+    is cut out as a sub-model, fed with the executor's values at its boundary, and its framework
+    outputs are compared with the executor's at the same tensors (the custom operators themselves are
+    judged only through what follows them)."""
+    from .extract import ExtractError, onnx_submodel, tflite_submodel
+    graph = result.source.main
+    steps = dequantized_steps(graph)
+    _, trace = run_traced(result.model, to_nnapi_inputs(result, inputs))
+    executor = dict(zip(graph.inputs, inputs))
+    for o, (t, _) in result.operand_map.items():
+        if o in trace and t not in executor:
+            executor[t] = _to_source_layout(result, o, trace[o], graph.tensors[t].dtype)
+    segments = framework_segments(graph)
+    out = previous or [None] * len(segments)
+    for k, seg in enumerate(segments):
+        outputs = [t for t in seg.outputs if t in executor]
+        if not outputs or any(t not in executor for t in seg.inputs):
+            continue
+        feeds = [executor[t] for t in seg.inputs]
+        try:
+            if fmt == "tflite":
+                sub = tflite_submodel(data, result.source.main_index, seg.nodes, seg.inputs, outputs)
+                ref = run_litert(sub, feeds, reference)
+            else:
+                sub = onnx_submodel(model_path, [graph.tensors[t].name for t in seg.inputs],
+                                    [graph.tensors[t].name for t in outputs])
+                ref = run_onnxruntime(sub, feeds, optimized=reference == "onnxruntime-optimized")[0]
+        except (ExtractError, ReferenceFailed) as e:
+            raise ParityError(f"{why}; segment {k} (nodes {seg.nodes[0]}-{seg.nodes[-1]}) cannot run on its own "
+                              f"either: {e}") from None
+        entry = out[k] or {"index": k, "nodes": seg.nodes, "passed": True, "outputs": [], "segment": True,
+                           "fed": "the executor's values at its boundary, as a sub-model the framework runs on "
+                                  "its own (the framework has no kernel for the custom operators between segments)"}
+        for j, (t, r) in enumerate(zip(outputs, ref)):
+            tensor = graph.tensors[t]
+            par = compare(tensor.name, r, _rank0_as_source(executor[t], r),
+                          tensor.quant is not None and r.dtype.kind in "iu", result.model.relaxed,
+                          tolerance_for(tol, steps, t))
+            par.diffs = None
+            if j < len(entry["outputs"]):
+                par = _merge(OutputParity(**entry["outputs"][j]), par)
+            entry["outputs"][j:j + 1] = [{kk: v for kk, v in par.__dict__.items() if kk != "diffs"}]
+            entry["passed"] = entry["passed"] and entry["outputs"][j]["passed"]
+        out[k] = entry
+    return [e for e in out if e is not None]
 
 
 class _Outputs:

@@ -30,10 +30,12 @@ def render_text(report) -> str:
         for i in fd["inputs"]:
             lines.append(f"    its input {i['source_tensor']!r}: max |diff| {i['max_abs_error']:.3g}")
     if d.get("whole_model_run"):
-        lines.append(f"  the framework cannot run the whole model ({d['whole_model_run']}); each partition was "
-                     f"extracted and run on its own")
+        lines.append(f"  the framework cannot run the whole model ({d['whole_model_run']}); each "
+                     + ("segment it can run" if any(p.get("segment") for p in d.get("partitions") or [])
+                        else "partition") + " was extracted and run on its own")
     for p in d.get("partitions") or []:
-        lines.append(f"  partition {p['index']} (nodes {node_ranges(p['nodes'])}): {'ok' if p['passed'] else 'MISMATCH'}"
+        kind = "segment" if p.get("segment") else "partition"
+        lines.append(f"  {kind} {p['index']} (nodes {node_ranges(p['nodes'])}): {'ok' if p['passed'] else 'MISMATCH'}"
                      + (f", fed with {p['fed']}" if p.get("fed") else ""))
         for o in p["outputs"]:
             lines.append(f"    {o['name']!r}: max |diff| {o['max_abs_error']:.3g} (allowed {o['allowed']:.3g}), "

@@ -55,3 +55,37 @@ def test_partial_parity_checks_each_partition_as_a_submodel(tmp_path):
     assert "seeded random values for 'customised'" in second["fed"]
     assert [o["name"] for o in first["outputs"]] == ["added"] and [o["name"] for o in second["outputs"]] == ["y"]
     assert all(o["max_abs_error"] <= 1e-6 for p in r["partitions"] for o in p["outputs"])
+
+
+def custom_converted_in_the_middle(path):
+    """x -> ADD 1 -> CUSTOM Convolution2DTransposeBias (the converter makes it TRANSPOSE_CONV_2D; LiteRT's
+    built-in kernels have none) -> MUL 2 -> y: converted whole, yet LiteRT `litert` cannot run it."""
+    rng = np.random.default_rng(0)
+    g = GraphBuilder()
+    x = g.input("x", [1, 3, 3, 2])
+    a = g.tensor("added", [1, 3, 3, 2])
+    g.op("ADD", [x, g.const("one", np.ones((1, 3, 3, 2), np.float32))], [a], "AddOptions")
+    w = g.const("w", rng.standard_normal((2, 2, 2, 2)).astype(np.float32))
+    b = g.const("b", rng.standard_normal(2).astype(np.float32))
+    c = g.tensor("upsampled", [1, 5, 5, 2])
+    g.custom("Convolution2DTransposeBias", [a, w, b], [c], np.asarray([1, 2, 2], "<i4").tobytes())  # SAME, 2, 2
+    y = g.tensor("y", [1, 5, 5, 2])
+    g.op("MUL", [c, g.const("two", np.full((1, 1, 1, 2), 2, np.float32))], [y], "MulOptions")
+    g.output(y)
+    path.write_bytes(g.finish())
+
+
+def test_a_complete_conversion_is_checked_segment_by_segment_where_the_framework_lacks_a_custom_op(tmp_path):
+    from converters import tflite
+    path = tmp_path / "m.tflite"
+    custom_converted_in_the_middle(path)
+    assert tflite.convert(str(path)).complete
+    r = check(str(path)).as_dict()
+    assert "Convolution2DTransposeBias" in r["whole_model_run"]
+    assert r["passed"] and [p["nodes"] for p in r["partitions"]] == [[0], [2]]
+    assert all(p["segment"] and "executor's values" in p["fed"] for p in r["partitions"])
+    assert [o["name"] for o in r["partitions"][0]["outputs"]] == ["added"]
+    assert [o["name"] for o in r["partitions"][1]["outputs"]] == ["y"]
+    # against XNNPACK, which has the custom kernel, the whole model is compared as usual
+    whole = check(str(path), reference="litert-xnnpack").as_dict()
+    assert whole["passed"] and "whole_model_run" not in whole and whole["outputs"][0]["name"] == "y"

@@ -15,7 +15,8 @@ MANIFEST_DIR = ZOO_DIR / "manifest"
 
 STATUSES = ("full", "partial", "none")
 _KEYS = {"id", "category", "file", "script", "wheel", "member", "light", "licence", "input_shapes", "dims",
-         "inputs", "steps", "expect", "expect_reasons", "why", "notes", "feature_level", "samples"}
+         "inputs", "steps", "expect", "expect_reasons", "why", "notes", "feature_level", "samples",
+         "reference"}
 
 
 class ManifestError(ValueError):
@@ -43,6 +44,7 @@ class ZooModel:
     notes: str = ""
     feature_level: int = 8
     samples: int = 1
+    reference: Optional[str] = None    # parity's --reference, where the default cannot run the model
 
     @property
     def format(self) -> str:

@@ -181,6 +181,8 @@ def run(model: ZooModel) -> dict:
         argv = ["parity", str(path), "--format", "json", "-o", str(par_json)]
         argv += [] if full else ["--partial"]
         argv += ["--inputs", inputs] if inputs else []
+        if model.reference:
+            argv += ["--reference", model.reference]
         if model.steps > 1 and ("parity", "--steps") in options:
             argv += ["--steps", str(model.steps)]
         t0 = time.perf_counter()
