@@ -321,14 +321,22 @@ def cmd_parity(args) -> int:
     from .runners import MissingDependency
     from .source_graph import SourceError
     shapes = _input_shapes(args)
-    show = sys.stderr.isatty()
-    progress = (lambda msg: print(f"\r{msg}", end="", file=sys.stderr, flush=True)) if show else None
+    bar = None
+
+    def progress(k: int, total: int) -> None:   # a bar on a terminal for several samples, nothing otherwise
+        nonlocal bar
+        if bar is None and total > 1 and sys.stderr.isatty() and args.format != "json":
+            from tqdm import tqdm
+            bar = tqdm(total=total, desc="parity", unit="sample", file=sys.stderr, leave=False)
+        if bar is not None:
+            bar.update(1)
     try:
         report = parity.check(args.model, converted=args.converted, feature_level=args.feature_level,
                               reference=args.reference, inputs=args.inputs, seed=args.seed, samples=args.samples,
                               layerwise=args.layerwise, partial=args.partial, input_shapes=shapes,
                               atol=args.atol, rtol=args.rtol, max_lsb=args.max_lsb, progress=progress,
-                              tolerance=args.tolerance, spread_factor=args.spread_factor)
+                              tolerance=args.tolerance, spread_factor=args.spread_factor,
+                              preprocess=args.preprocess)
     except MissingDependency as e:
         raise CliError(str(e), EXIT_MISSING_DEPENDENCY) from None
     except parity.ParityError as e:
@@ -336,8 +344,8 @@ def cmd_parity(args) -> int:
     except SourceError as e:
         raise CliError(str(e), EXIT_INVALID) from None
     finally:
-        if show:
-            print("\r", end="", file=sys.stderr)
+        if bar is not None:
+            bar.close()
     _write_output(render(report, args.format), args.output)
     return EXIT_OK if report.passed else EXIT_MISMATCH
 
@@ -517,7 +525,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "otherwise. The report says which applied and why")
     s.add_argument("--spread-factor", type=float, default=2.0, metavar="F",
                    help="with spread tolerance: allowed = F x spread + the fixed rule (default 2)")
-    s.add_argument("--inputs", metavar="FILE.npz", help="input arrays by input name (default: seeded random)")
+    s.add_argument("--inputs", metavar="FILE.npz|DIR",
+                   help="real inputs instead of seeded random ones: an .npz of arrays by input name (an extra "
+                        "leading axis on every array makes each index a sample), or a folder of images for a model "
+                        "with one image input (sorted by name; see --preprocess)")
+    s.add_argument("--preprocess", metavar="KEY=VAL,...",
+                   help="how images become the input: scale=S (pixels 0..255 times S, default 1/255), mean=M and "
+                        "std=D (then (x - mean) / std; per channel as 0.485:0.456:0.406), layout=nhwc|nchw "
+                        "(default from the input's shape), order=rgb|bgr (default rgb). Example: "
+                        "--preprocess scale=1/255,mean=0.485:0.456:0.406,std=0.229:0.224:0.225")
     s.add_argument("--seed", type=int, default=0, help="seed of the first random sample (default 0)")
     s.add_argument("--samples", type=int, default=1, metavar="K", help="number of seeded random samples (default 1)")
     s.add_argument("--layerwise", action="store_true", help="find the first NNAPI operation that diverges")

@@ -52,6 +52,9 @@ class OutputParity:
     tolerance: str = ""          # where `allowed` comes from
     spread: Optional[float] = None        # --tolerance spread: the framework's own largest disagreement
     spread_ratio: Optional[float] = None  # max_abs_error / spread (None when the spread is 0)
+    top1_agreement: Optional[float] = None  # classifier-shaped outputs: argmax equal, over every sample row
+    top5_agreement: Optional[float] = None  # the reference's top class among ours' top 5
+    classified_rows: Optional[int] = None   # how many rows (samples x batch) the agreements count
     diffs: Optional[np.ndarray] = field(default=None, repr=False)
 
 
@@ -110,12 +113,31 @@ def compare(name: str, ref: np.ndarray, got: np.ndarray, quantized: bool, relaxe
         o.max_rel_error = float((d / np.maximum(np.abs(r), 1e-12)).max())
         nr, ng = np.linalg.norm(r), np.linalg.norm(g)
         o.cosine = float(r @ g / (nr * ng)) if nr and ng else (1.0 if nr == ng else 0.0)
+    rows = classifier_rows(ref)
+    if rows is not None:
+        r2, g2 = ref.reshape(rows, -1), got.reshape(rows, -1)
+        top_ref = np.argmax(r2, axis=1)
+        o.top1_agreement = float(np.mean(np.argmax(g2, axis=1) == top_ref))
+        top5 = np.argsort(-g2.astype(np.float64), axis=1, kind="stable")[:, :5]
+        o.top5_agreement = float(np.mean([t in row for t, row in zip(top_ref, top5)]))
+        o.classified_rows = rows
     if quantized:
         o.lsb_histogram = {"0": int((d == 0).sum()), "1": int((d == 1).sum()), "2": int((d == 2).sum()),
                            ">2": int((d > 2).sum())}
         o.exact_fraction = float((d == 0).mean()) if d.size else 1.0
     o.diffs = d
     return o
+
+
+def classifier_rows(ref: np.ndarray) -> Optional[int]:
+    """Rows of class scores when the output is classifier-shaped ([N, C], [N, C, 1, 1] or [N, 1, 1, C]
+    with C >= 2 classes), else None."""
+    shape = ref.shape
+    if len(shape) == 2 and shape[1] >= 2:
+        return shape[0]
+    if len(shape) == 4 and ((shape[2:] == (1, 1) and shape[1] >= 2) or (shape[1:3] == (1, 1) and shape[3] >= 2)):
+        return shape[0]
+    return None
 
 
 def _merge(a: OutputParity, b: OutputParity) -> OutputParity:
@@ -133,6 +155,11 @@ def _merge(a: OutputParity, b: OutputParity) -> OutputParity:
     a.mean_abs_error = float(np.maximum(a.mean_abs_error, b.mean_abs_error))
     a.cosine = float(np.minimum(a.cosine, b.cosine))
     a.passed = a.passed and b.passed
+    if b.classified_rows:
+        n_a, n_b = a.classified_rows or 0, b.classified_rows
+        for key in ("top1_agreement", "top5_agreement"):
+            setattr(a, key, ((getattr(a, key) or 0.0) * n_a + getattr(b, key) * n_b) / (n_a + n_b))
+        a.classified_rows = n_a + n_b
     if b.spread is not None:
         a.spread = b.spread if a.spread is None else max(a.spread, b.spread)
         ratios = [r for r in (a.spread_ratio, b.spread_ratio) if r is not None]
@@ -244,24 +271,23 @@ def _reference_run(fmt: str, path: str, data: bytes, graph, inputs, reference: s
         raise ParityError(f"{Path(path).name}: {e}") from None
 
 
-def _inputs_for(graph, inputs_file: Optional[str], seed: int, samples: int, input_shapes):
-    if inputs_file is None:
+def _inputs_for(graph, inputs_path: Optional[str], seed: int, samples: int, input_shapes,
+                preprocess: Optional[str] = None):
+    """The samples to compare on: seeded random ones, an .npz (a leading sample axis gives several), or
+    a folder of images (converters.datasets)."""
+    from .datasets import DatasetError, image_samples, npz_samples, parse_preprocess
+    if inputs_path is None:
+        if preprocess:
+            raise ParityError("--preprocess applies to a folder of images given with --inputs")
         return [random_source_inputs(graph, seed + k, input_shapes) for k in range(samples)]
     try:
-        data = np.load(inputs_file, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise ParityError(f"{inputs_file}: cannot read inputs ({e})") from None
-    arrays = []
-    for k, i in enumerate(graph.inputs):
-        t = graph.tensors[i]
-        key = t.name if t.name in data.files else f"input{k}"
-        if key not in data.files:
-            raise ParityError(f"{inputs_file}: no array for input {t.name!r} (have {sorted(data.files)})")
-        arr = np.asarray(data[key])
-        if arr.dtype != t.dtype:
-            raise ParityError(f"{inputs_file}: input {t.name!r} has dtype {arr.dtype}, the model needs {t.dtype}")
-        arrays.append(arr)
-    return [arrays]
+        if Path(inputs_path).is_dir():
+            return image_samples(Path(inputs_path), graph, input_shapes, parse_preprocess(preprocess))
+        if preprocess:
+            raise ParityError("--preprocess applies to a folder of images, not to an .npz")
+        return npz_samples(inputs_path, graph)
+    except DatasetError as e:
+        raise ParityError(str(e)) from None
 
 
 def _converted_from_file(path: str, source) -> ConversionResult:
@@ -301,8 +327,8 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
           reference: Optional[str] = None, inputs: Optional[str] = None, seed: int = 0, samples: int = 1,
           layerwise: bool = False, partial: bool = False, input_shapes: Optional[dict] = None,
           atol: Optional[float] = None, rtol: Optional[float] = None, max_lsb: Optional[int] = None,
-          progress: Optional[Callable[[str], None]] = None, tolerance: Optional[str] = None,
-          spread_factor: float = SPREAD_FACTOR) -> ParityReport:
+          progress: Optional[Callable[[int, int], None]] = None, tolerance: Optional[str] = None,
+          spread_factor: float = SPREAD_FACTOR, preprocess: Optional[str] = None) -> ParityReport:
     fmt = detect_format(model_path)
     if fmt not in ("tflite", "onnx"):
         raise ParityError(f"{model_path}: parity needs the source model (.tflite or .onnx)")
@@ -340,13 +366,13 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
     if mode == "spread":
         report.tolerance.update(references=[reference] + others, factor=spread_factor)
     try:
-        sample_inputs = _inputs_for(graph, inputs, seed, samples, input_shapes)
+        sample_inputs = _inputs_for(graph, inputs, seed, samples, input_shapes, preprocess)
     except ValueError as e:
         raise ParityError(str(e)) from None
     report.samples = len(sample_inputs)
     for k, ins in enumerate(sample_inputs):
         if progress:
-            progress(f"sample {k + 1}/{len(sample_inputs)}")
+            progress(k, len(sample_inputs))
         want_all = layerwise or (result.model is None)
         try:
             ref_outs, ref_tensors = _reference_run(fmt, model_path, data, graph, ins, reference, want_all)
