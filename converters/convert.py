@@ -64,6 +64,7 @@ class ConversionResult:
     io_rewrites: dict = field(default_factory=dict)  # tensor name -> boundary conversion
     operand_perm: dict = field(default_factory=dict)  # NNAPI operand -> perm: operand = transpose(tensor, perm)
     operation_nodes: list = field(default_factory=list)  # main NNAPI operation index -> source node index
+    localization: str = ""   # parity of a saved model: how its operands were matched to source tensors
 
     @property
     def complete(self) -> bool:

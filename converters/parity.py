@@ -70,6 +70,7 @@ class ParityReport:
     converted_from: Optional[str] = None
     tolerance: Optional[dict] = None     # {"mode": fixed | spread, "why", "references", "factor"}
     whole_model_run: Optional[str] = None  # why the framework could not run the whole model (partitions extracted)
+    localization: Optional[str] = None     # --layerwise: how operands were matched to source tensors
 
     @property
     def passed(self) -> bool:
@@ -90,6 +91,8 @@ class ParityReport:
             d["converted_model"] = self.converted_from
         if self.whole_model_run:
             d["whole_model_run"] = self.whole_model_run
+        if self.localization:
+            d["localization"] = self.localization
         return d
 
 
@@ -290,8 +293,9 @@ def _inputs_for(graph, inputs_path: Optional[str], seed: int, samples: int, inpu
         raise ParityError(str(e)) from None
 
 
-def _converted_from_file(path: str, source) -> ConversionResult:
-    """A ConversionResult view of a saved .nnapi model: operands map back to tensors by name."""
+def _converted_from_file(path: str, source, feature_level: int = 8, model_path: str = "") -> ConversionResult:
+    """A ConversionResult view of a saved .nnapi model: operands map back to tensors by name; a model
+    whose operation outputs carry no source names is matched structurally to a fresh conversion."""
     model = nnapi.load(path)
     graph = source.main
     by_name = {t.name: t.index for t in graph.tensors}
@@ -300,8 +304,53 @@ def _converted_from_file(path: str, source) -> ConversionResult:
         raise ParityError(f"{path}: {len(model.inputs)} inputs / {len(model.outputs)} outputs, the source model "
                           f"has {len(graph.inputs)} / {len(graph.outputs)}")
     perms = _saved_layout_perms(model, graph, operand_map) if source.format == "onnx" else {}
-    return ConversionResult(source, model.min_feature_level(), [], model=model, operand_map=operand_map,
-                            operand_perm=perms)
+    result = ConversionResult(source, model.min_feature_level(), [], model=model, operand_map=operand_map,
+                              operand_perm=perms)
+    made = {o for op in model.operations for o in op.outputs}
+    result.localization = "operands matched to source tensors by name"
+    if model.operations and not made & set(operand_map):
+        result.localization = _match_structurally(result, source, feature_level, model_path)
+    return result
+
+
+def _match_structurally(result: ConversionResult, source, feature_level: int, model_path: str) -> str:
+    """Map a nameless saved model's operands through a fresh conversion with the same operation
+    sequence (codes, arity, output dimensions); returns how it went, in one line."""
+    from .convert import ConversionError
+    model = result.model
+    why = "no fresh conversion of the source converts completely"
+    for level in dict.fromkeys((feature_level, model.min_feature_level(), 8)):
+        try:
+            fresh = importer(source.format).convert(model_path, feature_level=level)
+        except (ConversionError, SourceError, ValueError):
+            continue
+        if fresh.model is None:
+            continue
+        mismatch = _first_structural_difference(model, fresh.model)
+        if mismatch:
+            why = f"its operations differ from a fresh conversion at feature level {level}: {mismatch}"
+            continue
+        pairs = dict(zip(model.inputs, fresh.model.inputs))
+        for mine, theirs in zip(model.operations, fresh.model.operations):
+            pairs.update(zip(mine.outputs, theirs.outputs))
+        result.operand_map = {o: fresh.operand_map[f] for o, f in pairs.items() if f in fresh.operand_map}
+        result.operand_perm = {o: fresh.operand_perm[f] for o, f in pairs.items() if f in fresh.operand_perm}
+        return (f"operands carry no source names; matched structurally to a fresh conversion at feature level "
+                f"{level} (same {len(model.operations)} operations and shapes)")
+    return f"operands carry no source names and cannot be matched: {why}"
+
+
+def _first_structural_difference(a, b) -> str:
+    if len(a.operations) != len(b.operations):
+        return f"{len(a.operations)} operations here, {len(b.operations)} there"
+    for k, (x, y) in enumerate(zip(a.operations, b.operations)):
+        if x.code != y.code or len(x.inputs) != len(y.inputs) or len(x.outputs) != len(y.outputs):
+            return f"operation {k} is {x.code.name} here, {y.code.name} there"
+        for o, p in zip(x.outputs, y.outputs):
+            if tuple(a.operands[o].type.dimensions or ()) != tuple(b.operands[p].type.dimensions or ()):
+                return f"operation {k} ({x.code.name}) writes {list(a.operands[o].type.dimensions)} here, " \
+                       f"{list(b.operands[p].type.dimensions)} there"
+    return ""
 
 
 def _saved_layout_perms(model, graph, operand_map: dict) -> dict:
@@ -340,7 +389,7 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
     check_input_shapes(source, input_shapes)
     data = Path(model_path).read_bytes()
     if converted:
-        result = _converted_from_file(converted, source)
+        result = _converted_from_file(converted, source, feature_level, model_path)
     else:
         result = imp.convert(model_path, feature_level=feature_level, input_shapes=input_shapes, partial=partial)
         if not result.complete and not partial:
@@ -427,7 +476,25 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
             report.outputs[j:j + 1] = [_merge(report.outputs[j], par) if j < len(report.outputs) else par]
         if layerwise and report.first_divergence is None:
             report.first_divergence = first_divergence(result, trace, ref_tensors, tol, spreads)
+    if layerwise and result.model is not None:
+        report.localization = _localization(report, result)
     return report
+
+
+def _localization(report: "ParityReport", result: ConversionResult) -> str:
+    """One line on how --layerwise localized, so an empty first divergence never reads as a result."""
+    how = result.localization or "operands matched to source tensors by name"
+    made = {o for op in result.model.operations for o in op.outputs}
+    if report.first_divergence is not None:
+        return how
+    if "cannot be matched" in how:
+        return how + "; no first divergence can be named"
+    if not made & set(result.operand_map):
+        return "no operation output maps to a source tensor, so no first divergence can be named"
+    if report.passed:
+        return how + "; every mapped intermediate tensor is within its tolerance"
+    return how + ("; every intermediate tensor that maps to a source tensor is within its tolerance: the "
+                  "difference appears only at the outputs")
 
 
 def first_divergence(result: ConversionResult, trace: dict, ref_tensors: dict, tol: dict,

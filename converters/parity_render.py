@@ -24,6 +24,8 @@ def render_text(report) -> str:
         if o.get("tolerance"):
             lines.append(f"    tolerance: {o['tolerance']}")
     fd = d["first_divergence"]
+    if d.get("localization"):
+        lines.append(f"  layerwise: {d['localization']}")
     if fd:
         lines.append(f"  first divergence: operation {fd['operation_index']} ({fd['nnapi_op']}) writing "
                      f"{fd['source_tensor']!r}: max |diff| {fd['max_abs_error']:.3g} > {fd['allowed']:.3g}")

@@ -116,3 +116,65 @@ def test_onnx_spread_uses_optimised_and_unoptimised_onnxruntime():
     assert r["passed"] and r["tolerance"]["references"] == ["onnxruntime", "onnxruntime-optimized"]
     assert all(o["spread"] is not None for o in r["outputs"])
     assert check(_sample("resnet_float.onnx"), reference="onnxruntime-optimized").as_dict()["passed"]
+
+
+def _nameless_with_scaled_filter(tmp_path, scale_filter: bool):
+    """mobilenet_float converted, every operand name erased, one filter (pw0/w) scaled by 1.5."""
+    import nnapi
+    from converters import tflite
+    model = tflite.convert(_sample("mobilenet_float.tflite")).model
+    (w,) = [i for i, o in enumerate(model.operands) if o.name == "pw0/w"]
+    (user,) = [k for k, op in enumerate(model.operations) if w in op.inputs]
+    for o in model.operands:
+        o.name = ""
+    path = tmp_path / "nameless.nnapi"
+    nnapi.save(model, path)
+    if scale_filter:
+        loaded = nnapi.load(path)
+        nnapi.save(_with_constant(loaded, w, np.asarray(loaded.operands[w].value, np.float32) * 1.5), path)
+    return path, user
+
+
+def _with_constant(model, index, value):
+    """A copy of a loaded model with operand `index`'s constant replaced (through the Python API)."""
+    import nnapi
+    m = nnapi.Model()
+    for o in model.operands:
+        m.add_operand(o.type, name=o.name)
+    for i, o in enumerate(model.operands):
+        if o.channel_quant is not None:
+            m.set_operand_symm_per_channel_quant_params(i, o.channel_quant)
+        if i == index:
+            m.set_operand_value(i, value)
+        elif o.value is not None:
+            m.set_operand_value(i, np.asarray(o.value).copy() if hasattr(o.value, "shape") else o.value)
+    for op in model.operations:
+        m.add_operation(op.code, list(op.inputs), list(op.outputs))
+    m.identify_inputs_and_outputs(list(model.inputs), list(model.outputs))
+    m.finish()
+    return m
+
+
+def test_a_nameless_altered_model_is_localized_structurally(tmp_path):
+    path, user = _nameless_with_scaled_filter(tmp_path, scale_filter=True)
+    r = check(_sample("mobilenet_float.tflite"), converted=str(path), layerwise=True).as_dict()
+    assert not r["passed"]
+    assert r["first_divergence"] is not None and r["first_divergence"]["operation_index"] == user
+    assert "matched structurally" in r["localization"]
+
+
+def test_an_unmatchable_nameless_model_says_why_in_one_line(tmp_path):
+    import nnapi
+    from converters import tflite
+    model = tflite.convert(_sample("demo.tflite")).model
+    for o in model.operands:
+        o.name = ""
+    path = tmp_path / "other.nnapi"
+    nnapi.save(model, path)
+    # demo's operations against another source with as many inputs and outputs: nothing to match
+    src = tmp_path / "three.tflite"
+    from .test_parity import three_op_model
+    three_op_model(src)
+    r = check(str(src), converted=str(path), layerwise=True).as_dict()
+    assert r["first_divergence"] is None
+    assert "cannot be matched" in r["localization"] or "no first divergence" in r["localization"]
