@@ -18,10 +18,11 @@ from typing import Callable, Optional
 import numpy as np
 
 import nnapi
+from nnapi.state import carry
 
-from .convert import ConversionResult, check_input_shapes
+from .convert import ConversionResult, check_input_shapes, prepare_source
 from .load import detect_format, importer
-from .runners import (MissingDependency, ReferenceFailed, from_nnapi_outputs, litert_all_tensors,
+from .runners import (MissingDependency, ReferenceFailed, from_nnapi_outputs, litert_steps,
                       random_source_inputs,
                       run_onnxruntime, run_traced, to_nnapi_inputs)
 from .source_graph import SourceError
@@ -62,6 +63,12 @@ class ParityReport:
     partitions: Optional[list] = None
     feature_level: int = 8
     converted_from: Optional[str] = None
+    steps: int = 1
+    # OutputParity per state variable (its value after each step), reported like the layerwise check: the
+    # state is internal to the source model, and LiteRT's optimized kernels round some intermediates one
+    # stored unit differently from its reference kernels, which the state then carries from step to step
+    state: list = field(default_factory=list)
+    state_names: list = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -74,11 +81,14 @@ class ParityReport:
             d = {k: v for k, v in o.__dict__.items() if k != "diffs"}
             outs.append(d)
         d = {"model": self.model, "reference": self.reference, "passed": self.passed, "samples": self.samples,
-             "feature_level": self.feature_level, "outputs": outs, "first_divergence": self.first_divergence}
+             "steps": self.steps, "feature_level": self.feature_level, "outputs": outs, "first_divergence": self.first_divergence}
         if self.partitions is not None:
             d["partitions"] = self.partitions
         if self.converted_from:
             d["converted_model"] = self.converted_from
+        if self.state:
+            d["state"] = [{"variable": v, **{k: x for k, x in o.__dict__.items() if k != "diffs"}}
+                          for v, o in zip(self.state_names, self.state)]
         return d
 
 
@@ -148,19 +158,22 @@ def _rank0_as_source(got: Optional[np.ndarray], ref: np.ndarray) -> Optional[np.
     return got
 
 
-def _reference_run(fmt: str, path: str, data: bytes, graph, inputs, reference: str, want_all: bool):
+def _reference_run(fmt: str, path: str, data: bytes, graph, steps: list, reference: str, want_all: bool):
+    """Per step (outputs, tensors): LiteRT invokes one interpreter on every step, its variables kept."""
     try:
         if fmt == "tflite":
-            return litert_all_tensors(data, inputs, reference, graph)
+            return litert_steps(data, steps, reference, graph)
         names = [t.name for t in graph.tensors if not t.is_constant] if want_all else []
-        return run_onnxruntime(path, inputs, graph, names)  # the path: external data lies beside it
+        return [run_onnxruntime(path, inputs, graph, names) for inputs in steps]  # the path: external data
     except ReferenceFailed as e:
         raise ParityError(f"{Path(path).name}: {e}") from None
 
 
-def _inputs_for(graph, inputs_file: Optional[str], seed: int, samples: int, input_shapes):
+def _inputs_for(graph, inputs_file: Optional[str], seed: int, samples: int, input_shapes, steps: int = 1):
+    """Per sample, the inputs of each of its steps (random: seed + sample * steps + step)."""
     if inputs_file is None:
-        return [random_source_inputs(graph, seed + k, input_shapes) for k in range(samples)]
+        return [[random_source_inputs(graph, seed + k * steps + j, input_shapes) for j in range(steps)]
+                for k in range(samples)]
     try:
         data = np.load(inputs_file, allow_pickle=False)
     except (OSError, ValueError) as e:
@@ -175,7 +188,7 @@ def _inputs_for(graph, inputs_file: Optional[str], seed: int, samples: int, inpu
         if arr.dtype != t.dtype:
             raise ParityError(f"{inputs_file}: input {t.name!r} has dtype {arr.dtype}, the model needs {t.dtype}")
         arrays.append(arr)
-    return [arrays]
+    return [[arrays] * steps]
 
 
 def _converted_from_file(path: str, source) -> ConversionResult:
@@ -184,9 +197,10 @@ def _converted_from_file(path: str, source) -> ConversionResult:
     graph = source.main
     by_name = {t.name: t.index for t in graph.tensors}
     operand_map = {i: (by_name[o.name], o.name) for i, o in enumerate(model.operands) if o.name in by_name}
-    if len(model.inputs) != len(graph.inputs) or len(model.outputs) != len(graph.outputs):
-        raise ParityError(f"{path}: {len(model.inputs)} inputs / {len(model.outputs)} outputs, the source model "
-                          f"has {len(graph.inputs)} / {len(graph.outputs)}")
+    n_in, n_out = len(graph.model_inputs), len(graph.model_outputs)  # with the state pairs
+    if len(model.inputs) != n_in or len(model.outputs) != n_out or len(model.state) != len(graph.state):
+        raise ParityError(f"{path}: {len(model.inputs)} inputs / {len(model.outputs)} outputs / {len(model.state)} "
+                          f"state variables, the source model has {n_in} / {n_out} / {len(graph.state)}")
     perms = _saved_layout_perms(model, graph, operand_map) if source.format == "onnx" else {}
     return ConversionResult(source, model.min_feature_level(), [], model=model, operand_map=operand_map,
                             operand_perm=perms)
@@ -215,7 +229,11 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
           reference: Optional[str] = None, inputs: Optional[str] = None, seed: int = 0, samples: int = 1,
           layerwise: bool = False, partial: bool = False, input_shapes: Optional[dict] = None,
           atol: Optional[float] = None, rtol: Optional[float] = None, max_lsb: Optional[int] = None,
-          progress: Optional[Callable[[str], None]] = None) -> ParityReport:
+          progress: Optional[Callable[[str], None]] = None, steps: int = 1) -> ParityReport:
+    """`steps`: consecutive invocations per sample, the state of a stateful model carried from one to
+    the next (the reference keeps its variables: one interpreter invoked `steps` times)."""
+    if steps < 1:
+        raise ParityError(f"--steps {steps}: at least 1 step")
     fmt = detect_format(model_path)
     if fmt not in ("tflite", "onnx"):
         raise ParityError(f"{model_path}: parity needs the source model (.tflite or .onnx)")
@@ -225,6 +243,7 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
     imp = importer(fmt)
     source = imp.read(model_path)
     check_input_shapes(source, input_shapes)
+    prepare_source(source, input_shapes)  # state variables, as the conversion sees them
     data = Path(model_path).read_bytes()
     if converted:
         result = _converted_from_file(converted, source)
@@ -240,30 +259,50 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
     tol = {"atol": atol, "rtol": rtol, "max_lsb": max_lsb}
     report = ParityReport(Path(model_path).name, reference, 0, [],
                           feature_level=result.feature_level if converted else feature_level,
-                          converted_from=converted)
+                          converted_from=converted, steps=steps)
     try:
-        sample_inputs = _inputs_for(graph, inputs, seed, samples, input_shapes)
+        sample_inputs = _inputs_for(graph, inputs, seed, samples, input_shapes, steps)
     except ValueError as e:
         raise ParityError(str(e)) from None
     report.samples = len(sample_inputs)
-    for k, ins in enumerate(sample_inputs):
+    for k, sample in enumerate(sample_inputs):
         if progress:
             progress(f"sample {k + 1}/{len(sample_inputs)}")
         want_all = layerwise or (result.model is None)
-        ref_outs, ref_tensors = _reference_run(fmt, model_path, data, graph, ins, reference, want_all)
-        if result.model is None:
-            report.partitions = _check_partitions(result, ref_tensors, tol, report.partitions)
-            continue
-        got_outs, trace = run_traced(result.model, to_nnapi_inputs(result, ins))
-        for j, (o, ref) in enumerate(zip(result.model.outputs, ref_outs)):
-            t = graph.tensors[graph.outputs[j]]
-            got = _to_source_layout(result, o, got_outs[j], t.dtype) if got_outs[j] is not None else None
-            par = compare(t.name, ref, _rank0_as_source(got, ref), t.quant is not None and ref.dtype.kind in "iu",
-                          result.model.relaxed, tol)
-            report.outputs[j:j + 1] = [_merge(report.outputs[j], par) if j < len(report.outputs) else par]
-        if layerwise and report.first_divergence is None:
-            report.first_divergence = first_divergence(result, trace, ref_tensors, tol)
+        state = None  # the converted model's state: initial values first, then what each step left
+        for ins, (ref_outs, ref_tensors) in zip(sample, _reference_run(fmt, model_path, data, graph, sample,
+                                                                       reference, want_all)):
+            if result.model is None:
+                report.partitions = _check_partitions(result, ref_tensors, tol, report.partitions)
+                continue
+            got_outs, trace = run_traced(result.model, to_nnapi_inputs(result, ins, state=state))
+            state = carry(result.model, got_outs)
+            _compare_outputs(report, result, graph, got_outs, ref_outs, ref_tensors, tol)
+            if layerwise and report.first_divergence is None:
+                report.first_divergence = first_divergence(result, trace, ref_tensors, tol)
     return report
+
+
+def _compare_outputs(report: ParityReport, result: ConversionResult, graph, got_outs, ref_outs, ref_tensors,
+                     tol) -> None:
+    """Fold one invocation's outputs into the report, and each state variable's value after it (the state
+    output, against the reference's tensor of the value it assigned)."""
+    model = result.model
+    pairs = [(report.outputs, j, graph.outputs[j], ref) for j, ref in enumerate(ref_outs[:len(model.outputs)])]
+    by_name = {t.name: t.index for t in graph.tensors}
+    for k, v in enumerate(model.state):
+        t_index = by_name.get(model.operands[model.outputs[v.output]].name)
+        if t_index in ref_tensors:
+            pairs.append((report.state, k, t_index, ref_tensors[t_index]))
+            report.state_names[k:k + 1] = [v.variable]
+    for into, j, t_index, ref in pairs:
+        o = model.outputs[j] if into is report.outputs else model.outputs[model.state[j].output]
+        got = got_outs[model.outputs.index(o)]
+        t = graph.tensors[t_index]
+        got = _to_source_layout(result, o, got, t.dtype) if got is not None else None
+        par = compare(t.name, ref, _rank0_as_source(got, ref), t.quant is not None and ref.dtype.kind in "iu",
+                      model.relaxed, tol)
+        into[j:j + 1] = [_merge(into[j], par) if j < len(into) else par]
 
 
 def first_divergence(result: ConversionResult, trace: dict, ref_tensors: dict, tol: dict) -> Optional[dict]:

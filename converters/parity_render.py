@@ -11,12 +11,14 @@ import numpy as np
 def render_text(report) -> str:
     d = report.as_dict()
     lines = [f"{d['model']}: {'PASS' if d['passed'] else 'MISMATCH'} against {d['reference']} "
-             f"({d['samples']} sample{'s' if d['samples'] != 1 else ''}, feature level {d['feature_level']})"]
-    for o in d["outputs"]:
+             f"({d['samples']} sample{'s' if d['samples'] != 1 else ''}"
+             f"{' of ' + str(d['steps']) + ' steps' if d.get('steps', 1) > 1 else ''}, feature level {d['feature_level']})"]
+    for o in d["outputs"] + d.get("state", []):
         extra = _lsb_text(o)
-        lines.append(f"  output {o['name']!r} {o['dtype']}{o['shape']}: max |diff| {o['max_abs_error']:.3g} "
+        what = f"state {o['variable']!r} ({o['name']!r})" if "variable" in o else f"output {o['name']!r}"
+        lines.append(f"  {what} {o['dtype']}{o['shape']}: max |diff| {o['max_abs_error']:.3g} "
                      f"(allowed {o['allowed']:.3g}), max rel {o['max_rel_error']:.3g}, mean {o['mean_abs_error']:.3g}, "
-                     f"cosine {o['cosine']:.6f}{extra} -> {'ok' if o['passed'] else 'MISMATCH'}")
+                     f"cosine {o['cosine']:.6f}{extra} -> {'ok' if o['passed'] else state_verdict(o)}")
     fd = d["first_divergence"]
     if fd:
         lines.append(f"  first divergence: operation {fd['operation_index']} ({fd['nnapi_op']}) writing "
@@ -29,6 +31,11 @@ def render_text(report) -> str:
             lines.append(f"    {o['name']!r}: max |diff| {o['max_abs_error']:.3g} (allowed {o['allowed']:.3g}), "
                          f"mean {o['mean_abs_error']:.3g}{_lsb_text(o)}")
     return "\n".join(lines)
+
+
+def state_verdict(o: dict) -> str:
+    """A state value beyond the tolerance is reported, not failed (see ParityReport.state)."""
+    return "beyond the output tolerance (state: reported, not gating)" if "variable" in o else "MISMATCH"
 
 
 def _lsb_text(o: dict) -> str:
@@ -64,7 +71,7 @@ def render_html(report) -> str:
     d = report.as_dict()
     esc = html.escape
     parts = [f"<h1>Parity: {esc(d['model'])}</h1>",
-             f"<p>{'PASS' if d['passed'] else 'MISMATCH'} against {esc(d['reference'])}, {d['samples']} sample(s)</p>"]
+             f"<p>{'PASS' if d['passed'] else 'MISMATCH'} against {esc(d['reference'])}, {d['samples']} sample(s) of {d.get('steps', 1)} step(s)</p>"]
     for o, raw in zip(d["outputs"], report.outputs):
         parts.append(f"<h2>{esc(o['name'])} {esc(o['dtype'])}{esc(str(o['shape']))}: "
                      f"{'ok' if o['passed'] else 'MISMATCH'}</h2>"

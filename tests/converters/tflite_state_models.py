@@ -90,3 +90,54 @@ def hashtable_lookup() -> bytes:
     g.op("HASHTABLE_FIND", [h, x, default], [y], "HashtableFindOptions")
     g.output(y)
     return g.finish()
+
+
+def variable_uses(pattern: str, initialised: bool = True) -> bytes:
+    """One float variable 'v' [2] used by `pattern`, a sequence of R (y = v + x; a READ then an ADD),
+    A (v := the latest y, or x before any read) and C (v := a constant); the last y is the output."""
+    g = GraphBuilder()
+    if initialised:
+        init = _init_subgraph(g, {"v": np.array([0.25, -1.5], np.float32)})
+        g.op("CALL_ONCE", [], [], "CallOnceOptions", init_subgraph_index=init)
+    x = g.input("x", [2], "FLOAT32")
+    h = g.tensor("v_handle", [], "RESOURCE")
+    g.op("VAR_HANDLE", [], [h], "VarHandleOptions", shared_name="v")
+    latest = None
+    for k, step in enumerate(pattern):
+        if step == "R":
+            s = g.tensor(f"v_read{k}", [2], "FLOAT32")
+            g.op("READ_VARIABLE", [h], [s], "ReadVariableOptions")
+            latest = g.tensor(f"y{k}", [2], "FLOAT32")
+            g.op("ADD", [s, x], [latest], "AddOptions")
+        elif step == "A":
+            value = latest
+            if value is None:
+                value = g.tensor(f"x2_{k}", [2], "FLOAT32")
+                g.op("MUL", [x, g.const(f"two{k}", np.array([2.0], np.float32))], [value], "MulOptions")
+            g.op("ASSIGN_VARIABLE", [h, value], [], "AssignVariableOptions")
+        else:
+            g.op("ASSIGN_VARIABLE", [h, g.const(f"c{k}", np.array([7.0, 8.0], np.float32))], [],
+                 "AssignVariableOptions")
+    g.output(latest)
+    return g.finish()
+
+
+def sum_with_init(make_initial, assign: str = "y") -> bytes:
+    """y = v + x, then v := y (or v := x with assign="x"); v [2] starts from the tensor that
+    `make_initial(init_builder)` adds to the CALL_ONCE subgraph."""
+    g = GraphBuilder()
+    init = g.subgraph("init")
+    hi = init.tensor("h", [], "RESOURCE")
+    init.op("VAR_HANDLE", [], [hi], "VarHandleOptions", shared_name="v")
+    init.op("ASSIGN_VARIABLE", [hi, make_initial(init)], [], "AssignVariableOptions")
+    g.op("CALL_ONCE", [], [], "CallOnceOptions", init_subgraph_index=init.index)
+    x = g.input("x", [2])
+    h = g.tensor("h", [], "RESOURCE")
+    g.op("VAR_HANDLE", [], [h], "VarHandleOptions", shared_name="v")
+    s = g.tensor("s", [2])
+    g.op("READ_VARIABLE", [h], [s], "ReadVariableOptions")
+    y = g.tensor("y", [2])
+    g.op("ADD", [s, x], [y], "AddOptions")
+    g.op("ASSIGN_VARIABLE", [h, y if assign == "y" else x], [], "AssignVariableOptions")
+    g.output(y)
+    return g.finish()
