@@ -305,3 +305,37 @@ def test_variables_inside_an_if_body_are_reported():
     assert _litert_runs(data, [np.array([True]), np.zeros(2, np.float32)])[0].tolist() == [1.0, 1.0]
     [bad] = convert(data).unsupported
     assert bad.op == "IF" and "VAR_HANDLE outside the converted subgraph (in an IF/WHILE body)" in bad.reason
+
+
+def _if_without_outputs(effect: bool) -> bytes:
+    g = GraphBuilder()
+    c, x = g.input("cond", [1], "BOOL"), g.input("x", [2])
+    branches = []
+    for name in ("then", "else"):
+        b = g.subgraph(name)
+        a = b.input("a", [2])
+        if effect and name == "then":
+            h = b.tensor("h", [], "RESOURCE")
+            b.op("VAR_HANDLE", [], [h], "VarHandleOptions", shared_name="v")
+            b.op("ASSIGN_VARIABLE", [h, a], [], "AssignVariableOptions")
+        branches.append(b.index)
+    g.op("IF", [c, x], [], "IfOptions", then_subgraph_index=branches[0], else_subgraph_index=branches[1])
+    y = g.tensor("y", [2])
+    g.op("ADD", [x, x], [y], "AddOptions")
+    g.output(y)
+    return g.finish()
+
+
+def test_if_without_outputs_is_read_and_emits_nothing():
+    data = _if_without_outputs(effect=False)
+    ins = [np.array([True]), np.array([1.0, -2.0], np.float32)]
+    assert _litert_runs(data, ins)[0].tolist() == [2.0, -4.0]
+    assert [(n.op, len(n.inputs), len(n.outputs)) for n in read(data).main.nodes] == [("IF", 2, 0), ("ADD", 2, 1)]
+    result = convert(data)
+    assert result.complete and result.nodes[0].nnapi_ops == []
+    got, _ = run_traced(result.model, to_nnapi_inputs(result, ins))
+    assert got[0].tolist() == [2.0, -4.0]
+    data = _if_without_outputs(effect=True)
+    _litert_runs(data, ins)
+    [bad] = convert(data).unsupported
+    assert bad.op == "IF" and "ASSIGN_VARIABLE" in bad.reason
