@@ -126,7 +126,7 @@ def cmd_run(args) -> int:
     model = _load_nnapi(args.model)
     if args.steps < 1:
         raise CliError(f"--steps {args.steps}: at least 1 step")
-    state = initial_values(model)  # a state input the .npz names overrides its initial value
+    state = initial_values(model)  # {state input position: value} of the next execution
     given = None
     if args.inputs:
         try:
@@ -139,11 +139,10 @@ def cmd_run(args) -> int:
         if missing:
             raise CliError(f"{args.inputs}: missing arrays for inputs {missing} (have {sorted(data.files)})")
         given = {k: np.asarray(data[key]) for k, key in keys.items() if key in data}
+        state.update({k: v for k, v in given.items() if k in state})  # a state input named: its first value
     for step in range(args.steps):
         fresh = given if given is not None else dict(enumerate(random_inputs(model, args.seed + step)))
-        inputs = [state[k] if k in state and (step or given is None or k not in given) else fresh[k]
-                  for k in range(len(model.inputs))]
-        outputs = run_model(model, inputs)
+        outputs = run_model(model, [state[k] if k in state else fresh[k] for k in range(len(model.inputs))])
         state = carry(model, outputs)
     if args.steps > 1 or model.state:
         print(f"after {args.steps} step(s); state carried: "

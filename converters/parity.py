@@ -288,17 +288,13 @@ def _compare_outputs(report: ParityReport, result: ConversionResult, graph, got_
     """Fold one invocation's outputs into the report, and each state variable's value after it (the state
     output, against the reference's tensor of the value it assigned)."""
     model = result.model
-    pairs = [(report.outputs, j, graph.outputs[j], ref) for j, ref in enumerate(ref_outs[:len(model.outputs)])]
-    by_name = {t.name: t.index for t in graph.tensors}
-    for k, v in enumerate(model.state):
-        t_index = by_name.get(model.operands[model.outputs[v.output]].name)
-        if t_index in ref_tensors:
-            pairs.append((report.state, k, t_index, ref_tensors[t_index]))
-            report.state_names[k:k + 1] = [v.variable]
-    for into, j, t_index, ref in pairs:
-        o = model.outputs[j] if into is report.outputs else model.outputs[model.state[j].output]
-        got = got_outs[model.outputs.index(o)]
-        t = graph.tensors[t_index]
+    pairs = [(report.outputs, j, j, graph.outputs[j], ref) for j, ref in enumerate(ref_outs[:len(model.outputs)])]
+    tracked = [(v, result.operand_map.get(model.outputs[v.output], (None,))[0]) for v in model.state]
+    tracked = [(v, t) for v, t in tracked if t in ref_tensors]  # the reference's tensor of the assigned value
+    report.state_names = [v.variable for v, _ in tracked]
+    pairs += [(report.state, k, v.output, t, ref_tensors[t]) for k, (v, t) in enumerate(tracked)]
+    for into, j, position, t_index, ref in pairs:
+        o, t, got = model.outputs[position], graph.tensors[t_index], got_outs[position]
         got = _to_source_layout(result, o, got, t.dtype) if got is not None else None
         par = compare(t.name, ref, _rank0_as_source(got, ref), t.quant is not None and ref.dtype.kind in "iu",
                       model.relaxed, tol)

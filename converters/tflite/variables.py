@@ -149,9 +149,31 @@ def lower_variables(source: SourceModel) -> bool:
                 continue
             events.setdefault(handles[n.inputs[0]], []).append(n)
     made_constant = False
+    in_bodies = _keys_in_bodies(source, graph)
     for key, nodes in events.items():
+        if key in in_bodies:  # an IF/WHILE body reads or writes it too: the rewrite would lose that
+            for n in nodes:
+                _refuse(n, f"variable {_label(key)!r} is also used inside an IF/WHILE body, whose reads and "
+                           f"assignments NNAPI cannot carry")
+            continue
         made_constant |= _lower_one(graph, _label(key), nodes, initial.get(key))
     return made_constant
+
+
+def _keys_in_bodies(source: SourceModel, graph: SourceGraph) -> set:
+    """The variables that the IF/WHILE bodies the graph runs (transitively) create handles of."""
+    keys, seen = set(), set()
+    todo = [k for n in graph.nodes for k in n.subgraphs.values()]
+    while todo:
+        k = todo.pop()
+        if k in seen or not 0 <= k < len(source.graphs):
+            continue
+        seen.add(k)
+        for n in source.graphs[k].nodes:
+            if n.op == "VAR_HANDLE":
+                keys.add(_key(n))
+            todo.extend(n.subgraphs.values())
+    return keys
 
 
 def _lower_one(graph: SourceGraph, name: str, nodes: list, initial) -> bool:
@@ -207,7 +229,7 @@ def _lower_one(graph: SourceGraph, name: str, nodes: list, initial) -> bool:
         t = n.outputs[0]
         if t != current:
             _replace_uses(graph, t, current)
-        _fold(n, f"the value of variable {name!r} before the invocation: a state input" if t == first and stateful
+        _fold(n, f"the value of variable {name!r} before the invocation: a state input" if current == first
               else f"reads variable {name!r}: the value assigned before it")
     return False
 

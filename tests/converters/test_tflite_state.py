@@ -250,6 +250,8 @@ def test_parity_steps_sees_a_wrong_initial_value(tmp_path):
     nnapi.save(model, tmp_path / "acc.nnapi")
     report = check(str(path), converted=str(tmp_path / "acc.nnapi"), steps=3)
     assert not report.passed and report.outputs[0].max_abs_error == pytest.approx(1.0)
+    assert report.state_names == ["acc"] and not report.state[0].passed  # the state after each step differs too
+    assert report.as_dict()["state"][0]["variable"] == "acc"
 
 
 def test_partitions_manifest_carries_the_state(tmp_path, capsys):
@@ -275,7 +277,8 @@ def test_coverage_of_a_stateful_model_is_complete(capsys):
     assert "state input" in notes["READ_VARIABLE"] and "state output" in notes["ASSIGN_VARIABLE"]
 
 
-def test_variables_inside_an_if_body_are_reported():
+@pytest.mark.parametrize("main_uses_it", [False, True])
+def test_variables_inside_an_if_body_are_reported(main_uses_it):
     g = GraphBuilder()
     init = g.subgraph("init")
     hi = init.tensor("h", [], "RESOURCE")
@@ -300,11 +303,17 @@ def test_variables_inside_an_if_body_are_reported():
         branches.append(b.index)
     y = g.tensor("y", [2])
     g.op("IF", [cond, x], [y], "IfOptions", then_subgraph_index=branches[0], else_subgraph_index=branches[1])
+    if main_uses_it:  # v := y after the IF, read before it: the body's read must see main's assignment
+        h = g.tensor("h", [], "RESOURCE")
+        g.op("VAR_HANDLE", [], [h], "VarHandleOptions", shared_name="v")
+        g.op("ASSIGN_VARIABLE", [h, y], [], "AssignVariableOptions")
     g.output(y)
     data = g.finish()
     assert _litert_runs(data, [np.array([True]), np.zeros(2, np.float32)])[0].tolist() == [1.0, 1.0]
-    [bad] = convert(data).unsupported
-    assert bad.op == "IF" and "VAR_HANDLE outside the converted subgraph (in an IF/WHILE body)" in bad.reason
+    bad = convert(data).unsupported
+    assert bad[0].op == "IF" and "VAR_HANDLE outside the converted subgraph (in an IF/WHILE body)" in bad[0].reason
+    if main_uses_it:
+        assert bad[1].op == "ASSIGN_VARIABLE" and "also used inside an IF/WHILE body" in bad[1].reason
 
 
 def _if_without_outputs(effect: bool) -> bytes:
