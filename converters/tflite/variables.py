@@ -216,8 +216,10 @@ def _lower_one(graph: SourceGraph, name: str, nodes: list, initial) -> bool:
             for n in nodes:
                 _refuse(n, why)
             return False
-        graph.state.append(StateTensors(name, first, out.index, np.array(initial, dtype=graph.tensors[first].dtype)
-                                        .reshape(graph.tensors[first].shape or ())))
+        before = graph.tensors[first]
+        graph.state.append(StateTensors(name, first, out.index, np.array(initial, dtype=before.dtype)
+                                        .reshape(before.shape or ())))
+        before.shape_signature = None  # a variable keeps the shape it was initialised with: static
     current = first if stateful else None
     for n in nodes:
         if n.op == "ASSIGN_VARIABLE":

@@ -104,7 +104,8 @@ def test_accumulator_state_pair_and_hand_computed_steps():
     assert [n.op for n in result.nodes if n.nnapi_ops] == ["ADD"]
 
 
-@pytest.mark.parametrize("make", [accumulator, lambda: accumulator(reads_after_assign=True), int8_stream,
+@pytest.mark.parametrize("make", [accumulator, lambda: accumulator(reads_after_assign=True),
+                                  lambda: accumulator(dynamic=True), int8_stream,
                                   lambda: variable_uses("RARA"), lambda: variable_uses("RRA"),
                                   lambda: variable_uses("AR"), lambda: variable_uses("R"),
                                   lambda: variable_uses("RAC"[:2])])

@@ -19,9 +19,11 @@ def _init_subgraph(g: GraphBuilder, initial: dict) -> int:
     return init.index
 
 
-def accumulator(shape=(1, 4), dtype=np.float32, initial=None, reads_after_assign=False) -> bytes:
+def accumulator(shape=(1, 4), dtype=np.float32, initial=None, reads_after_assign=False, dynamic=False) -> bytes:
     """y = state + x; state := y  (a running sum). With `reads_after_assign`, a second
-    READ_VARIABLE after the assignment feeds a second output z = 2 * state (the new value)."""
+    READ_VARIABLE after the assignment feeds a second output z = 2 * state (the new value).
+    `dynamic`: the tensors' shape signatures leave the first dimension dynamic."""
+    sig = dict(shape_signature=[-1, *shape[1:]]) if dynamic else {}
     g = GraphBuilder()
     initial = np.full(shape, 0.5, dtype) if initial is None else initial
     init = _init_subgraph(g, {"acc": initial})
@@ -29,9 +31,9 @@ def accumulator(shape=(1, 4), dtype=np.float32, initial=None, reads_after_assign
     x = g.input("x", list(shape), "FLOAT32")
     h = g.tensor("acc_handle", [], "RESOURCE")
     g.op("VAR_HANDLE", [], [h], "VarHandleOptions", shared_name="acc")
-    s = g.tensor("acc_value", list(shape), "FLOAT32")
+    s = g.tensor("acc_value", list(shape), "FLOAT32", **sig)
     g.op("READ_VARIABLE", [h], [s], "ReadVariableOptions")
-    y = g.tensor("y", list(shape), "FLOAT32")
+    y = g.tensor("y", list(shape), "FLOAT32", **sig)
     g.op("ADD", [s, x], [y], "AddOptions")
     g.op("ASSIGN_VARIABLE", [h, y], [], "AssignVariableOptions")
     g.output(y)
