@@ -122,20 +122,31 @@ def run_model(model, inputs: list[np.ndarray]) -> list[np.ndarray]:
 
 
 def cmd_run(args) -> int:
+    from nnapi.state import carry, initial_values, non_state_inputs
     model = _load_nnapi(args.model)
+    if args.steps < 1:
+        raise CliError(f"--steps {args.steps}: at least 1 step")
+    state = initial_values(model)  # {state input position: value} of the next execution
+    given = None
     if args.inputs:
         try:
             data = np.load(args.inputs, allow_pickle=False)
         except (OSError, ValueError) as e:
             raise CliError(f"{args.inputs}: cannot read inputs ({e})")
         names = [model.operands[i].name or f"input{k}" for k, i in enumerate(model.inputs)]
-        missing = [n for n in names if n not in data and f"input{names.index(n)}" not in data]
+        keys = {k: n if n in data else f"input{k}" for k, n in enumerate(names)}
+        missing = [names[k] for k in non_state_inputs(model) if keys[k] not in data]
         if missing:
             raise CliError(f"{args.inputs}: missing arrays for inputs {missing} (have {sorted(data.files)})")
-        inputs = [np.asarray(data[n] if n in data else data[f"input{k}"]) for k, n in enumerate(names)]
-    else:
-        inputs = random_inputs(model, args.seed)
-    outputs = run_model(model, inputs)
+        given = {k: np.asarray(data[key]) for k, key in keys.items() if key in data}
+        state.update({k: v for k, v in given.items() if k in state})  # a state input named: its first value
+    for step in range(args.steps):
+        fresh = given if given is not None else dict(enumerate(random_inputs(model, args.seed + step)))
+        outputs = run_model(model, [state[k] if k in state else fresh[k] for k in range(len(model.inputs))])
+        state = carry(model, outputs)
+    if args.steps > 1 or model.state:
+        print(f"after {args.steps} step(s); state carried: "
+              + (", ".join(f"{v.variable!r} (output {v.output} -> input {v.input})" for v in model.state) or "none"))
     keys = npz_output_keys([model.operands[o].name for o in model.outputs])
     for key, arr in zip(keys, outputs):
         stats = f"min {arr.min():.6g} max {arr.max():.6g} mean {arr.astype(np.float64).mean():.6g}" if arr.size else "empty"
@@ -215,6 +226,9 @@ def cmd_convert(args) -> int:
               f"feature level {m.min_feature_level()} (target {args.feature_level})")
         for name, how in result.io_rewrites.items():
             print(f"  note: model input/output {name!r}: {how}")
+        for v in m.state:
+            print(f"  note: state {v.variable!r}: output {v.output} -> input {v.input} between executions "
+                  f"(initial value stored in the file)")
         return EXIT_OK
     if not args.partial:
         print(f"nnapi convert: {len(result.unsupported)} of {len(result.nodes)} nodes cannot be converted at "
@@ -229,7 +243,9 @@ def _write_partitions(result, out: Path, args) -> int:
     from nnapi.serialize import atomic_write, to_bytes
     graph = result.source.main
     files, manifest = [], {"model": str(args.model), "feature_level": args.feature_level, "partitions": [],
-                           "fallback_nodes": [], "io_rewrites": result.io_rewrites}
+                           "fallback_nodes": [], "io_rewrites": result.io_rewrites,
+                           "state": [{**v, "initial": v["initial"].tolist(), "dtype": v["initial"].dtype.name}
+                                     for v in result.state]}
     blobs = []
     for k, p in enumerate(result.partitions):
         name = f"{out.stem}.part{k}{out.suffix or '.nnapi'}"
@@ -336,7 +352,7 @@ def cmd_parity(args) -> int:
                               layerwise=args.layerwise, partial=args.partial, input_shapes=shapes,
                               atol=args.atol, rtol=args.rtol, max_lsb=args.max_lsb, progress=progress,
                               tolerance=args.tolerance, spread_factor=args.spread_factor,
-                              preprocess=args.preprocess)
+                              preprocess=args.preprocess, steps=args.steps)
     except MissingDependency as e:
         raise CliError(str(e), EXIT_MISSING_DEPENDENCY) from None
     except parity.ParityError as e:
@@ -461,7 +477,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("model", help="the .nnapi model")
     s.add_argument("--inputs", metavar="FILE.npz", help="input arrays keyed by input operand name, or input0, input1, ... (default: seeded random "
                         "inputs in each input's natural range)")
-    s.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
+    s.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0; step k uses seed + k)")
+    s.add_argument("--steps", type=int, default=1, metavar="K",
+                   help="run K consecutive executions, each state output of a stateful model fed to its state input "
+                        "in the next (the first gets the initial values stored in the model; default 1)")
     s.add_argument("-o", "--output", metavar="FILE.npz", help="write the outputs to an .npz file, keyed by output name (or output0, ...); "
                         "a name an earlier output already took gets _1, _2, ... appended")
     s.set_defaults(func=cmd_run)
@@ -536,6 +555,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "--preprocess scale=1/255,mean=0.485:0.456:0.406,std=0.229:0.224:0.225")
     s.add_argument("--seed", type=int, default=0, help="seed of the first random sample (default 0)")
     s.add_argument("--samples", type=int, default=1, metavar="K", help="number of seeded random samples (default 1)")
+    s.add_argument("--steps", type=int, default=1, metavar="K",
+                   help="consecutive invocations per sample, a stateful model's state carried from one to the next "
+                        "(LiteRT keeps its variables: one interpreter invoked K times; default 1)")
     s.add_argument("--layerwise", action="store_true", help="find the first NNAPI operation that diverges")
     s.add_argument("--partial", action="store_true", help="check each NNAPI partition of a partly supported model")
     s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",

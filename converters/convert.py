@@ -62,6 +62,7 @@ class ConversionResult:
     partitions: list = field(default_factory=list)
     fallback_nodes: list = field(default_factory=list)
     io_rewrites: dict = field(default_factory=dict)  # tensor name -> boundary conversion
+    state: list = field(default_factory=list)  # {"variable", "input", "output", "initial"} (tensor names)
     operand_perm: dict = field(default_factory=dict)  # NNAPI operand -> perm: operand = transpose(tensor, perm)
     operation_nodes: list = field(default_factory=list)  # main NNAPI operation index -> source node index
     localization: str = ""   # parity of a saved model: how its operands were matched to source tensors
@@ -136,15 +137,27 @@ def check_input_shapes(source: SourceModel, input_shapes) -> None:
                                   f"{list(known)} (-1 marks the dynamic ones)")
 
 
+# importers may register passes over the source model (e.g. TFLite resource variables -> state), run once
+# after constant folding; a pass returns True when it made tensors constant (folding then runs again)
+SOURCE_PASSES: dict = {}
+
+
 def prepare_source(source: SourceModel, input_shapes=None) -> None:
-    """Fold what is known before run time (once per source model)."""
+    """Fold what is known before run time and run the format's source passes (once per source model)."""
     fold_source(source, lambda g: new_context(source, g, 8, input_shapes))
+    if getattr(source, "passes_done", False):
+        return
+    source.passes_done = True
+    changed = [p(source) for p in SOURCE_PASSES.get(source.format, [])]
+    if any(changed):
+        source.folded = False
+        fold_source(source, lambda g: new_context(source, g, 8, input_shapes))
 
 
 def check_node(source: SourceModel, g: int, node: SourceNode, feature_level: int, input_shapes=None):
     """Supported(min level, emitted op names) or Unsupported for one node at `feature_level`."""
     if node.folded:
-        return Supported(1, [], "folded into constants at conversion")
+        return Supported(1, [], node.fold_note or "folded into constants at conversion")
     ctx = new_context(source, g, feature_level, input_shapes)
     try:
         emitted = run_converter(node, ctx)
@@ -206,7 +219,8 @@ def partition(graph: SourceGraph, results: list) -> tuple[list, list]:
         if all(graph.nodes[k].folded for k in nodes):
             continue  # only constants: nothing for NNAPI to run
         inside = set(nodes)
-        produced = {t for k in nodes for t in graph.nodes[k].outputs}
+        live = [k for k in nodes if not graph.nodes[k].folded]  # folded nodes write constants or nothing
+        produced = {t for k in live for t in graph.nodes[k].outputs}
         inputs, seen = [], set()
         for k in nodes:
             for t in graph.nodes[k].inputs:
@@ -214,8 +228,9 @@ def partition(graph: SourceGraph, results: list) -> tuple[list, list]:
                     seen.add(t)
                     inputs.append(t)
         used_outside = {t for n in graph.nodes if n.index not in inside for t in n.inputs}
-        outputs = [t for k in nodes for t in graph.nodes[k].outputs  # (t < 0: an omitted optional output)
-                   if t >= 0 and (t in used_outside or t in graph.outputs) and not graph.tensors[t].is_constant]
+        used_outside.update(graph.model_outputs)
+        outputs = [t for k in live for t in graph.nodes[k].outputs  # (t < 0: an omitted optional output)
+                   if t >= 0 and t in used_outside and not graph.tensors[t].is_constant]
         if not outputs:
             continue  # dead code: nothing reads what it computes (an NNAPI model needs an output)
         out.append(Partition(nodes, inputs, outputs))
@@ -231,8 +246,8 @@ def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: 
     if subgraph_models is not None:
         ctx.subgraph_models = subgraph_models
     partition = inputs is not None
-    inputs = list(graph.inputs) if inputs is None else inputs
-    outputs = list(graph.outputs) if outputs is None else outputs
+    inputs = graph.model_inputs if inputs is None else inputs
+    outputs = graph.model_outputs if outputs is None else outputs
     for t in inputs:
         try:
             ctx.operand(t)  # model inputs first, in the source order
@@ -261,6 +276,7 @@ def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: 
     fill_unknown_dimensions(model)
     try:
         model.identify_inputs_and_outputs([ctx.operand_of[t] for t in inputs], [ctx.operand_of[t] for t in outputs])
+        model.set_state(model_state(graph, model, inputs, outputs))
         model.finish()
     except NnapiError as e:
         # every node passed its own check, so the source's tensor shapes/types disagree between nodes
@@ -271,6 +287,21 @@ def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: 
         raise ConversionError(f"{graph.name}: {source_of(problems[0], emitted_by)}the converted model does not fit "
                               f"feature level {feature_level}: " + "; ".join(problems[:5]))
     return model, ctx
+
+
+def model_state(graph: SourceGraph, model: nnapi.Model, inputs: list, outputs: list) -> list:
+    """The graph's state variables whose input and output tensors are both among the model's, with
+    the initial value in the input operand's stored form."""
+    from nnapi.state import StateVariable
+
+    from .context import stored
+    out = []
+    for s in graph.state:
+        if s.input in inputs and s.output in outputs:
+            k = inputs.index(s.input)
+            code = model.operands[model.inputs[k]].type.code
+            out.append(StateVariable(s.variable, k, outputs.index(s.output), stored(code, s.initial)))
+    return out
 
 
 def source_of(problem: str, emitted_by: list) -> str:
@@ -307,6 +338,8 @@ def convert_source(source: SourceModel, feature_level: int = 8, input_shapes=Non
     nodes = check_graph(source, feature_level, input_shapes)
     result = ConversionResult(source, feature_level, nodes)
     graph = source.main
+    result.state = [{"variable": s.variable, "input": graph.tensors[s.input].name,
+                     "output": graph.tensors[s.output].name, "initial": s.initial} for s in graph.state]
     if result.complete:
         model, ctx = build_model(source, source.main_index, list(range(len(graph.nodes))), feature_level,
                                  input_shapes)
@@ -315,8 +348,8 @@ def convert_source(source: SourceModel, feature_level: int = 8, input_shapes=Non
         result.operand_perm = dict(ctx.operand_perm)
         result.operation_nodes = [n.index for n in ctx.emitted_by]
         result.io_rewrites = {graph.tensors[t].name: v for t, v in ctx.io_rewrites.items()
-                              if t in graph.inputs or t in graph.outputs}
-        result.partitions = [Partition(list(range(len(graph.nodes))), list(graph.inputs), list(graph.outputs),
+                              if t in graph.model_inputs or t in graph.model_outputs}
+        result.partitions = [Partition(list(range(len(graph.nodes))), graph.model_inputs, graph.model_outputs,
                                        model, result.operand_map)]
         return result
     parts, fallback = partition(graph, nodes)

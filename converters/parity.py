@@ -18,10 +18,11 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 import nnapi
+from nnapi.state import carry
 
-from .convert import ConversionResult, check_input_shapes
+from .convert import ConversionResult, check_input_shapes, prepare_source
 from .load import detect_format, importer
-from .runners import (MissingDependency, ReferenceFailed, from_nnapi_outputs, litert_all_tensors,
+from .runners import (MissingDependency, ReferenceFailed, from_nnapi_outputs, litert_steps,
                       random_array, random_source_inputs, run_litert,
                       run_onnxruntime, run_traced, to_nnapi_inputs)
 from .source_graph import SourceError
@@ -71,6 +72,12 @@ class ParityReport:
     tolerance: Optional[dict] = None     # {"mode": fixed | spread, "why", "references", "factor"}
     whole_model_run: Optional[str] = None  # why the framework could not run the whole model (partitions extracted)
     localization: Optional[str] = None     # --layerwise: how operands were matched to source tensors
+    steps: int = 1
+    # OutputParity per state variable (its value after each step), reported like the layerwise check: the
+    # state is internal to the source model, and LiteRT's optimized kernels round some intermediates one
+    # stored unit differently from its reference kernels, which the state then carries from step to step
+    state: list = field(default_factory=list)
+    state_names: list = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -83,8 +90,8 @@ class ParityReport:
             d = {k: v for k, v in o.__dict__.items() if k != "diffs"}
             outs.append(d)
         d = {"model": self.model, "reference": self.reference, "passed": self.passed, "samples": self.samples,
-             "feature_level": self.feature_level, "outputs": outs, "first_divergence": self.first_divergence,
-             "tolerance": self.tolerance}
+             "steps": self.steps, "feature_level": self.feature_level, "outputs": outs,
+             "first_divergence": self.first_divergence, "tolerance": self.tolerance}
         if self.partitions is not None:
             d["partitions"] = self.partitions
         if self.converted_from:
@@ -93,6 +100,9 @@ class ParityReport:
             d["whole_model_run"] = self.whole_model_run
         if self.localization:
             d["localization"] = self.localization
+        if self.state:
+            d["state"] = [{"variable": v, **{k: x for k, x in o.__dict__.items() if k != "diffs"}}
+                          for v, o in zip(self.state_names, self.state)]
         return d
 
 
@@ -263,34 +273,40 @@ def _rank0_as_source(got: Optional[np.ndarray], ref: np.ndarray) -> Optional[np.
     return got
 
 
-def _reference_run(fmt: str, path: str, data: bytes, graph, inputs, reference: str, want_all: bool):
+def _reference_run(fmt: str, path: str, data: bytes, graph, steps: list, reference: str, want_all: bool):
+    """Per step (outputs, tensors): LiteRT invokes one interpreter on every step, its variables kept."""
     try:
         if fmt == "tflite":
-            return litert_all_tensors(data, inputs, reference, graph)
+            return litert_steps(data, steps, reference, graph)
         names = [t.name for t in graph.tensors if not t.is_constant] if want_all else []
         # the path: external data lies beside it
-        return run_onnxruntime(path, inputs, graph, names, optimized=reference == "onnxruntime-optimized")
+        return [run_onnxruntime(path, inputs, graph, names, optimized=reference == "onnxruntime-optimized")
+                for inputs in steps]
     except ReferenceFailed as e:
         raise ParityError(f"{Path(path).name}: {e}") from None
 
 
 def _inputs_for(graph, inputs_path: Optional[str], seed: int, samples: int, input_shapes,
-                preprocess: Optional[str] = None):
-    """The samples to compare on: seeded random ones, an .npz (a leading sample axis gives several), or
-    a folder of images (converters.datasets)."""
+                preprocess: Optional[str] = None, steps: int = 1):
+    """Per sample, the inputs of each of its steps: seeded random ones (seed + sample * steps + step), an
+    .npz (a leading sample axis gives several samples), or a folder of images (converters.datasets);
+    given inputs feed every step of their sample."""
     from .datasets import DatasetError, image_samples, npz_samples, parse_preprocess
     if inputs_path is None:
         if preprocess:
             raise ParityError("--preprocess applies to a folder of images given with --inputs")
-        return [random_source_inputs(graph, seed + k, input_shapes) for k in range(samples)]
+        return [[random_source_inputs(graph, seed + k * steps + j, input_shapes) for j in range(steps)]
+                for k in range(samples)]
     try:
         if Path(inputs_path).is_dir():
-            return image_samples(Path(inputs_path), graph, input_shapes, parse_preprocess(preprocess))
-        if preprocess:
+            given = image_samples(Path(inputs_path), graph, input_shapes, parse_preprocess(preprocess))
+        elif preprocess:
             raise ParityError("--preprocess applies to a folder of images, not to an .npz")
-        return npz_samples(inputs_path, graph)
+        else:
+            given = npz_samples(inputs_path, graph)
     except DatasetError as e:
         raise ParityError(str(e)) from None
+    return [[arrays] * steps for arrays in given]
 
 
 def _converted_from_file(path: str, source, feature_level: int = 8, model_path: str = "") -> ConversionResult:
@@ -300,9 +316,10 @@ def _converted_from_file(path: str, source, feature_level: int = 8, model_path: 
     graph = source.main
     by_name = {t.name: t.index for t in graph.tensors}
     operand_map = {i: (by_name[o.name], o.name) for i, o in enumerate(model.operands) if o.name in by_name}
-    if len(model.inputs) != len(graph.inputs) or len(model.outputs) != len(graph.outputs):
-        raise ParityError(f"{path}: {len(model.inputs)} inputs / {len(model.outputs)} outputs, the source model "
-                          f"has {len(graph.inputs)} / {len(graph.outputs)}")
+    n_in, n_out = len(graph.model_inputs), len(graph.model_outputs)  # with the state pairs
+    if len(model.inputs) != n_in or len(model.outputs) != n_out or len(model.state) != len(graph.state):
+        raise ParityError(f"{path}: {len(model.inputs)} inputs / {len(model.outputs)} outputs / {len(model.state)} "
+                          f"state variables, the source model has {n_in} / {n_out} / {len(graph.state)}")
     perms = _saved_layout_perms(model, graph, operand_map) if source.format == "onnx" else {}
     result = ConversionResult(source, model.min_feature_level(), [], model=model, operand_map=operand_map,
                               operand_perm=perms)
@@ -377,7 +394,11 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
           layerwise: bool = False, partial: bool = False, input_shapes: Optional[dict] = None,
           atol: Optional[float] = None, rtol: Optional[float] = None, max_lsb: Optional[int] = None,
           progress: Optional[Callable[[int, int], None]] = None, tolerance: Optional[str] = None,
-          spread_factor: float = SPREAD_FACTOR, preprocess: Optional[str] = None) -> ParityReport:
+          spread_factor: float = SPREAD_FACTOR, preprocess: Optional[str] = None, steps: int = 1) -> ParityReport:
+    """`steps`: consecutive invocations per sample, the state of a stateful model carried from one to
+    the next (the reference keeps its variables: one interpreter invoked `steps` times)."""
+    if steps < 1:
+        raise ParityError(f"--steps {steps}: at least 1 step")
     fmt = detect_format(model_path)
     if fmt not in ("tflite", "onnx"):
         raise ParityError(f"{model_path}: parity needs the source model (.tflite or .onnx)")
@@ -387,6 +408,7 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
     imp = importer(fmt)
     source = imp.read(model_path)
     check_input_shapes(source, input_shapes)
+    prepare_source(source, input_shapes)  # state variables, as the conversion sees them
     data = Path(model_path).read_bytes()
     if converted:
         result = _converted_from_file(converted, source, feature_level, model_path)
@@ -400,7 +422,7 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
                               f"nothing to compare", exit_code=2)
     graph = source.main
     tol = {"atol": atol, "rtol": rtol, "max_lsb": max_lsb}
-    steps = dequantized_steps(graph)
+    dq_steps = dequantized_steps(graph)
     if tolerance not in (None, "fixed", "spread"):
         raise ParityError(f"--tolerance {tolerance!r}: use fixed or spread")
     mode, why = choose_tolerance(tolerance, fmt, graph)
@@ -410,22 +432,26 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
         tol["spread_source"] = ", ".join([reference] + others)
     report = ParityReport(Path(model_path).name, reference, 0, [],
                           feature_level=result.feature_level if converted else feature_level,
-                          converted_from=converted)
+                          converted_from=converted, steps=steps)
     report.tolerance = {"mode": mode, "why": why}
     if mode == "spread":
         report.tolerance.update(references=[reference] + others, factor=spread_factor)
     try:
-        sample_inputs = _inputs_for(graph, inputs, seed, samples, input_shapes, preprocess)
+        sample_inputs = _inputs_for(graph, inputs, seed, samples, input_shapes, preprocess, steps)
     except ValueError as e:
         raise ParityError(str(e)) from None
     report.samples = len(sample_inputs)
-    for k, ins in enumerate(sample_inputs):
+    for k, sample in enumerate(sample_inputs):
         if progress:
             progress(k, len(sample_inputs))
         want_all = layerwise or (result.model is None)
         try:
-            ref_outs, ref_tensors = _reference_run(fmt, model_path, data, graph, ins, reference, want_all)
+            ref_runs = _reference_run(fmt, model_path, data, graph, sample, reference, want_all)
         except ParityError as whole_run_failed:
+            if steps > 1:
+                raise ParityError(f"{whole_run_failed}; --steps needs the framework to run the whole model") \
+                    from None
+            ins = sample[0]
             report.whole_model_run = str(whole_run_failed)
             if result.model is not None:
                 # converted whole, but the framework lacks a custom operator: check the segments it can run
@@ -445,17 +471,18 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
             except ParityError as e:
                 raise ParityError(f"{whole_run_failed}; {e}") from None
             continue
-        spreads = None
+        spreads_per_step = None
         if others:
-            runs = [(ref_outs, ref_tensors)]
+            other_runs = []
             for r in list(others):
                 try:
-                    runs.append(_reference_run(fmt, model_path, data, graph, ins, r, want_all))
+                    other_runs.append(_reference_run(fmt, model_path, data, graph, sample, r, want_all))
                 except ParityError as e:   # a kernel set that cannot run this model is left out of the spread
                     others.remove(r)
                     report.tolerance.setdefault("unavailable", {})[r] = str(e)
             if others:
-                spreads = framework_spread(runs, graph)
+                spreads_per_step = [framework_spread([ref_runs[j]] + [o[j] for o in other_runs], graph)
+                                    for j in range(len(sample))]
                 report.tolerance["references"] = [reference] + others
                 tol["spread_source"] = ", ".join([reference] + others)
             else:              # no second kernel set runs the model: judge by the fixed rule
@@ -464,18 +491,17 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
                                     "unavailable": report.tolerance.get("unavailable", {})}
                 for key in ("spread_factor", "spread_source"):
                     tol.pop(key, None)
-        if result.model is None:
-            report.partitions = _check_partitions(result, ref_tensors, tol, report.partitions, spreads)
-            continue
-        got_outs, trace = run_traced(result.model, to_nnapi_inputs(result, ins))
-        for j, (o, ref) in enumerate(zip(result.model.outputs, ref_outs)):
-            t = graph.tensors[graph.outputs[j]]
-            got = _to_source_layout(result, o, got_outs[j], t.dtype) if got_outs[j] is not None else None
-            par = compare(t.name, ref, _rank0_as_source(got, ref), t.quant is not None and ref.dtype.kind in "iu",
-                          result.model.relaxed, tolerance_for(tol, steps, graph.outputs[j], spreads))
-            report.outputs[j:j + 1] = [_merge(report.outputs[j], par) if j < len(report.outputs) else par]
-        if layerwise and report.first_divergence is None:
-            report.first_divergence = first_divergence(result, trace, ref_tensors, tol, spreads)
+        state = None  # the converted model's state: initial values first, then what each step left
+        for j, (ins, (ref_outs, ref_tensors)) in enumerate(zip(sample, ref_runs)):
+            spreads = spreads_per_step[j] if spreads_per_step else None
+            if result.model is None:
+                report.partitions = _check_partitions(result, ref_tensors, tol, report.partitions, spreads)
+                continue
+            got_outs, trace = run_traced(result.model, to_nnapi_inputs(result, ins, state=state))
+            state = carry(result.model, got_outs)
+            _compare_outputs(report, result, graph, got_outs, ref_outs, ref_tensors, tol, dq_steps, spreads)
+            if layerwise and report.first_divergence is None:
+                report.first_divergence = first_divergence(result, trace, ref_tensors, tol, spreads)
     if layerwise and result.model is not None:
         report.localization = _localization(report, result)
     return report
@@ -495,6 +521,24 @@ def _localization(report: "ParityReport", result: ConversionResult) -> str:
         return how + "; every mapped intermediate tensor is within its tolerance"
     return how + ("; every intermediate tensor that maps to a source tensor is within its tolerance: the "
                   "difference appears only at the outputs")
+
+
+def _compare_outputs(report: ParityReport, result: ConversionResult, graph, got_outs, ref_outs, ref_tensors,
+                     tol, dq_steps: dict, spreads: Optional[dict]) -> None:
+    """Fold one invocation's outputs into the report, and each state variable's value after it (the state
+    output, against the reference's tensor of the value it assigned)."""
+    model = result.model
+    pairs = [(report.outputs, j, j, graph.outputs[j], ref) for j, ref in enumerate(ref_outs[:len(model.outputs)])]
+    tracked = [(v, result.operand_map.get(model.outputs[v.output], (None,))[0]) for v in model.state]
+    tracked = [(v, t) for v, t in tracked if t in ref_tensors]  # the reference's tensor of the assigned value
+    report.state_names = [v.variable for v, _ in tracked]
+    pairs += [(report.state, k, v.output, t, ref_tensors[t]) for k, (v, t) in enumerate(tracked)]
+    for into, j, position, t_index, ref in pairs:
+        o, t, got = model.outputs[position], graph.tensors[t_index], got_outs[position]
+        got = _to_source_layout(result, o, got, t.dtype) if got is not None else None
+        par = compare(t.name, ref, _rank0_as_source(got, ref), t.quant is not None and ref.dtype.kind in "iu",
+                      model.relaxed, tolerance_for(tol, dq_steps, t_index, spreads))
+        into[j:j + 1] = [_merge(into[j], par) if j < len(into) else par]
 
 
 def first_divergence(result: ConversionResult, trace: dict, ref_tensors: dict, tol: dict,
@@ -682,7 +726,11 @@ def _check_segments(result: ConversionResult, fmt: str, model_path: str, data: b
             entry["outputs"][j:j + 1] = [{kk: v for kk, v in par.__dict__.items() if kk != "diffs"}]
             entry["passed"] = entry["passed"] and entry["outputs"][j]["passed"]
         out[k] = entry
-    return [e for e in out if e is not None]
+    checked = [e for e in out if e is not None]
+    if not checked:
+        raise ParityError(f"{why}; no run of the model's other nodes is left to check on its own "
+                          f"(try --reference litert-xnnpack, which runs some custom operators)")
+    return checked
 
 
 class _Outputs:

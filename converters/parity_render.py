@@ -11,16 +11,18 @@ import numpy as np
 def render_text(report) -> str:
     d = report.as_dict()
     lines = [f"{d['model']}: {'PASS' if d['passed'] else 'MISMATCH'} against {d['reference']} "
-             f"({d['samples']} sample{'s' if d['samples'] != 1 else ''}, feature level {d['feature_level']})"]
+             f"({d['samples']} sample{'s' if d['samples'] != 1 else ''}"
+             f"{' of ' + str(d['steps']) + ' steps' if d.get('steps', 1) > 1 else ''}, feature level {d['feature_level']})"]
     t = d.get("tolerance")
     if t:
         lines.append(f"  tolerance: {t['mode']} ({t['why']})" + (
             f"; spread over {', '.join(t['references'])}, factor {t['factor']:g}" if t.get("references") else ""))
-    for o in d["outputs"]:
+    for o in d["outputs"] + d.get("state", []):
         extra = _lsb_text(o)
-        lines.append(f"  output {o['name']!r} {o['dtype']}{o['shape']}: max |diff| {o['max_abs_error']:.3g} "
+        what = f"state {o['variable']!r} ({o['name']!r})" if "variable" in o else f"output {o['name']!r}"
+        lines.append(f"  {what} {o['dtype']}{o['shape']}: max |diff| {o['max_abs_error']:.3g} "
                      f"(allowed {o['allowed']:.3g}), max rel {o['max_rel_error']:.3g}, mean {o['mean_abs_error']:.3g}, "
-                     f"cosine {o['cosine']:.6f}{extra} -> {'ok' if o['passed'] else 'MISMATCH'}")
+                     f"cosine {o['cosine']:.6f}{extra} -> {'ok' if o['passed'] else state_verdict(o)}")
         if o.get("tolerance"):
             lines.append(f"    tolerance: {o['tolerance']}")
     fd = d["first_divergence"]
@@ -57,6 +59,11 @@ def node_ranges(nodes: list) -> str:
     return ", ".join(parts)
 
 
+def state_verdict(o: dict) -> str:
+    """A state value beyond the tolerance is reported, not failed (see ParityReport.state)."""
+    return "beyond the output tolerance (state: reported, not gating)" if "variable" in o else "MISMATCH"
+
+
 def _lsb_text(o: dict) -> str:
     h = o["lsb_histogram"]
     return "" if h is None else f", stored-unit diffs 0:{h['0']} 1:{h['1']} 2:{h['2']} >2:{h['>2']}"
@@ -90,7 +97,7 @@ def render_html(report) -> str:
     d = report.as_dict()
     esc = html.escape
     parts = [f"<h1>Parity: {esc(d['model'])}</h1>",
-             f"<p>{'PASS' if d['passed'] else 'MISMATCH'} against {esc(d['reference'])}, {d['samples']} sample(s)</p>"]
+             f"<p>{'PASS' if d['passed'] else 'MISMATCH'} against {esc(d['reference'])}, {d['samples']} sample(s) of {d.get('steps', 1)} step(s)</p>"]
     for o, raw in zip(d["outputs"], report.outputs):
         parts.append(f"<h2>{esc(o['name'])} {esc(o['dtype'])}{esc(str(o['shape']))}: "
                      f"{'ok' if o['passed'] else 'MISMATCH'}</h2>"

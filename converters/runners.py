@@ -45,14 +45,16 @@ def litert_interpreter(model_bytes: bytes, reference: str = "litert", threads: i
         raise ReferenceFailed(f"LiteRT could not load the model: {str(e).strip().splitlines()[0][:300]}") from None
 
 
-def _invoke(it, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Run LiteRT interpreter `it` on `inputs` (inputs resized to their shapes); copies of its outputs."""
+def _invoke(it, inputs: Sequence[np.ndarray], allocate: bool = True) -> list[np.ndarray]:
+    """Run LiteRT interpreter `it` on `inputs` (inputs resized to their shapes); copies of its outputs.
+    `allocate=False` invokes an interpreter allocated before as it is (its variables kept)."""
     details = it.get_input_details()
     try:
-        for d, x in zip(details, inputs):
-            if tuple(d["shape"]) != tuple(np.shape(x)):
-                it.resize_tensor_input(d["index"], list(np.shape(x)))
-        it.allocate_tensors()
+        if allocate:
+            for d, x in zip(details, inputs):
+                if tuple(d["shape"]) != tuple(np.shape(x)):
+                    it.resize_tensor_input(d["index"], list(np.shape(x)))
+            it.allocate_tensors()
         for d, x in zip(details, inputs):
             it.set_tensor(d["index"], np.asarray(x, dtype=d["dtype"]))
         it.invoke()
@@ -65,12 +67,18 @@ def run_litert(model_bytes: bytes, inputs: Sequence[np.ndarray], reference: str 
     return _invoke(litert_interpreter(model_bytes, reference), inputs)
 
 
-def to_nnapi_inputs(result, inputs: Sequence[np.ndarray], model=None) -> list[np.ndarray]:
-    """Apply the boundary conversions the converter documented (int8 -> uint8 below level 4)."""
+def to_nnapi_inputs(result, inputs: Sequence[np.ndarray], model=None, state: Optional[dict] = None) \
+        -> list[np.ndarray]:
+    """Apply the boundary conversions the converter documented (int8 -> uint8 below level 4). For a model
+    with state (nnapi/state.py), `inputs` are the source model's and the state inputs come from `state`
+    ({input position: value}, as nnapi.state.carry gives it), by default their initial values."""
+    from nnapi.state import full_inputs, initial_values, non_state_inputs
     model = model or result.model
+    with_state = bool(model.state) and len(inputs) < len(model.inputs)
+    operands = [model.inputs[k] for k in non_state_inputs(model)] if with_state else model.inputs
     perms = getattr(result, "operand_perm", {}) or {}
     out = []
-    for k, x in zip(model.inputs, inputs):
+    for k, x in zip(operands, inputs):
         t = model.operands[k].type
         x = np.asarray(x)
         if k in perms:
@@ -79,7 +87,7 @@ def to_nnapi_inputs(result, inputs: Sequence[np.ndarray], model=None) -> list[np
         if x.ndim == 0 and t.is_tensor:
             x = x.reshape(1)  # rank-0 source tensors are [1] in NNAPI (see ConversionContext.shape)
         out.append(x.astype(t.dtype) if x.dtype != t.dtype else x)
-    return out
+    return full_inputs(model, out, initial_values(model) if state is None else state) if with_state else out
 
 
 def from_nnapi_outputs(source_dtypes: Sequence, outputs: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -149,15 +157,36 @@ def run_traced(model, inputs: Sequence[np.ndarray]) -> tuple[list[np.ndarray], d
     return [None if v is None else v.array for v in outs], main
 
 
+# tensors holding handles (resource variables, hash tables, TensorList variants): LiteRT's get_tensor
+# crashes the process on them, and they hold no values to compare
+_HANDLE_TYPES = ("RESOURCE", "VARIANT")
+
+
 def litert_all_tensors(model_bytes: bytes, inputs: Sequence[np.ndarray], reference: str = "litert",
                        graph=None) -> tuple[list[np.ndarray], dict]:
     """LiteRT outputs and every tensor of the main subgraph (preserve_all_tensors): {tensor index: array}."""
+    return litert_steps(model_bytes, [inputs], reference, graph)[0]
+
+
+def litert_steps(model_bytes: bytes, steps: Sequence[Sequence[np.ndarray]], reference: str = "litert",
+                 graph=None) -> list[tuple[list[np.ndarray], dict]]:
+    """`litert_all_tensors` for consecutive invocations of one interpreter on the inputs of each step, its
+    resource variables carried from one to the next: per step (outputs, {tensor index: array})."""
     it = litert_interpreter(model_bytes, reference, preserve_all_tensors=True)
-    outs = _invoke(it, inputs)
+    return [_all_tensors(it, _invoke(it, inputs, allocate=k == 0), graph, reference)
+            for k, inputs in enumerate(steps)]
+
+
+def _all_tensors(it, outs: list, graph, reference: str) -> tuple[list[np.ndarray], dict]:
     tensors = {}
-    count = len(graph.tensors) if graph is not None else len(it.get_tensor_details())
-    kept = range(count) if reference != "litert-xnnpack" else _xnnpack_written(it, count)
-    for i in kept:
+    if graph is not None:
+        indexes = [t.index for t in graph.tensors if getattr(t, "tflite_type", None) not in _HANDLE_TYPES]
+    else:
+        indexes = [d["index"] for d in it.get_tensor_details() if d["dtype"] != np.object_]
+    if reference == "litert-xnnpack":
+        written = set(_xnnpack_written(it, max(indexes, default=-1) + 1))
+        indexes = [i for i in indexes if i in written]
+    for i in indexes:
         try:
             tensors[i] = it.get_tensor(i).copy()
         except ValueError:
