@@ -352,7 +352,7 @@ def cmd_parity(args) -> int:
                               layerwise=args.layerwise, partial=args.partial, input_shapes=shapes,
                               atol=args.atol, rtol=args.rtol, max_lsb=args.max_lsb, progress=progress,
                               tolerance=args.tolerance, spread_factor=args.spread_factor,
-                              preprocess=args.preprocess, steps=args.steps)
+                              preprocess=args.preprocess, steps=args.steps, local=args.local or None)
     except MissingDependency as e:
         raise CliError(str(e), EXIT_MISSING_DEPENDENCY) from None
     except parity.ParityError as e:
@@ -559,6 +559,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="consecutive invocations per sample, a stateful model's state carried from one to the next "
                         "(LiteRT keeps its variables: one interpreter invoked K times; default 1)")
     s.add_argument("--layerwise", action="store_true", help="find the first NNAPI operation that diverges")
+    s.add_argument("--local", action="store_true",
+                   help="judge every NNAPI operation on its own: fed the framework's tensors for its inputs, "
+                        "compared with the framework's outputs (LiteRT's reference kernels for .tflite, whose "
+                        "arithmetic NNAPI's quantized operations share; onnxruntime for .onnx). This is the "
+                        "default verdict for quantized models (each operation within one stored unit; the "
+                        "end-to-end drift is reported beside it); --max-lsb makes the end-to-end error the rule "
+                        "again. JSON: local, verdict")
     s.add_argument("--partial", action="store_true", help="check each NNAPI partition of a partly supported model")
     s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
                    help="pin an input's dimensions, e.g. input=1,224,224,3 (repeatable)")

@@ -26,6 +26,7 @@ from .runners import (MissingDependency, ReferenceFailed, from_nnapi_outputs, li
                       random_array, random_source_inputs, run_litert,
                       run_onnxruntime, run_traced, to_nnapi_inputs)
 from .source_graph import SourceError
+from .parity_local import LOCAL_REFERENCES, drift_line, drift_summary, local_check
 from .tolerance import SPREAD_FACTOR, SPREAD_MIN_OPERATIONS, allowed_error, within_tolerance
 
 
@@ -72,6 +73,8 @@ class ParityReport:
     tolerance: Optional[dict] = None     # {"mode": fixed | spread, "why", "references", "factor"}
     whole_model_run: Optional[str] = None  # why the framework could not run the whole model (partitions extracted)
     localization: Optional[str] = None     # --layerwise: how operands were matched to source tensors
+    local: Optional[list] = None           # --local / quantized default: per-operation errors (parity_local)
+    verdict: Optional[dict] = None         # {"rule": "local" | "end-to-end", "why"}
     steps: int = 1
     # OutputParity per state variable (its value after each step), reported like the layerwise check: the
     # state is internal to the source model, and LiteRT's optimized kernels round some intermediates one
@@ -82,6 +85,8 @@ class ParityReport:
     @property
     def passed(self) -> bool:
         parts_ok = all(p["passed"] for p in self.partitions) if self.partitions else True
+        if self.verdict and self.verdict["rule"] == "local":
+            return bool(self.local) and all(e["passed"] for e in self.local) and parts_ok
         return all(o.passed for o in self.outputs) and parts_ok
 
     def as_dict(self) -> dict:
@@ -100,6 +105,10 @@ class ParityReport:
             d["whole_model_run"] = self.whole_model_run
         if self.localization:
             d["localization"] = self.localization
+        if self.local is not None:
+            d["local"] = self.local
+        if self.verdict:
+            d["verdict"] = self.verdict
         if self.state:
             d["state"] = [{"variable": v, **{k: x for k, x in o.__dict__.items() if k != "diffs"}}
                           for v, o in zip(self.state_names, self.state)]
@@ -394,7 +403,8 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
           layerwise: bool = False, partial: bool = False, input_shapes: Optional[dict] = None,
           atol: Optional[float] = None, rtol: Optional[float] = None, max_lsb: Optional[int] = None,
           progress: Optional[Callable[[int, int], None]] = None, tolerance: Optional[str] = None,
-          spread_factor: float = SPREAD_FACTOR, preprocess: Optional[str] = None, steps: int = 1) -> ParityReport:
+          spread_factor: float = SPREAD_FACTOR, preprocess: Optional[str] = None, steps: int = 1,
+          local: Optional[bool] = None) -> ParityReport:
     """`steps`: consecutive invocations per sample, the state of a stateful model carried from one to
     the next (the reference keeps its variables: one interpreter invoked `steps` times)."""
     if steps < 1:
@@ -436,6 +446,12 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
     report.tolerance = {"mode": mode, "why": why}
     if mode == "spread":
         report.tolerance.update(references=[reference] + others, factor=spread_factor)
+    rule, rule_why = _verdict_rule(local, max_lsb, graph, result)
+    report.verdict = {"rule": rule, "why": rule_why}
+    local_reference = LOCAL_REFERENCES[fmt]
+    if rule == "local" or local:
+        report.local = []
+        report.verdict["local_reference"] = local_reference
     try:
         sample_inputs = _inputs_for(graph, inputs, seed, samples, input_shapes, preprocess, steps)
     except ValueError as e:
@@ -444,7 +460,7 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
     for k, sample in enumerate(sample_inputs):
         if progress:
             progress(k, len(sample_inputs))
-        want_all = layerwise or (result.model is None)
+        want_all = layerwise or result.model is None or report.local is not None
         try:
             ref_runs = _reference_run(fmt, model_path, data, graph, sample, reference, want_all)
         except ParityError as whole_run_failed:
@@ -491,6 +507,13 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
                                     "unavailable": report.tolerance.get("unavailable", {})}
                 for key in ("spread_factor", "spread_source"):
                     tol.pop(key, None)
+        local_cache: dict = {}
+
+        def local_runs_for(k: int, sample) -> list:   # the local reference's tensors, one run per sample
+            if k not in local_cache:
+                local_cache.clear()
+                local_cache[k] = _reference_run(fmt, model_path, data, graph, sample, local_reference, True)
+            return local_cache[k]
         state = None  # the converted model's state: initial values first, then what each step left
         for j, (ins, (ref_outs, ref_tensors)) in enumerate(zip(sample, ref_runs)):
             spreads = spreads_per_step[j] if spreads_per_step else None
@@ -500,11 +523,36 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
             got_outs, trace = run_traced(result.model, to_nnapi_inputs(result, ins, state=state))
             state = carry(result.model, got_outs)
             _compare_outputs(report, result, graph, got_outs, ref_outs, ref_tensors, tol, dq_steps, spreads)
+            if report.local is not None:
+                local_tensors = ref_tensors if local_reference == reference else local_runs_for(k, sample)[j][1]
+                report.local = local_check(result, trace, local_tensors, tol, dq_steps, local_reference,
+                                           report.local)
             if layerwise and report.first_divergence is None:
                 report.first_divergence = first_divergence(result, trace, ref_tensors, tol, spreads)
     if layerwise and result.model is not None:
         report.localization = _localization(report, result)
+    if report.verdict["rule"] == "local":
+        if not report.local:
+            report.verdict = {"rule": "end-to-end", "why": "no operation could be judged locally"}
+        else:
+            report.verdict["drift"] = drift_summary(report.outputs)
+            report.verdict["summary"] = drift_line(report.local, report.verdict["drift"], report.samples)
     return report
+
+
+def _verdict_rule(local: Optional[bool], max_lsb: Optional[int], graph, result) -> tuple[str, str]:
+    """local for quantized models (each operation within one stored unit of the kernels that share NNAPI's
+    arithmetic; end-to-end drift reported), end-to-end otherwise or when --max-lsb asks for it."""
+    if result.model is None:
+        return "end-to-end", "partitions are judged at their outputs"
+    if max_lsb is not None:
+        return "end-to-end", "--max-lsb makes the end-to-end error the rule"
+    if local is False:
+        return "end-to-end", "--no-local"
+    if not _is_float_model(graph):
+        return "local", ("default for quantized models: every operation within one stored unit of the kernels "
+                         "that share NNAPI's arithmetic; the end-to-end drift is reported beside it")
+    return "end-to-end", "default for float models" + ("; --local reports each operation" if local else "")
 
 
 def _localization(report: "ParityReport", result: ConversionResult) -> str:

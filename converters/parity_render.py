@@ -25,6 +25,18 @@ def render_text(report) -> str:
                      f"cosine {o['cosine']:.6f}{extra} -> {'ok' if o['passed'] else state_verdict(o)}")
         if o.get("tolerance"):
             lines.append(f"    tolerance: {o['tolerance']}")
+    v = d.get("verdict")
+    if v and v["rule"] == "local":
+        lines.append(f"  verdict: each operation on its own against {v['local_reference']} ({v['why'].split(':')[0]}): "
+                     f"{v.get('summary', '')}")
+    if d.get("local"):
+        worst = sorted(d["local"], key=lambda e: (e["passed"], -(e["max_units"] if e["max_units"] is not None
+                                                                 else e["max_abs_error"])))[:10]
+        lines.append(f"  local errors (worst {len(worst)} of {len(d['local'])} operations):")
+        for e in worst:
+            err = f"{e['max_units']:g} unit(s)" if e["max_units"] is not None else f"{e['max_abs_error']:.3g}"
+            lines.append(f"    operation {e['operation_index']} {e['nnapi_op']} -> {e['source_tensor']!r}: {err} "
+                         f"(allowed {e['allowed']:.3g}) -> {'ok' if e['passed'] else 'MISMATCH'}")
     fd = d["first_divergence"]
     if d.get("localization"):
         lines.append(f"  layerwise: {d['localization']}")

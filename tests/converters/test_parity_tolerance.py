@@ -143,7 +143,7 @@ def _with_constant(model, index, value):
         m.add_operand(o.type, name=o.name)
     for i, o in enumerate(model.operands):
         if o.channel_quant is not None:
-            m.set_operand_symm_per_channel_quant_params(i, o.channel_quant)
+            m.set_operand_symm_per_channel_quant_params(i, o.channel_quant.scales, o.channel_quant.channel_dim)
         if i == index:
             m.set_operand_value(i, value)
         elif o.value is not None:
