@@ -309,25 +309,31 @@ def cmd_coverage(args) -> int:
 
 
 def _map_with_progress(fn, arg_tuples, jobs: int) -> list:
-    """Run fn over the arguments (in worker processes when jobs > 1), showing progress on a terminal."""
+    """Run fn over the arguments (in worker processes when jobs > 1), with a tqdm bar on a terminal."""
     total = len(arg_tuples)
-    show = sys.stderr.isatty() and total > 1
     results = [None] * total
-    if jobs <= 1 or total <= 1:
-        for k, a in enumerate(arg_tuples):
-            results[k] = fn(*a)
-            if show:
-                print(f"\r[{k + 1}/{total}] {a[0]}", end="", file=sys.stderr, flush=True)
-    else:
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(fn, *a): k for k, a in enumerate(arg_tuples)}
-            for done, fut in enumerate(as_completed(futures), 1):
-                results[futures[fut]] = fut.result()
-                if show:
-                    print(f"\r[{done}/{total}]", end="", file=sys.stderr, flush=True)
-    if show:
-        print(file=sys.stderr)
+    bar = None
+    if sys.stderr.isatty() and total > 1:
+        from tqdm import tqdm
+        bar = tqdm(total=total, unit="model", file=sys.stderr, leave=False)
+    try:
+        if jobs <= 1 or total <= 1:
+            for k, a in enumerate(arg_tuples):
+                results[k] = fn(*a)
+                if bar is not None:
+                    bar.set_postfix_str(Path(a[0]).name)
+                    bar.update(1)
+        else:
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                futures = {pool.submit(fn, *a): k for k, a in enumerate(arg_tuples)}
+                for fut in as_completed(futures):
+                    results[futures[fut]] = fut.result()
+                    if bar is not None:
+                        bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
     return results
 
 
