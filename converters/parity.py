@@ -75,6 +75,7 @@ class ParityReport:
     localization: Optional[str] = None     # --layerwise: how operands were matched to source tensors
     local: Optional[list] = None           # --local / quantized default: per-operation errors (parity_local)
     verdict: Optional[dict] = None         # {"rule": "local" | "end-to-end", "why"}
+    layers: Optional[list] = None          # --layerwise: every mapped operation's error, execution order
     steps: int = 1
     # OutputParity per state variable (its value after each step), reported like the layerwise check: the
     # state is internal to the source model, and LiteRT's optimized kernels round some intermediates one
@@ -107,6 +108,8 @@ class ParityReport:
             d["localization"] = self.localization
         if self.local is not None:
             d["local"] = self.local
+        if self.layers is not None:
+            d["layers"] = self.layers
         if self.verdict:
             d["verdict"] = self.verdict
         if self.state:
@@ -527,8 +530,11 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
                 local_tensors = ref_tensors if local_reference == reference else local_runs_for(k, sample)[j][1]
                 report.local = local_check(result, trace, local_tensors, tol, dq_steps, local_reference,
                                            report.local)
-            if layerwise and report.first_divergence is None:
-                report.first_divergence = first_divergence(result, trace, ref_tensors, tol, spreads)
+            if layerwise:
+                layers: list = []
+                found = first_divergence(result, trace, ref_tensors, tol, spreads, layers)
+                report.first_divergence = report.first_divergence or found
+                report.layers = _merge_layers(report.layers, layers)
     if layerwise and result.model is not None:
         report.localization = _localization(report, result)
     if report.verdict["rule"] == "local":
@@ -589,13 +595,28 @@ def _compare_outputs(report: ParityReport, result: ConversionResult, graph, got_
         into[j:j + 1] = [_merge(into[j], par) if j < len(into) else par]
 
 
+def _merge_layers(old: Optional[list], new: list) -> list:
+    """Per operation, the worst error over samples and steps (and the allowed error that went with it)."""
+    if not old:
+        return new
+    by_op = {e["operation_index"]: e for e in old}
+    for e in new:
+        prev = by_op.get(e["operation_index"])
+        if prev is None or e["max_abs_error"] > prev["max_abs_error"] or not e["passed"]:
+            by_op[e["operation_index"]] = dict(e, passed=e["passed"] and (prev is None or prev["passed"]))
+    return [by_op[k] for k in dict.fromkeys(e["operation_index"] for e in old + new)]
+
+
 def first_divergence(result: ConversionResult, trace: dict, ref_tensors: dict, tol: dict,
-                     spreads: Optional[dict] = None) -> Optional[dict]:
-    """The first operation (execution order) whose output mirrors a source tensor and leaves the tolerance."""
+                     spreads: Optional[dict] = None, layers: Optional[list] = None) -> Optional[dict]:
+    """The first operation (execution order) whose output mirrors a source tensor and leaves the tolerance.
+    With `layers`, every such operation's error is appended to it, in execution order (the search then
+    goes on past the first divergence)."""
     from nnapi.validate import execution_order
     model, graph = result.model, result.source.main
     steps = dequantized_steps(graph)
     errors: dict[int, float] = {}
+    found = None
     for k in execution_order(model):
         op = model.operations[k]
         for o in op.outputs:
@@ -611,12 +632,17 @@ def first_divergence(result: ConversionResult, trace: dict, ref_tensors: dict, t
                           t.quant is not None and ref.dtype.kind in "iu", model.relaxed,
                           tolerance_for(tol, steps, t_index, spreads))
             errors[o] = par.max_abs_error
-            if not par.passed:
+            if layers is not None:
+                layers.append({"operation_index": k, "nnapi_op": op.code.name, "source_tensor": t_name,
+                               "max_abs_error": par.max_abs_error, "allowed": par.allowed, "passed": par.passed})
+            if not par.passed and found is None:
                 ins = [{"operand": i, "source_tensor": result.operand_map[i][1], "max_abs_error": errors[i]}
                        for i in op.inputs if i in errors]
-                return {"operation_index": k, "nnapi_op": op.code.name, "source_tensor": t_name,
-                        "max_abs_error": par.max_abs_error, "allowed": par.allowed, "inputs": ins}
-    return None
+                found = {"operation_index": k, "nnapi_op": op.code.name, "source_tensor": t_name,
+                         "max_abs_error": par.max_abs_error, "allowed": par.allowed, "inputs": ins}
+                if layers is None:
+                    return found
+    return found
 
 
 def _check_partitions(result: ConversionResult, ref_tensors: dict, tol: dict, previous,
