@@ -39,9 +39,9 @@ SPATIAL = {"Conv", "ConvTranspose", "AveragePool", "MaxPool", "GlobalAveragePool
 FOLLOW = {"Relu", "Clip", "Sigmoid", "Tanh", "Floor", "Abs", "Exp", "Log", "Neg", "Sin", "Sqrt", "Elu",
           "LeakyRelu", "Identity", "Dropout", "Cast", "QuantizeLinear", "DequantizeLinear", "QLinearSigmoid",
           "BatchNormalization", "Split", "Slice", "Pad", "Softmax",
-          # elementwise compositions (ops/extra_activation.py, ops/compare.py)
-          "HardSigmoid", "HardSwish", "Gelu", "Softplus", "Softsign", "Selu", "Celu", "ThresholdedRelu",
-          "Reciprocal", "Ceil", "Sign", "Round", "Not"}
+          # elementwise compositions (ops/extra_activation.py, ops/erf.py, ops/compare.py)
+          "HardSigmoid", "HardSwish", "Gelu", "Erf", "Mish", "Softplus", "Softsign", "Selu", "Celu",
+          "ThresholdedRelu", "Reciprocal", "Ceil", "Sign", "Round", "Not"}
 # several activation inputs of one rank, broadcast or joined: all take one layout
 BROADCAST = {"Add", "Sub", "Mul", "Div", "Pow", "PRelu", "Min", "Max", "Sum", "Mean", "QLinearAdd",
              "QLinearMul", "Concat", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",

@@ -411,8 +411,6 @@ EXCLUDED: dict = {
     'test_equal_uint16': ('operand_type', "tensor 'x' has type uint16, which NNAPI has no type for"),
     'test_equal_uint32': ('operand_type', "tensor 'x' has type uint32, which NNAPI has no type for"),
     'test_equal_uint64': ('operand_type', "tensor 'x' has type uint64, which NNAPI has no type for"),
-    'test_gelu_default_1': ('unsupported_attribute', 'approximate="none" needs erf, which NNAPI has no operation '),
-    'test_gelu_default_2': ('unsupported_attribute', 'approximate="none" needs erf, which NNAPI has no operation '),
     'test_gemm_default_matrix_bias': ('unsupported_attribute', 'C of shape [3, 4] is not one bias per output colu'),
     'test_greater_equal_int16': ('quantization_type', "tensor 'x' is int16 without per-tensor quantization"),
     'test_greater_equal_int8': ('quantization_type', "tensor 'x' is int8 without quantization parameters"),
