@@ -38,7 +38,7 @@ SPATIAL = {"Conv", "ConvTranspose", "AveragePool", "MaxPool", "GlobalAveragePool
 # one activation input; the output has its layout (per-channel constants are transposed)
 FOLLOW = {"Relu", "Clip", "Sigmoid", "Tanh", "Floor", "Abs", "Exp", "Log", "Neg", "Sin", "Sqrt", "Elu",
           "LeakyRelu", "Identity", "Dropout", "Cast", "QuantizeLinear", "DequantizeLinear", "QLinearSigmoid",
-          "BatchNormalization", "Split", "Slice", "Pad", "Softmax", "LogSoftmax",
+          "BatchNormalization", "Split", "Slice", "Pad", "Softmax", "LogSoftmax", "CumSum",
           # elementwise compositions (ops/extra_activation.py, ops/erf.py, ops/compare.py)
           "HardSigmoid", "HardSwish", "Gelu", "Erf", "Mish", "Softplus", "Softsign", "Selu", "Celu",
           "ThresholdedRelu", "Reciprocal", "Ceil", "Sign", "Round", "Not"}

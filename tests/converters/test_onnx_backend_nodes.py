@@ -36,7 +36,7 @@ PARAMETER_INPUTS = {
     "Conv": (1, 2), "ConvTranspose": (1, 2), "BatchNormalization": (1, 2, 3, 4), "Clip": (1, 2),
     "Resize": (1, 2, 3), "Pad": (2,), "QuantizeLinear": (1, 2), "DequantizeLinear": (1, 2),
     "QLinearConv": (1, 2, 3, 4, 5, 6, 7, 8), "QLinearMatMul": (1, 2, 4, 5, 6, 7), "Range": (0, 1, 2),
-    "ConstantOfShape": (0,), "Gemm": (1, 2),
+    "ConstantOfShape": (0,), "Gemm": (1, 2), "CumSum": (1,),
 }
 
 
@@ -356,6 +356,13 @@ EXCLUDED: dict = {
     'test_convtranspose_kernel_shape': ('unsupported_attribute', 'output_padding beyond the pads needs negative N'),
     'test_convtranspose_output_shape': ('unsupported_attribute', 'output_padding beyond the pads needs negative N'),
     'test_convtranspose_pad': ('unsupported_attribute', 'output_padding beyond the pads needs negative NNAPI padd'),
+    'test_cumsum_1d': ('operand_type', "tensor 'y' has type float64, which NNAPI has no type for"),
+    'test_cumsum_1d_exclusive': ('operand_type', "tensor 'y' has type float64, which NNAPI has no type for"),
+    'test_cumsum_1d_reverse': ('operand_type', "tensor 'y' has type float64, which NNAPI has no type for"),
+    'test_cumsum_1d_reverse_exclusive': ('operand_type', "tensor 'y' has type float64, which NNAPI has no type fo"),
+    'test_cumsum_2d_axis_0': ('operand_type', "tensor 'y' has type float64, which NNAPI has no type for"),
+    'test_cumsum_2d_axis_1': ('operand_type', "tensor 'y' has type float64, which NNAPI has no type for"),
+    'test_cumsum_2d_negative_axis': ('operand_type', "tensor 'y' has type float64, which NNAPI has no type for"),
     'test_depthtospace_crd_mode_example': ('unsupported_attribute', "mode 'CRD' (NNAPI is DCR)"),
     'test_dequantizelinear_axis': ('quantization_type', "tensor 'x': NNAPI has per-channel quantization only for "),
     'test_dequantizelinear_blocked': ('quantization_type', 'blocked quantization'),
