@@ -33,7 +33,7 @@ FUSABLE = {"Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "Sub", "Mul", "Div"
 # ops a DequantizeLinear -> op -> QuantizeLinear group converts as one quantized op
 QDQ_CORES = {"Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "Sub", "Mul", "AveragePool", "MaxPool",
              "GlobalAveragePool", "GlobalMaxPool", "Concat", "Sigmoid", "Softmax", "Relu", "Clip", "LeakyRelu",
-             "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Resize", "Pad", "Slice", "Split",
+             "PRelu", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Resize", "Pad", "Slice", "Split",
              "Gather", "DepthToSpace", "SpaceToDepth", "Min", "Max", "Identity", "Tanh",
              "HardSwish", "ReduceMax", "ReduceMin", "Tile", "Expand"}
 
