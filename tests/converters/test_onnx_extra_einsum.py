@@ -1,4 +1,5 @@
-"""Einsum in its matmul shapes (ops/einsum.py), compared with onnxruntime."""
+"""Einsum (ops/einsum.py): matmul shapes, letters summed inside one operand, products without a
+contraction, one-operand sums, ellipses; compared with onnxruntime at feature levels 1, 3, 4, 8."""
 import numpy as np
 import pytest
 from onnx import helper as h
@@ -49,13 +50,56 @@ def test_transpose_only():
     verify_levels(data, need_level=2)
 
 
-@pytest.mark.parametrize("eq,reason", [("ii->i", "unsupported_attribute"), ("ij->i", "unsupported_attribute"),
-                                       ("...ij,...jk->...ik", "unsupported_attribute"),
-                                       ("ij,jk,kl->il", "unsupported_attribute"),
-                                       ("ij,k->ik", "unsupported_attribute")])
+@pytest.mark.parametrize("eq,reason", [("ii->i", "unsupported_attribute"),
+                                       ("ij,jk,kl->il", "unsupported_attribute")])
 def test_unsupported_forms(eq, reason):
     lhs = eq.split("->")[0].split(",")
     ins = [(f"x{k}", np.float32, [3] * len(t.replace("...", "z"))) for k, t in enumerate(lhs)]
     data = make_model([h.make_node("Einsum", [n for n, _, _ in ins], ["y"], equation=eq)], ins,
                       [("y", np.float32, None)], opset=13)
     assert convert(data, 8).unsupported[0].reason_code == reason
+
+
+# equation -> (operand shapes, lowest feature level, an NNAPI op it must use)
+FORMS = {
+    "ij->i": ([[4, 5]], 3, "REDUCE_SUM"),
+    "ij->": ([[4, 5]], 3, "REDUCE_SUM"),
+    "ijk->ki": ([[2, 3, 4]], 3, "REDUCE_SUM"),
+    "bij,bjk->bk": ([[2, 4, 5], [2, 5, 6]], 6, "REDUCE_SUM"),
+    "ij,k->ik": ([[4, 5], [6]], 3, "MUL"),
+    "ij,ij->ij": ([[4, 5], [4, 5]], 1, "MUL"),
+    "ij,ji->ij": ([[4, 5], [5, 4]], 2, "MUL"),
+    "i,j->ij": ([[4], [5]], 1, "MUL"),
+    "bi,bj->bij": ([[2, 4], [2, 5]], 1, "MUL"),
+    "i,i->": ([[4], [4]], 3, "REDUCE_SUM"),
+    "ij,ij->": ([[4, 5], [4, 5]], 3, "REDUCE_SUM"),
+    "bij,bji->b": ([[2, 4, 5], [2, 5, 4]], 3, "REDUCE_SUM"),
+    "...ij,...jk->...ik": ([[2, 3, 4, 5], [2, 3, 5, 6]], 6, "BATCH_MATMUL"),
+    "...ij,...jk": ([[3, 4, 5], [3, 5, 6]], 6, "BATCH_MATMUL"),
+    "bhqd,...kd->bhqk": ([[2, 3, 4, 5], [6, 5]], 6, "BATCH_MATMUL"),
+    "...i->...": ([[2, 3, 4]], 3, "REDUCE_SUM"),
+}
+
+
+@pytest.mark.parametrize("eq", sorted(FORMS))
+def test_forms_beyond_matmul(eq):
+    shapes_, level, op = FORMS[eq]
+    names = [f"x{k}" for k in range(len(shapes_))]
+    ref = np.einsum(eq, *[np.zeros(s, np.float32) for s in shapes_])  # (output shape for onnx shape inference)
+    data = make_model([h.make_node("Einsum", names, ["y"], equation=eq)],
+                      [(n, np.float32, s) for n, s in zip(names, shapes_)], [("y", np.float32, list(ref.shape))],
+                      opset=13)
+    r = verify_levels(data, need_level=level)[8]
+    assert op in r.nodes[0].nnapi_ops
+
+
+def test_product_with_a_constant_operand():
+    data = make_model([h.make_node("Einsum", ["a", "w"], ["y"], equation="bi,i->bi")], [("a", np.float32, [3, 4])],
+                      ["y"], {"w": RNG.normal(size=4).astype(np.float32)}, opset=13)
+    assert verify_levels(data, need_level=1)[8].nodes[0].nnapi_ops == ["MUL"]
+
+
+def test_ellipsis_of_unequal_extents_is_reported():
+    data = make_model([h.make_node("Einsum", ["a", "b"], ["y"], equation="...ij,...jk->...ik")],
+                      [("a", np.float32, [2, 4, 5]), ("b", np.float32, [1, 5, 6])], ["y"], opset=13)
+    assert convert(data, 8).unsupported[0].reason_code == "unsupported_attribute"

@@ -51,7 +51,8 @@ def test_prelu_quantized(dt):
     zp = {np.uint8: (128, 120), np.int8: (0, -8)}[dt]
     p = {"s": np.float32(0.02), "z": dt(zp[0]), "so": np.float32(0.015), "zo": dt(zp[1]),
          "sq": RNG.integers(1, 60, size=(3, 1, 1)).astype(dt), "ss": np.float32(0.005), "sz": dt(zp[0])}
-    nodes = [h.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]), h.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]),
+    nodes = [h.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             h.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]),
              h.make_node("DequantizeLinear", ["sq", "ss", "sz"], ["slope"]),
              h.make_node("PRelu", ["d", "slope"], ["p"]), h.make_node("QuantizeLinear", ["p", "so", "zo"], ["y"])]
     r = verify_levels(make_model(nodes, [X], ["y"], p, opset=16), need_level=3)[8]  # (int8 as uint8 below level 4)

@@ -62,7 +62,8 @@ def test_float16(op):
 
 def test_quantized_softmax_non_last_axis():
     p = {"s": np.float32(0.05), "z": np.uint8(128), "so": np.float32(1 / 256), "zo": np.uint8(0)}
-    nodes = [h.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]), h.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]),
+    nodes = [h.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             h.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]),
              h.make_node("Softmax", ["d"], ["sm"], axis=1), h.make_node("QuantizeLinear", ["sm", "so", "zo"], ["y"])]
     r = verify_levels(make_model(nodes, [("x", np.float32, [2, 3, 4])], ["y"], p, opset=13), need_level=3)[8]
     assert [o.code.name for o in r.model.operations] == ["QUANTIZE", "SOFTMAX"]

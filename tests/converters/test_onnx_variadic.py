@@ -101,7 +101,8 @@ def test_quantized_three_inputs(op):
     for n in names(3):
         nodes += [h.make_node("QuantizeLinear", [n, "s", "z"], [n + "q"]),
                   h.make_node("DequantizeLinear", [n + "q", "s", "z"], [n + "d"])]
-    nodes += [h.make_node(op, [n + "d" for n in names(3)], ["m"]), h.make_node("QuantizeLinear", ["m", "so", "zo"], ["y"])]
+    nodes += [h.make_node(op, [n + "d" for n in names(3)], ["m"]),
+              h.make_node("QuantizeLinear", ["m", "so", "zo"], ["y"])]
     ins = [(n, np.float32, [2, 3, 4]) for n in names(3)]
     r = verify_levels(make_model(nodes, ins, ["y"], p, opset=13), need_level=3)[8]
     assert [o.code.name for o in r.model.operations][-2:] == [{"Max": "MAXIMUM", "Min": "MINIMUM"}[op]] * 2

@@ -1,12 +1,17 @@
-"""Einsum in its matmul shapes: two operands whose letters are batch (both inputs and the output),
-contracted (both inputs only) and free (one input and the output), e.g. "bij,bjk->bik", "ij,jk->ik",
-"bhqd,bhkd->bhqk", "ik,jk->ij"; one operand when it is a pure transpose ("ij->ji").
+"""Einsum of one or two float32 operands, every form whose NNAPI evaluation is exact up to the order of
+the additions: two operands whose letters are batch (both inputs and the output), contracted (both inputs
+only) and free (one input and the output), e.g. "bij,bjk->bik", "ij,jk->ik", "bhqd,bhkd->bhqk", "ik,jk->ij";
+letters summed inside one operand ("bij,bjk->bk": REDUCE_SUM of that operand first, feature level 3);
+products without a contracted letter ("ij,ij->ij", "i,j->ij", "bi,bj->bij": one broadcasting MUL, level 1);
+contractions without a free letter ("i,i->", "bij,bij->b": MUL, then REDUCE_SUM, level 3);
+one operand that is transposed and/or summed ("ij->ji", "ij->i", "ij->"); and an ellipsis ("...ij,...jk->
+...ik"), which stands for the operands' leading axes (right-aligned, of equal extents).
 
-Each operand is brought to [batch..., rows, columns] (TRANSPOSE only when the adj flags cannot absorb
-the order, RESHAPE when a group has several letters), multiplied with BATCH_MATMUL (feature level 6) or,
-with no batch letters and a constant right operand, FULLY_CONNECTED (level 1), then reshaped and
-transposed to the output's letter order. Ellipses, repeated letters (diagonals), letters summed away
-inside one operand and more operands are reported."""
+A matmul is brought to [batch..., rows, columns] (TRANSPOSE only when the adj flags cannot absorb the
+order, RESHAPE when a group has several letters), multiplied with BATCH_MATMUL (feature level 6) or, with
+no batch letters and a constant right operand, FULLY_CONNECTED (level 1), then reshaped and transposed to
+the output's letter order. Repeated letters in one term (diagonals), broadcasting letters of unequal
+extents and three or more operands are reported."""
 from __future__ import annotations
 
 import numpy as np
@@ -19,36 +24,97 @@ from ...registry import Reason, Unsupported
 from ..common import OPSET_MAX, onnx_op
 
 
-def parse(node) -> tuple[list, str]:
+def parse(node, ranks) -> tuple[list, str]:
+    """(terms, output) of the equation with any ellipsis written out as letters for the leading axes
+    (ranks: the operands' ranks)."""
     eq = str(node.attrs.get("equation", "")).replace(" ", "")
-    if "." in eq:
-        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: equation {eq!r} has an ellipsis")
     lhs, arrow, out = eq.partition("->")
     terms = lhs.split(",")
-    if not arrow:  # implicit output: letters that appear once, in alphabetical order
-        out = "".join(sorted(ch for ch in set(lhs) if ch.isalpha() and lhs.count(ch) == 1))
+    if len(terms) != len(ranks):
+        raise Unsupported(Reason.INVALID, f"{node.label()}: equation {eq!r} has {len(terms)} operands, the node "
+                                          f"{len(ranks)}")
+    spare = [ch for ch in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if ch not in eq]
+    widest = 0
+    for k, (t, rank) in enumerate(zip(terms, ranks)):
+        if "..." in t:
+            n = rank - (len(t) - 3)
+            if n < 0 or t.count("...") > 1 or "." in t.replace("...", ""):
+                raise Unsupported(Reason.INVALID, f"{node.label()}: term {t!r} for an operand of rank {rank}")
+            terms[k] = t.replace("...", "".join(spare[len(spare) - n:]) if n else "")  # right-aligned
+            widest = max(widest, n)
+        elif "." in t:
+            raise Unsupported(Reason.INVALID, f"{node.label()}: term {t!r}")
+    ellipsis = "".join(spare[len(spare) - widest:]) if widest else ""
+    if not arrow:  # implicit output: the ellipsis, then the letters that appear once, in alphabetical order
+        once = lhs.replace("...", "")
+        out = ellipsis + "".join(sorted(ch for ch in set(once) if ch.isalpha() and once.count(ch) == 1))
+    else:
+        out = out.replace("...", ellipsis)
     if any(len(set(t)) != len(t) for t in terms + [out]):
         raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: equation {eq!r} repeats a letter in one term "
                                             f"(a diagonal)")
+    if not set(out) <= set("".join(terms)):
+        raise Unsupported(Reason.INVALID, f"{node.label()}: output letters of {eq!r} appear in no operand")
     return terms, out
 
 
 class _Builder:
+    """Emission helpers; an operand is ("tensor", source tensor in the ONNX layout) or ("operand", NNAPI
+    operand) once an operation produced it."""
+
     def __init__(self, node, ctx):
         self.node, self.ctx = node, ctx
 
-    def tensor_operand(self, i: int, letters: str, want: str, dims: tuple) -> int:
-        """Tensor i (ONNX layout, axes `letters`) transposed to `want` and reshaped to dims."""
+    def is_const(self, operand) -> bool:
+        return operand[0] == "tensor" and self.ctx.is_const(operand[1])
+
+    def tensor_operand(self, operand, letters: str, want: str, dims: tuple) -> int:
+        """The operand (axes `letters`) transposed to `want` and reshaped to dims."""
         ctx = self.ctx
         perm = [letters.index(ch) for ch in want]
-        if ctx.is_const(i):
-            data = np.transpose(np.asarray(ctx.const_value(i), np.float32), perm).reshape(dims)
+        if self.is_const(operand):
+            data = np.transpose(np.asarray(ctx.const_value(operand[1]), np.float32), perm).reshape(dims)
             return ctx.const(np.ascontiguousarray(data))
-        src = ctx.operand_as(i)
+        src = self.nnapi(operand)
         if perm != sorted(perm):
-            src = self.emit(Op.TRANSPOSE, src, [ctx.source_shape(i)[p] for p in perm],
-                            perm=ctx.const(np.asarray(perm, np.int32)))
+            shape = self.ctx.model.operands[src].type.dimensions
+            src = self.emit(Op.TRANSPOSE, src, [shape[p] for p in perm], perm=ctx.const(np.asarray(perm, np.int32)))
         return self.reshape(src, dims)
+
+    def nnapi(self, operand) -> int:
+        return self.ctx.operand_as(operand[1]) if operand[0] == "tensor" else operand[1]
+
+    def summed(self, i: int, letters: str, away, size: dict):
+        """Tensor i with the letters `away` summed out (REDUCE_SUM), as an operand."""
+        if not away:
+            return ("tensor", i)
+        axes = [letters.index(ch) for ch in away]
+        dims = [size[ch] for ch in letters if ch not in away] or [1]
+        out = self.emit(Op.REDUCE_SUM, self.ctx.operand_as(i), dims, axes=self.ctx.const(np.asarray(axes, np.int32)),
+                        keep_dims=self.ctx.boolean(False))
+        return ("operand", out)
+
+    def to_order(self, operand, letters: str, out: str, size: dict, dst: int) -> None:
+        """Write the operand (axes `letters`, the same set as `out`) into dst in the output's letter order."""
+        src = self.nnapi(operand) if isinstance(operand, tuple) else operand
+        perm = [letters.index(ch) for ch in out]
+        if perm != sorted(perm):
+            self.emit(Op.TRANSPOSE, src, [size[ch] for ch in out], dst, perm=self.ctx.const(np.asarray(perm, np.int32)))
+        else:
+            self.reshape(src, self.ctx.model.operands[dst].type.dimensions, dst)
+
+    def aligned(self, operand, letters: str, out: str, size: dict) -> int:
+        """The operand in the output's letter order with size-1 axes for the letters it lacks (MUL broadcasts)."""
+        want = "".join(ch for ch in out if ch in letters)
+        if self.is_const(operand):
+            data = np.transpose(np.asarray(self.ctx.const_value(operand[1]), np.float32),
+                                [letters.index(ch) for ch in want])
+            dims = [size[ch] if ch in letters else 1 for ch in out]
+            return self.ctx.const(np.ascontiguousarray(data.reshape(dims or [1])))
+        src = self.tensor_operand(operand, letters, want, tuple(size[ch] for ch in want) or (1,))
+        first = next((k for k, ch in enumerate(out) if ch in letters), len(out))
+        dims = [size[ch] if ch in letters else 1 for ch in out[first:]]  # leading 1s broadcast by themselves
+        return self.reshape(src, dims or [1])
 
     def emit(self, code, src: int, dims, out: int = -1, **named) -> int:
         if out < 0:
@@ -64,12 +130,13 @@ class _Builder:
 
 @onnx_op("Einsum", versions=(12, OPSET_MAX))
 def einsum(node, ctx):
-    """Matmul-shaped Einsum as BATCH_MATMUL / FULLY_CONNECTED with transposes and reshapes."""
-    terms, out = parse(node)
+    """Einsum as BATCH_MATMUL / FULLY_CONNECTED (contractions), MUL (products), REDUCE_SUM (letters summed
+    inside one operand), with transposes and reshapes."""
     ins = node.inputs
     for i in ins:
         if ctx.nnapi_type(ctx.resolve(i))[0].code != C.TENSOR_FLOAT32:
             raise Unsupported(Reason.OPERAND_TYPE, f"{node.label()}: input {ctx.tensor(i).name!r} is not float32")
+    terms, out = parse(node, [len(ctx.source_shape(i)) for i in ins])
     size = {}
     for i, t in zip(ins, terms):
         shape = ctx.source_shape(i)
@@ -82,23 +149,41 @@ def einsum(node, ctx):
                                                     f"{d} (broadcasting is not mapped)")
     b = _Builder(node, ctx)
     y = node.outputs[0]
+    if len(terms) > 2:
+        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: {len(terms)} operands (one or two are mapped)")
+    # letters in one operand only and not in the output are summed away first
+    operands = []
+    for k, (i, t) in enumerate(zip(ins, terms)):
+        others = set(out).union(*(terms[:k] + terms[k + 1:]))
+        operands.append(b.summed(i, t, [ch for ch in t if ch not in others], size))
+        terms[k] = "".join(ch for ch in t if ch in others)
     if len(terms) == 1:
-        if set(terms[0]) != set(out):
-            raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: a one-operand Einsum that sums is not mapped")
-        perm = [terms[0].index(ch) for ch in out]
-        b.emit(Op.TRANSPOSE, ctx.operand_as(ins[0]), [size[ch] for ch in out], ctx.output(y),
-               perm=ctx.const(np.asarray(perm, np.int32)))
+        b.to_order(operands[0], terms[0], out, size, ctx.output(y))
         return
-    if len(terms) != 2:
-        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: {len(terms)} operands (two are mapped)")
-    ta, tb = terms
+    (a_op, b_op), (ta, tb) = operands, terms
+    if not any(ch in tb and ch not in out for ch in ta):  # nothing contracted: a broadcasting product
+        ctx.emit_form(Op.MUL, "default", [ctx.output(y)], input1=b.aligned(a_op, ta, out, size),
+                      input2=b.aligned(b_op, tb, out, size), fuse=ctx.i32(0))
+        return
+    if set(out) <= set(ta) & set(tb):  # no free letter (an inner product per batch): MUL, then REDUCE_SUM
+        order = out + "".join(ch for ch in ta if ch not in out)
+        prod = ctx.temp(OperandType(C.TENSOR_FLOAT32, tuple(size[ch] for ch in order)), f"{ctx.tensor(y).name}/terms")
+        ctx.emit_form(Op.MUL, "default", [prod], input1=b.aligned(a_op, ta, order, size),
+                      input2=b.aligned(b_op, tb, order, size), fuse=ctx.i32(0))
+        axes = ctx.const(np.arange(len(out), len(order), dtype=np.int32))
+        ctx.emit_form(Op.REDUCE_SUM, "default", [ctx.output(y)], input=prod, axes=axes, keep_dims=ctx.boolean(False))
+        return
+    _matmul(node, ctx, b, (a_op, ta), (b_op, tb), out, size)
+
+
+def _matmul(node, ctx, b, left_operand, right_operand, out: str, size: dict) -> None:
+    (ia, ta), (ib, tb) = left_operand, right_operand
+    y = node.outputs[0]
     batch = [ch for ch in out if ch in ta and ch in tb]
     contract = [ch for ch in ta if ch in tb and ch not in out]
     left = [ch for ch in out if ch in ta and ch not in tb]
     right = [ch for ch in out if ch in tb and ch not in ta]
-    if set(ta) | set(tb) != set(batch + contract + left + right) or not set(out) <= set(ta) | set(tb):
-        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: a letter is summed inside one operand")
-    prod = lambda letters: int(np.prod([size[ch] for ch in letters], dtype=np.int64))
+    prod = lambda letters: int(np.prod([size[ch] for ch in letters], dtype=np.int64))  # noqa: E731
     m, k, n = prod(left), prod(contract), prod(right)
     bdims = [size[ch] for ch in batch]
     if len(bdims) > 2:
@@ -109,26 +194,20 @@ def einsum(node, ctx):
     direct = perm == sorted(perm) and out_dims == bdims + [m, n]  # the product is the output as it is
     mid = ctx.output(y) if direct else ctx.temp(OperandType(C.TENSOR_FLOAT32, tuple(bdims + [m, n])),
                                                   f"{ctx.tensor(y).name}/product")
-    if not batch and ctx.is_const(ins[1]):  # FULLY_CONNECTED: weights [N, K]
-        a = b.tensor_operand(ins[0], ta, "".join(left + contract), (m, k))
-        w = b.tensor_operand(ins[1], tb, "".join(right + contract), (n, k))
+    if not batch and b.is_const(ib):  # FULLY_CONNECTED: weights [N, K]
+        a = b.tensor_operand(ia, ta, "".join(left + contract), (m, k))
+        w = b.tensor_operand(ib, tb, "".join(right + contract), (n, k))
         ctx.emit_form(Op.FULLY_CONNECTED, "default", [mid], input=a, weights=w,
                       bias=ctx.const(np.zeros(n, np.float32)), fuse=ctx.i32(0))
     else:
         # a term already ordered [batch, contract, free] is read transposed through the adj flag
         adj_a = ta == "".join(batch + contract + left) and ta != "".join(batch + left + contract)
         adj_b = tb == "".join(batch + right + contract) and tb != "".join(batch + contract + right)
-        a = b.tensor_operand(ins[0], ta, "".join(batch + (contract + left if adj_a else left + contract)),
+        a = b.tensor_operand(ia, ta, "".join(batch + (contract + left if adj_a else left + contract)),
                              tuple(bdims + ([k, m] if adj_a else [m, k])))
-        w = b.tensor_operand(ins[1], tb, "".join(batch + (right + contract if adj_b else contract + right)),
+        w = b.tensor_operand(ib, tb, "".join(batch + (right + contract if adj_b else contract + right)),
                              tuple(bdims + ([n, k] if adj_b else [k, n])))
         ctx.emit_form(Op.BATCH_MATMUL, "default", [mid], x=a, y=w, adj_x=ctx.boolean(adj_a),
                       adj_y=ctx.boolean(adj_b))
-    if direct:
-        return
-    final = ctx.output(y)
-    if perm == sorted(perm):
-        b.reshape(mid, out_dims, final)
-        return
-    grouped = b.reshape(mid, [size[ch] for ch in natural])
-    b.emit(Op.TRANSPOSE, grouped, [size[ch] for ch in out], final, perm=ctx.const(np.asarray(perm, np.int32)))
+    if not direct:
+        b.to_order(b.reshape(mid, [size[ch] for ch in natural] or [1]), natural, out, size, ctx.output(y))
