@@ -12,6 +12,7 @@ from ..common import MS_DOMAIN_VERSIONS, OPSET_MAX, onnx_op
 from ..context import ACTIVATION_OPS
 from ..fusion import clip_bounds, fuse_code
 from ..quant import data_inputs
+from .compose import known_rank
 
 UNARY = {"Sigmoid": Op.LOGISTIC, "Tanh": Op.TANH, "QLinearSigmoid": Op.LOGISTIC}
 
@@ -83,10 +84,8 @@ def softmax(node, ctx):
     operand flattens as it is, the order of the flattened axes does not matter)."""
     x, y = node.inputs[0], node.outputs[0]
     code = SOFTMAXES[node.op]
-    shape = ctx.source_shape(x)
+    shape = known_rank(ctx, node, x)
     rank = len(shape)
-    if not rank:
-        raise Unsupported(Reason.RANK, f"{node.label()}: {node.op} of a scalar")
     axis = int(node.attrs.get("axis", -1 if node.version >= 13 else 1))
     if not -rank <= axis < rank:
         raise Unsupported(Reason.INVALID, f"{node.label()}: axis {axis} is outside rank {rank}")

@@ -16,7 +16,7 @@ from nnapi import OperationCode as Op
 
 from ...registry import Reason, Unsupported
 from ..common import OPSET_MAX, const_ints, ints, onnx_op
-from .compose import Chain
+from .compose import Chain, known_rank
 
 DIRECT = {"ReduceSum": Op.REDUCE_SUM, "ReduceMax": Op.REDUCE_MAX, "ReduceMin": Op.REDUCE_MIN,
           "ReduceProd": Op.REDUCE_PROD}
@@ -118,9 +118,7 @@ def arg_extreme(node, ctx):
     select_last_index=1 as the same op on the input reversed along the axis by a constant GATHER, and
     n - 1 - index (SUB, feature level 4)."""
     x, y = node.inputs[0], node.outputs[0]
-    shape = ctx.source_shape(x)
-    if not shape:
-        raise Unsupported(Reason.RANK, f"{node.label()}: {node.op} of a scalar")
+    shape = known_rank(ctx, node, x)
     axis = int(node.attrs.get("axis", 0)) % len(shape)
     code = Op.ARGMAX if node.op == "ArgMax" else Op.ARGMIN
     kept = [d for k, d in enumerate(shape) if k != axis]
@@ -158,9 +156,7 @@ def topk(node, ctx):
     through CAST to float32 and TRANSPOSE, exact below 2**24, as NNAPI has no int32 TRANSPOSE); largest=0 as
     TOPK_V2 of the negated input. Ties keep the lower index first, as ONNX specifies."""
     x, values, indices = node.inputs[0], node.outputs[0], node.outputs[1]
-    shape = ctx.source_shape(x)
-    if not shape:
-        raise Unsupported(Reason.RANK, f"{node.label()}: TopK of a scalar")
+    shape = known_rank(ctx, node, x)
     rank = len(shape)
     axis = int(node.attrs.get("axis", -1)) % rank
     if not node.attrs.get("sorted", 1):

@@ -9,6 +9,7 @@ from nnapi import OperandType, OperationCode as Op
 from ...registry import Reason, Unsupported
 from ..common import OPSET_MAX, const_ints, ints, onnx_op
 from .. import layout
+from .compose import known_rank
 
 
 def _i32(ctx, values) -> int:
@@ -69,9 +70,7 @@ def split(node, ctx):
     """Split: SPLIT for equal parts, else one SLICE per output (the `split` attribute before opset 13, the
     input after; without it equal parts, the last one smaller for num_outputs (opset 18))."""
     x = node.inputs[0]
-    shape = ctx.source_shape(x)
-    if not shape:
-        raise Unsupported(Reason.RANK, f"{node.label()}: Split of a scalar")
+    shape = known_rank(ctx, node, x)
     axis = int(node.attrs.get("axis", 0))
     if not -len(shape) <= axis < len(shape):
         raise Unsupported(Reason.INVALID, f"{node.label()}: axis {axis} for rank {len(shape)}")
