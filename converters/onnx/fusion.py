@@ -34,7 +34,7 @@ FUSABLE = {"Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "Sub", "Mul", "Div"
 QDQ_CORES = {"Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "Sub", "Mul", "AveragePool", "MaxPool",
              "GlobalAveragePool", "GlobalMaxPool", "Concat", "Sigmoid", "Softmax", "Relu", "Clip", "LeakyRelu",
              "PRelu", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Resize", "Pad", "Slice", "Split",
-             "Gather", "DepthToSpace", "SpaceToDepth", "Min", "Max", "Identity", "Tanh",
+             "Gather", "DepthToSpace", "SpaceToDepth", "Min", "Max", "Sum", "Identity", "Tanh",
              "HardSwish", "ReduceMax", "ReduceMin", "Tile", "Expand"}
 
 _CLIP_CODES = {(0.0, 6.0): FuseCode.RELU6, (-1.0, 1.0): FuseCode.RELU1, (0.0, float("inf")): FuseCode.RELU}

@@ -79,3 +79,9 @@ def test_mish_wide_range():
     r = verify_levels(data, need_level=3)[8]
     wide = [(30 * RNG.standard_normal((1, 2, 3, 5))).astype(np.float32)]
     assert not parity(r, data, inputs=wide)
+
+
+@pytest.mark.parametrize("op,attrs,opset", [("Gelu", {}, 20), ("Gelu", {"approximate": "tanh"}, 20), ("Mish", {}, 18)])
+def test_float16_activations(op, attrs, opset):
+    data = make_model([h.make_node(op, ["x"], ["y"], **attrs)], [("x", np.float16, [1, 2, 3, 5])], ["y"], opset=opset)
+    verify_levels(data, need_level=3)

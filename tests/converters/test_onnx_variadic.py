@@ -92,11 +92,13 @@ def test_int32_sum_and_mean_are_refused(op):
     assert u.reason_code == "operand_type" and op in u.reason
 
 
-@pytest.mark.parametrize("op", ["Max", "Min"])
-def test_quantized_three_inputs(op):
-    """DequantizeLinear x3 -> Max/Min -> QuantizeLinear: a chain of quantized MAXIMUM/MINIMUM whose partial
-    result takes the output's scale."""
-    p = {"s": np.float32(0.02), "z": np.uint8(128), "so": np.float32(0.03), "zo": np.uint8(100)}
+@pytest.mark.parametrize("dt", [np.uint8, np.int8])
+@pytest.mark.parametrize("op", ["Max", "Min", "Sum"])
+def test_quantized_three_inputs(op, dt):
+    """DequantizeLinear x3 -> Sum/Max/Min -> QuantizeLinear: a chain of quantized ADD/MAXIMUM/MINIMUM whose
+    partial result takes the output's scale."""
+    zp = {np.uint8: (128, 100), np.int8: (0, -20)}[dt]
+    p = {"s": np.float32(0.02), "z": dt(zp[0]), "so": np.float32(0.03), "zo": dt(zp[1])}
     nodes = []
     for n in names(3):
         nodes += [h.make_node("QuantizeLinear", [n, "s", "z"], [n + "q"]),
@@ -104,8 +106,9 @@ def test_quantized_three_inputs(op):
     nodes += [h.make_node(op, [n + "d" for n in names(3)], ["m"]),
               h.make_node("QuantizeLinear", ["m", "so", "zo"], ["y"])]
     ins = [(n, np.float32, [2, 3, 4]) for n in names(3)]
-    r = verify_levels(make_model(nodes, ins, ["y"], p, opset=13), need_level=3)[8]
-    assert [o.code.name for o in r.model.operations][-2:] == [{"Max": "MAXIMUM", "Min": "MINIMUM"}[op]] * 2
+    r = verify_levels(make_model(nodes, ins, ["y"], p, opset=13), need_level=3)[8]  # (QUANTIZE)
+    want = {"Max": "MAXIMUM", "Min": "MINIMUM", "Sum": "ADD"}[op]
+    assert [o.code.name for o in r.model.operations][-2:] == [want] * 2
 
 
 def test_bool_max_is_refused_with_a_reason():

@@ -4,8 +4,9 @@ N inputs become a left-to-right chain of N-1 binary NNAPI ops (ADD / MAXIMUM / M
 result shaped as the broadcast of the inputs so far; Mean is the Sum times 1/N. A single input is the
 identity. A Relu/Clip after a Sum of two or more inputs becomes the last ADD's FuseCode (fusion.py).
 Element types: Sum and Mean float32 and float16 (ONNX defines them for floats only; another type is
-refused); Max and Min float32, float16, int32 (feature level 3) and quantized in a QDQ group (the partial
-results take the output's quantization, which MAXIMUM/MINIMUM allow to differ from the inputs')."""
+refused), Sum also quantized in a QDQ group; Max and Min float32, float16, int32 (feature level 3) and
+quantized in a QDQ group (the partial results take the output's quantization, which ADD, MAXIMUM and
+MINIMUM allow to differ from the inputs')."""
 from __future__ import annotations
 
 import numpy as np
@@ -32,7 +33,8 @@ def variadic(node, ctx):
     if not ins:
         raise Unsupported(Reason.INVALID, f"{node.label()}: {node.op} has no inputs")
     c = Chain(ctx, node, y)
-    if node.op in ("Sum", "Mean") and c.code not in FLOAT_CODES:
+    quantized = ctx.quantized_core(node.index)
+    if node.op in ("Sum", "Mean") and c.code not in FLOAT_CODES and not (quantized and node.op == "Sum"):
         raise Unsupported(Reason.OPERAND_TYPE if ctx.tensor(y).quant is None else Reason.QUANTIZATION_TYPE,
                           f"{node.label()}: {node.op} of {c.code.name} tensors (ONNX defines it for floats)")
     if len(ins) == 1:
