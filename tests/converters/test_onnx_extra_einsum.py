@@ -103,3 +103,18 @@ def test_ellipsis_of_unequal_extents_is_reported():
     data = make_model([h.make_node("Einsum", ["a", "b"], ["y"], equation="...ij,...jk->...ik")],
                       [("a", np.float32, [2, 4, 5]), ("b", np.float32, [1, 5, 6])], ["y"], opset=13)
     assert convert(data, 8).unsupported[0].reason_code == "unsupported_attribute"
+
+
+@pytest.mark.parametrize("eq", ["bij,bjk->bik", "ij,ij->ij", "ij->i", "i,i->"])
+def test_float16(eq):
+    sh = [[SIZES.get(ch, 4) for ch in t] for t in eq.split("->")[0].split(",")]
+    names = [f"x{k}" for k in range(len(sh))]
+    data = make_model([h.make_node("Einsum", names, ["y"], equation=eq)],
+                      [(n, np.float16, s) for n, s in zip(names, sh)], ["y"], opset=13)
+    verify_levels(data, need_level=6 if "k" in eq else 3)
+
+
+def test_mixed_or_integer_types_are_refused():
+    data = make_model([h.make_node("Einsum", ["a", "b"], ["y"], equation="ij,jk->ik")],
+                      [("a", np.int32, [2, 3]), ("b", np.int32, [3, 4])], ["y"], opset=13)
+    assert convert(data, 8).unsupported[0].reason_code == "operand_type"

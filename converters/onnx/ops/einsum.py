@@ -1,5 +1,5 @@
-"""Einsum of one or two float32 operands, every form whose NNAPI evaluation is exact up to the order of
-the additions: two operands whose letters are batch (both inputs and the output), contracted (both inputs
+"""Einsum of one or two float32 or float16 (feature level 3) operands, every form whose NNAPI evaluation
+is exact up to the order of the additions: two operands whose letters are batch (both inputs and the output), contracted (both inputs
 only) and free (one input and the output), e.g. "bij,bjk->bik", "ij,jk->ik", "bhqd,bhkd->bhqk", "ik,jk->ij";
 letters summed inside one operand ("bij,bjk->bk": REDUCE_SUM of that operand first, feature level 3);
 products without a contracted letter ("ij,ij->ij", "i,j->ij", "bi,bj->bij": one broadcasting MUL, level 1);
@@ -62,8 +62,15 @@ class _Builder:
     """Emission helpers; an operand is ("tensor", source tensor in the ONNX layout) or ("operand", NNAPI
     operand) once an operation produced it."""
 
-    def __init__(self, node, ctx):
-        self.node, self.ctx = node, ctx
+    def __init__(self, node, ctx, code: C):
+        self.node, self.ctx, self.code = node, ctx, code
+        self.dtype = np.float16 if code == C.TENSOR_FLOAT16 else np.float32
+
+    def const(self, data) -> int:
+        return self.ctx.const(np.ascontiguousarray(np.asarray(data, self.dtype)), self.code)
+
+    def temp(self, dims, name: str) -> int:
+        return self.ctx.temp(OperandType(self.code, tuple(dims)), name)
 
     def is_const(self, operand) -> bool:
         return operand[0] == "tensor" and self.ctx.is_const(operand[1])
@@ -73,8 +80,7 @@ class _Builder:
         ctx = self.ctx
         perm = [letters.index(ch) for ch in want]
         if self.is_const(operand):
-            data = np.transpose(np.asarray(ctx.const_value(operand[1]), np.float32), perm).reshape(dims)
-            return ctx.const(np.ascontiguousarray(data))
+            return self.const(np.transpose(np.asarray(ctx.const_value(operand[1])), perm).reshape(dims))
         src = self.nnapi(operand)
         if perm != sorted(perm):
             shape = self.ctx.model.operands[src].type.dimensions
@@ -107,10 +113,8 @@ class _Builder:
         """The operand in the output's letter order with size-1 axes for the letters it lacks (MUL broadcasts)."""
         want = "".join(ch for ch in out if ch in letters)
         if self.is_const(operand):
-            data = np.transpose(np.asarray(self.ctx.const_value(operand[1]), np.float32),
-                                [letters.index(ch) for ch in want])
-            dims = [size[ch] if ch in letters else 1 for ch in out]
-            return self.ctx.const(np.ascontiguousarray(data.reshape(dims or [1])))
+            data = np.transpose(np.asarray(self.ctx.const_value(operand[1])), [letters.index(ch) for ch in want])
+            return self.const(data.reshape([size[ch] if ch in letters else 1 for ch in out] or [1]))
         src = self.tensor_operand(operand, letters, want, tuple(size[ch] for ch in want) or (1,))
         first = next((k for k, ch in enumerate(out) if ch in letters), len(out))
         dims = [size[ch] if ch in letters else 1 for ch in out[first:]]  # leading 1s broadcast by themselves
@@ -118,7 +122,7 @@ class _Builder:
 
     def emit(self, code, src: int, dims, out: int = -1, **named) -> int:
         if out < 0:
-            out = self.ctx.temp(OperandType(C.TENSOR_FLOAT32, tuple(dims)), f"{self.node.label()}/{code.name.lower()}")
+            out = self.temp(dims, f"{self.node.label()}/{code.name.lower()}")
         self.ctx.emit_form(code, "default", [out], input=src, **named)
         return out
 
@@ -133,9 +137,12 @@ def einsum(node, ctx):
     """Einsum as BATCH_MATMUL / FULLY_CONNECTED (contractions), MUL (products), REDUCE_SUM (letters summed
     inside one operand), with transposes and reshapes."""
     ins = node.inputs
+    code = ctx.nnapi_type(ctx.resolve(ins[0]))[0].code if ins else None
     for i in ins:
-        if ctx.nnapi_type(ctx.resolve(i))[0].code != C.TENSOR_FLOAT32:
-            raise Unsupported(Reason.OPERAND_TYPE, f"{node.label()}: input {ctx.tensor(i).name!r} is not float32")
+        if ctx.nnapi_type(ctx.resolve(i))[0].code not in (C.TENSOR_FLOAT32, C.TENSOR_FLOAT16) or \
+                ctx.nnapi_type(ctx.resolve(i))[0].code != code:
+            raise Unsupported(Reason.OPERAND_TYPE, f"{node.label()}: input {ctx.tensor(i).name!r} is not float32 or "
+                                                   f"float16 like the others")
     terms, out = parse(node, [len(ctx.source_shape(i)) for i in ins])
     size = {}
     for i, t in zip(ins, terms):
@@ -147,7 +154,7 @@ def einsum(node, ctx):
             if size.setdefault(ch, d) != d:
                 raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: letter {ch!r} has extents {size[ch]} and "
                                                     f"{d} (broadcasting is not mapped)")
-    b = _Builder(node, ctx)
+    b = _Builder(node, ctx, code)
     y = node.outputs[0]
     if len(terms) > 2:
         raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: {len(terms)} operands (one or two are mapped)")
@@ -167,7 +174,7 @@ def einsum(node, ctx):
         return
     if set(out) <= set(ta) & set(tb):  # no free letter (an inner product per batch): MUL, then REDUCE_SUM
         order = out + "".join(ch for ch in ta if ch not in out)
-        prod = ctx.temp(OperandType(C.TENSOR_FLOAT32, tuple(size[ch] for ch in order)), f"{ctx.tensor(y).name}/terms")
+        prod = b.temp([size[ch] for ch in order], f"{ctx.tensor(y).name}/terms")
         ctx.emit_form(Op.MUL, "default", [prod], input1=b.aligned(a_op, ta, order, size),
                       input2=b.aligned(b_op, tb, order, size), fuse=ctx.i32(0))
         axes = ctx.const(np.arange(len(out), len(order), dtype=np.int32))
@@ -192,13 +199,12 @@ def _matmul(node, ctx, b, left_operand, right_operand, out: str, size: dict) -> 
     perm = [natural.index(ch) for ch in out]
     out_dims = [size[ch] for ch in out]
     direct = perm == sorted(perm) and out_dims == bdims + [m, n]  # the product is the output as it is
-    mid = ctx.output(y) if direct else ctx.temp(OperandType(C.TENSOR_FLOAT32, tuple(bdims + [m, n])),
-                                                  f"{ctx.tensor(y).name}/product")
+    mid = ctx.output(y) if direct else b.temp(bdims + [m, n], f"{ctx.tensor(y).name}/product")
     if not batch and b.is_const(ib):  # FULLY_CONNECTED: weights [N, K]
         a = b.tensor_operand(ia, ta, "".join(left + contract), (m, k))
         w = b.tensor_operand(ib, tb, "".join(right + contract), (n, k))
         ctx.emit_form(Op.FULLY_CONNECTED, "default", [mid], input=a, weights=w,
-                      bias=ctx.const(np.zeros(n, np.float32)), fuse=ctx.i32(0))
+                      bias=b.const(np.zeros(n)), fuse=ctx.i32(0))
     else:
         # a term already ordered [batch, contract, free] is read transposed through the adj flag
         adj_a = ta == "".join(batch + contract + left) and ta != "".join(batch + left + contract)
