@@ -78,10 +78,12 @@ SOFTMAXES = {"Softmax": Op.SOFTMAX, "LogSoftmax": Op.LOG_SOFTMAX}
 
 @onnx_op("Softmax", "LogSoftmax", versions=(1, OPSET_MAX))
 def softmax(node, ctx):
-    """Softmax / LogSoftmax as SOFTMAX / LOG_SOFTMAX (feature level 3 for LOG_SOFTMAX and for a SOFTMAX axis
-    other than the last) along `axis` (opset 13+, any axis, in the operand's layout), or over the
-    flattened axes from `axis` on (opset < 13: a RESHAPE to 2-D around it unless `axis` is the last; an NHWC
-    operand flattens as it is, the order of the flattened axes does not matter)."""
+    """SOFTMAX / LOG_SOFTMAX along any axis; opset < 13 over the flattened trailing axes (RESHAPE to 2-D).
+
+    Feature level 3 for LOG_SOFTMAX and for a SOFTMAX axis other than the last. Along `axis` (opset 13+, in
+    the operand's layout), or over the flattened axes from `axis` on (opset < 13: a RESHAPE to 2-D around it
+    unless `axis` is the last; an NHWC operand flattens as it is, the order of the flattened axes does not
+    matter)."""
     x, y = node.inputs[0], node.outputs[0]
     code = SOFTMAXES[node.op]
     shape = known_rank(ctx, node, x)

@@ -1,11 +1,12 @@
 """Einsum of one or two float32 or float16 (feature level 3) operands, every form whose NNAPI evaluation
-is exact up to the order of the additions: two operands whose letters are batch (both inputs and the output), contracted (both inputs
-only) and free (one input and the output), e.g. "bij,bjk->bik", "ij,jk->ik", "bhqd,bhkd->bhqk", "ik,jk->ij";
-letters summed inside one operand ("bij,bjk->bk": REDUCE_SUM of that operand first, feature level 3);
-products without a contracted letter ("ij,ij->ij", "i,j->ij", "bi,bj->bij": one broadcasting MUL, level 1);
-contractions without a free letter ("i,i->", "bij,bij->b": MUL, then REDUCE_SUM, level 3);
-one operand that is transposed and/or summed ("ij->ji", "ij->i", "ij->"); and an ellipsis ("...ij,...jk->
-...ik"), which stands for the operands' leading axes (right-aligned, of equal extents).
+is exact up to the order of the additions: two operands whose letters are batch (both inputs and the
+output), contracted (both inputs only) and free (one input and the output), e.g. "bij,bjk->bik",
+"ij,jk->ik", "bhqd,bhkd->bhqk", "ik,jk->ij"; letters summed inside one operand ("bij,bjk->bk": REDUCE_SUM
+of that operand first, feature level 3); products without a contracted letter ("ij,ij->ij", "i,j->ij",
+"bi,bj->bij": one broadcasting MUL, level 1); contractions without a free letter ("i,i->", "bij,bji->b":
+MUL, then REDUCE_SUM, level 3); one operand that is transposed and/or summed ("ij->ji", "ij->i",
+"ij->"); and an ellipsis ("...ij,...jk->...ik"), which stands for the operands' leading axes
+(right-aligned, of equal extents).
 
 A matmul is brought to [batch..., rows, columns] (TRANSPOSE only when the adj flags cannot absorb the
 order, RESHAPE when a group has several letters), multiplied with BATCH_MATMUL (feature level 6) or, with
@@ -134,8 +135,7 @@ class _Builder:
 
 @onnx_op("Einsum", versions=(12, OPSET_MAX))
 def einsum(node, ctx):
-    """Einsum as BATCH_MATMUL / FULLY_CONNECTED (contractions), MUL (products), REDUCE_SUM (letters summed
-    inside one operand), with transposes and reshapes."""
+    """Einsum: BATCH_MATMUL / FULLY_CONNECTED, MUL, REDUCE_SUM, TRANSPOSE and RESHAPE (forms: module doc)."""
     ins = node.inputs
     code = ctx.nnapi_type(ctx.resolve(ins[0]))[0].code if ins else None
     for i in ins:

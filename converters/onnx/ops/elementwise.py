@@ -49,7 +49,9 @@ def prelu(node, ctx):
 
 @onnx_op("Pow", versions=(7, OPSET_MAX))
 def power(node, ctx):
-    """Pow. A constant exponent that is one value e: 1 is the identity, 2 and 3 are MULs (exact, feature
+    """POW; a constant exponent 1, 2, 3, 0.5, -1 as identity, MUL, SQRT, DIV; int32 bases as MULs.
+
+    A constant exponent that is one value e: 1 is the identity, 2 and 3 are MULs (exact, feature
     level 1; int32 at level 4), 0.5 is SQRT, -1 is DIV 1 / x; int32 bases take other non-negative integer
     exponents as MULs by repeated squaring (exact, wrapping). Anything else on float tensors is POW
     (feature level 3) with the exponent in the base's type (a run-time int32 exponent through CAST)."""

@@ -151,10 +151,12 @@ def arg_extreme(node, ctx):
 
 @onnx_op("TopK", versions=(7, OPSET_MAX))
 def topk(node, ctx):
-    """TOPK_V2 (constant K, sorted=1; feature level 3) along the last axis, or along another axis with that
-    axis swapped to the end by TRANSPOSE around it (float and quantized values; the int32 indices go back
-    through CAST to float32 and TRANSPOSE, exact below 2**24, as NNAPI has no int32 TRANSPOSE); largest=0 as
-    TOPK_V2 of the negated input. Ties keep the lower index first, as ONNX specifies."""
+    """TOPK_V2 (constant K, sorted=1) along any axis (another than the last: swapped there by TRANSPOSE).
+
+    Feature level 3. Along another axis than the last, that axis is swapped to the end by a TRANSPOSE before
+    and after (float and quantized values; the int32 indices go back through CAST to float32 and TRANSPOSE,
+    exact below 2**24, as NNAPI has no int32 TRANSPOSE); largest=0 as TOPK_V2 of the negated input. Ties keep
+    the lower index first, as ONNX specifies."""
     x, values, indices = node.inputs[0], node.outputs[0], node.outputs[1]
     shape = known_rank(ctx, node, x)
     rank = len(shape)

@@ -26,8 +26,7 @@ FLOAT_CODES = (C.TENSOR_FLOAT32, C.TENSOR_FLOAT16)
 
 @onnx_op("Sum", "Mean", "Max", "Min", versions=(6, OPSET_MAX))
 def variadic(node, ctx):
-    """Sum (ADD chain, last ADD takes a fused Relu/Clip), Mean (ADD chain, MUL by 1/N), Max (MAXIMUM chain),
-    Min (MINIMUM chain); one input is the identity."""
+    """Chains of ADD (Sum; Mean then MUL by 1/N), MAXIMUM (Max), MINIMUM (Min); one input is the identity."""
     ins = [i for i in node.inputs if i >= 0]
     y = node.outputs[0]
     if not ins:
