@@ -63,7 +63,7 @@ def test_runtime_exponents():
     assert "CAST" in [o.code.name for o in r.model.operations]
 
 
-@pytest.mark.parametrize("n", [2, 3, 5, 8])
+@pytest.mark.parametrize("n", [0, 2, 3, 5, 8])
 def test_int32_base(n):
     data = make_model([h.make_node("Pow", ["x", "e"], ["y"])], [("x", np.int32, [2, 3])], ["y"],
                       {"e": np.int32(n)}, opset=15)

@@ -52,9 +52,9 @@ def power(node, ctx):
     """POW; a constant exponent 1, 2, 3, 0.5, -1 as identity, MUL, SQRT, DIV; int32 bases as MULs.
 
     A constant exponent that is one value e: 1 is the identity, 2 and 3 are MULs (exact, feature
-    level 1; int32 at level 4), 0.5 is SQRT, -1 is DIV 1 / x; int32 bases take other non-negative integer
-    exponents as MULs by repeated squaring (exact, wrapping). Anything else on float tensors is POW
-    (feature level 3) with the exponent in the base's type (a run-time int32 exponent through CAST)."""
+    level 1; int32 at level 4), 0.5 is SQRT, -1 is DIV 1 / x; int32 bases take other integer exponents in
+    [0, 64] as MULs by repeated squaring (exact, wrapping; 0 as x * 0 + 1). Anything else on float tensors
+    is POW (feature level 3) with the exponent in the base's type (a run-time int32 exponent through CAST)."""
     x, e, y = node.inputs[0], node.inputs[1], node.outputs[0]
     c = Chain(ctx, node, y)
     if ctx.is_const(e):
@@ -64,7 +64,7 @@ def power(node, ctx):
                 return
     if c.code not in (C.TENSOR_FLOAT32, C.TENSOR_FLOAT16):
         raise Unsupported(Reason.OPERAND_TYPE, f"{node.label()}: Pow of {c.code.name} tensors needs a constant "
-                                               f"non-negative integer exponent (NNAPI POW is float only)")
+                                               f"non-negative integer exponent up to 64 (NNAPI POW is float only)")
     base, = broadcast_inputs(node, ctx, [x])
     if ctx.is_const(e):
         exponent = _exponent_const(ctx, c, e, y)
@@ -93,7 +93,10 @@ def _power_by_value(ctx, c, node, value: float) -> bool:
         _integer_power(c, src, int(value), ctx.output(y))
         return True
     if c.code == C.TENSOR_INT32:
-        return False
+        if value != 0:
+            return False
+        c.binary(Op.ADD, c.binary(Op.MUL, src, c.scalar(0)), c.scalar(1), out=ctx.output(y))  # x ** 0 == 1
+        return True
     if value == 0.5:
         c.unary(Op.SQRT, src, out=ctx.output(y))
         return True
