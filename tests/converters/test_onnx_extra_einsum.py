@@ -50,8 +50,7 @@ def test_transpose_only():
     verify_levels(data, need_level=2)
 
 
-@pytest.mark.parametrize("eq,reason", [("ii->i", "unsupported_attribute"),
-                                       ("ij,jk,kl->il", "unsupported_attribute")])
+@pytest.mark.parametrize("eq,reason", [("ij,jk,kl->il", "unsupported_attribute")])
 def test_unsupported_forms(eq, reason):
     lhs = eq.split("->")[0].split(",")
     ins = [(f"x{k}", np.float32, [3] * len(t.replace("...", "z"))) for k, t in enumerate(lhs)]
@@ -78,6 +77,12 @@ FORMS = {
     "...ij,...jk": ([[3, 4, 5], [3, 5, 6]], 6, "BATCH_MATMUL"),
     "bhqd,...kd->bhqk": ([[2, 3, 4, 5], [6, 5]], 6, "BATCH_MATMUL"),
     "...i->...": ([[2, 3, 4]], 3, "REDUCE_SUM"),
+    "ii->i": ([[4, 4]], 3, "GATHER"),
+    "ii": ([[4, 4]], 3, "GATHER"),
+    "...ii->...i": ([[2, 3, 3]], 3, "GATHER"),
+    "iij->ji": ([[3, 3, 5]], 3, "GATHER"),
+    "iii->i": ([[3, 3, 3]], 3, "GATHER"),
+    "bii,bij->bj": ([[2, 3, 3], [2, 3, 4]], 6, "GATHER"),
 }
 
 

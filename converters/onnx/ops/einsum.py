@@ -5,14 +5,15 @@ output), contracted (both inputs only) and free (one input and the output), e.g.
 of that operand first, feature level 3); products without a contracted letter ("ij,ij->ij", "i,j->ij",
 "bi,bj->bij": one broadcasting MUL, level 1); contractions without a free letter ("i,i->", "bij,bji->b":
 MUL, then REDUCE_SUM, level 3); one operand that is transposed and/or summed ("ij->ji", "ij->i",
-"ij->"); and an ellipsis ("...ij,...jk->...ik"), which stands for the operands' leading axes
+"ij->"); repeated letters in one term, diagonals ("ii->i", "ii", "bii->bi": TRANSPOSE, RESHAPE, GATHER,
+feature level 3); and an ellipsis ("...ij,...jk->...ik"), which stands for the operands' leading axes
 (right-aligned, of equal extents).
 
 A matmul is brought to [batch..., rows, columns] (TRANSPOSE only when the adj flags cannot absorb the
 order, RESHAPE when a group has several letters), multiplied with BATCH_MATMUL (feature level 6) or, with
 no batch letters and a constant right operand, FULLY_CONNECTED (level 1), then reshaped and transposed to
-the output's letter order. Repeated letters in one term (diagonals), broadcasting letters of unequal
-extents and three or more operands are reported."""
+the output's letter order. Broadcasting letters of unequal extents and three or more operands are
+reported."""
 from __future__ import annotations
 
 import numpy as np
@@ -51,9 +52,8 @@ def parse(node, ranks) -> tuple[list, str]:
         out = ellipsis + "".join(sorted(ch for ch in set(once) if ch.isalpha() and once.count(ch) == 1))
     else:
         out = out.replace("...", ellipsis)
-    if any(len(set(t)) != len(t) for t in terms + [out]):
-        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: equation {eq!r} repeats a letter in one term "
-                                            f"(a diagonal)")
+    if len(set(out)) != len(out):
+        raise Unsupported(Reason.INVALID, f"{node.label()}: equation {eq!r} repeats a letter in the output")
     if not set(out) <= set("".join(terms)):
         raise Unsupported(Reason.INVALID, f"{node.label()}: output letters of {eq!r} appear in no operand")
     return terms, out
@@ -76,10 +76,10 @@ class _Builder:
     def is_const(self, operand) -> bool:
         return operand[0] == "tensor" and self.ctx.is_const(operand[1])
 
-    def tensor_operand(self, operand, letters: str, want: str, dims: tuple) -> int:
-        """The operand (axes `letters`) transposed to `want` and reshaped to dims."""
+    def tensor_operand(self, operand, letters: str, want: str, dims: tuple, perm=None) -> int:
+        """The operand (axes `letters`) transposed to `want` (or by the axis list perm) and reshaped to dims."""
         ctx = self.ctx
-        perm = [letters.index(ch) for ch in want]
+        perm = [letters.index(ch) for ch in want] if perm is None else list(perm)
         if self.is_const(operand):
             return self.const(np.transpose(np.asarray(ctx.const_value(operand[1])), perm).reshape(dims))
         src = self.nnapi(operand)
@@ -91,13 +91,28 @@ class _Builder:
     def nnapi(self, operand) -> int:
         return self.ctx.operand_as(operand[1]) if operand[0] == "tensor" else operand[1]
 
-    def summed(self, i: int, letters: str, away, size: dict):
-        """Tensor i with the letters `away` summed out (REDUCE_SUM), as an operand."""
+    def diagonal(self, operand, letters: str, size: dict):
+        """(operand, letters) with every repeated letter taken once (its diagonal, moved to the end): the
+        repeated axes go last (TRANSPOSE), merge (RESHAPE) and a GATHER picks k * (1 + n + ... + n^(r-1))."""
+        for ch in [c for c in dict.fromkeys(letters) if letters.count(c) > 1]:
+            rest = [k for k, c in enumerate(letters) if c != ch]
+            rep = [k for k, c in enumerate(letters) if c == ch]
+            n, r = size[ch], len(rep)
+            src = self.tensor_operand(operand, letters, "", tuple([size[letters[k]] for k in rest] + [n ** r]),
+                                      perm=rest + rep)
+            letters = "".join(letters[k] for k in rest) + ch
+            step = sum(n ** j for j in range(r))
+            operand = ("operand", self.emit(Op.GATHER, src, [size[c] for c in letters], axis=self.ctx.i32(len(rest)),
+                                            indices=self.ctx.const(np.arange(n, dtype=np.int32) * step)))
+        return operand, letters
+
+    def summed(self, operand, letters: str, away, size: dict):
+        """The operand with the letters `away` summed out (REDUCE_SUM)."""
         if not away:
-            return ("tensor", i)
+            return operand
         axes = [letters.index(ch) for ch in away]
         dims = [size[ch] for ch in letters if ch not in away] or [1]
-        out = self.emit(Op.REDUCE_SUM, self.ctx.operand_as(i), dims, axes=self.ctx.const(np.asarray(axes, np.int32)),
+        out = self.emit(Op.REDUCE_SUM, self.nnapi(operand), dims, axes=self.ctx.const(np.asarray(axes, np.int32)),
                         keep_dims=self.ctx.boolean(False))
         return ("operand", out)
 
@@ -161,8 +176,9 @@ def einsum(node, ctx):
     # letters in one operand only and not in the output are summed away first
     operands = []
     for k, (i, t) in enumerate(zip(ins, terms)):
+        operand, t = b.diagonal(("tensor", i), t, size)
         others = set(out).union(*(terms[:k] + terms[k + 1:]))
-        operands.append(b.summed(i, t, [ch for ch in t if ch not in others], size))
+        operands.append(b.summed(operand, t, [ch for ch in t if ch not in others], size))
         terms[k] = "".join(ch for ch in t if ch in others)
     if len(terms) == 1:
         b.to_order(operands[0], terms[0], out, size, ctx.output(y))
