@@ -104,9 +104,21 @@ def test_product_with_a_constant_operand():
     assert verify_levels(data, need_level=1)[8].nodes[0].nnapi_ops == ["MUL"]
 
 
-def test_ellipsis_of_unequal_extents_is_reported():
+@pytest.mark.parametrize("eq,sa,sb", [("...ij,...jk->...ik", [2, 4, 5], [1, 5, 6]),
+                                      ("bij,bjk->bik", [1, 4, 5], [3, 5, 6]),
+                                      ("ij,jk->ik", [4, 1], [5, 6]),        # a contracted letter of extent 1
+                                      ("bi,bi->bi", [2, 1], [2, 5])])
+def test_broadcast_letters(eq, sa, sb):
+    ref = np.einsum(eq, np.zeros(sa), np.zeros(sb))
+    data = make_model([h.make_node("Einsum", ["a", "b"], ["y"], equation=eq)],
+                      [("a", np.float32, sa), ("b", np.float32, sb)], [("y", np.float32, list(ref.shape))], opset=13)
+    verify_levels(data, levels=(6, 8))
+
+
+def test_letters_that_do_not_broadcast_are_reported():
     data = make_model([h.make_node("Einsum", ["a", "b"], ["y"], equation="...ij,...jk->...ik")],
-                      [("a", np.float32, [2, 4, 5]), ("b", np.float32, [1, 5, 6])], ["y"], opset=13)
+                      [("a", np.float32, [2, 4, 5]), ("b", np.float32, [3, 5, 6])], [("y", np.float32, [2, 4, 6])],
+                      opset=13)
     assert convert(data, 8).unsupported[0].reason_code == "unsupported_attribute"
 
 
@@ -123,3 +135,10 @@ def test_mixed_or_integer_types_are_refused():
     data = make_model([h.make_node("Einsum", ["a", "b"], ["y"], equation="ij,jk->ik")],
                       [("a", np.int32, [2, 3]), ("b", np.int32, [3, 4])], ["y"], opset=13)
     assert convert(data, 8).unsupported[0].reason_code == "operand_type"
+
+
+def test_diagonal_of_unequal_extents_is_reported():
+    data = make_model([h.make_node("Einsum", ["a"], ["y"], equation="ii->i")], [("a", np.float32, [3, 1])],
+                      [("y", np.float32, [3])], opset=13)
+    u = convert(data, 8).unsupported[0]
+    assert u.reason_code == "invalid_node" and "diagonal" in u.reason

@@ -7,12 +7,12 @@ of that operand first, feature level 3); products without a contracted letter ("
 MUL, then REDUCE_SUM, level 3); one operand that is transposed and/or summed ("ij->ji", "ij->i",
 "ij->"); repeated letters in one term, diagonals ("ii->i", "ii", "bii->bi": TRANSPOSE, RESHAPE, GATHER,
 feature level 3); and an ellipsis ("...ij,...jk->...ik"), which stands for the operands' leading axes
-(right-aligned, of equal extents).
+(right-aligned). Letters broadcast as in numpy (an extent 1 against a longer one).
 
 A matmul is brought to [batch..., rows, columns] (TRANSPOSE only when the adj flags cannot absorb the
 order, RESHAPE when a group has several letters), multiplied with BATCH_MATMUL (feature level 6) or, with
 no batch letters and a constant right operand, FULLY_CONNECTED (level 1), then reshaped and transposed to
-the output's letter order. Broadcasting letters of unequal extents and three or more operands are
+the output's letter order. Letters of extents that do not broadcast and three or more operands are
 reported."""
 from __future__ import annotations
 
@@ -91,6 +91,19 @@ class _Builder:
     def nnapi(self, operand) -> int:
         return self.ctx.operand_as(operand[1]) if operand[0] == "tensor" else operand[1]
 
+    def broadcast(self, i: int, letters: str, size: dict):
+        """(operand, letters) of tensor i without the size-1 axes whose letters are longer elsewhere (numpy
+        broadcasting: such a letter is then simply absent from this operand)."""
+        shape = self.ctx.source_shape(i)
+        keep = [k for k, ch in enumerate(letters) if not (shape[k] == 1 and size[ch] > 1)]
+        if len(keep) == len(letters):
+            return ("tensor", i), letters
+        dims = [shape[k] for k in keep] or [1]
+        if self.ctx.is_const(i):
+            return ("operand", self.const(np.asarray(self.ctx.const_value(i)).reshape(dims))), \
+                "".join(letters[k] for k in keep)
+        return ("operand", self.reshape(self.ctx.operand_as(i), dims)), "".join(letters[k] for k in keep)
+
     def diagonal(self, operand, letters: str, size: dict):
         """(operand, letters) with every repeated letter taken once (its diagonal, moved to the end): the
         repeated axes go last (TRANSPOSE), merge (RESHAPE) and a GATHER picks k * (1 + n + ... + n^(r-1))."""
@@ -159,6 +172,8 @@ def einsum(node, ctx):
             raise Unsupported(Reason.OPERAND_TYPE, f"{node.label()}: input {ctx.tensor(i).name!r} is not float32 or "
                                                    f"float16 like the others")
     terms, out = parse(node, [len(ctx.source_shape(i)) for i in ins])
+    if len(terms) > 2:
+        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: {len(terms)} operands (one or two are mapped)")
     size = {}
     for i, t in zip(ins, terms):
         shape = ctx.source_shape(i)
@@ -166,17 +181,20 @@ def einsum(node, ctx):
             raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: operand {ctx.tensor(i).name!r} needs a "
                                                     f"known shape of rank {len(t)}")
         for ch, d in zip(t, shape):
-            if size.setdefault(ch, d) != d:
+            if len({e for c, e in zip(t, shape) if c == ch}) > 1:
+                raise Unsupported(Reason.INVALID, f"{node.label()}: the diagonal letter {ch!r} of term {t!r} has "
+                                                  f"unequal extents {list(shape)}")
+            if size.get(ch, 1) not in (1, d) and d != 1:
                 raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: letter {ch!r} has extents {size[ch]} and "
-                                                    f"{d} (broadcasting is not mapped)")
+                                                    f"{d}, which do not broadcast")
+            size[ch] = max(size.get(ch, 1), d)
     b = _Builder(node, ctx, code)
     y = node.outputs[0]
-    if len(terms) > 2:
-        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: {len(terms)} operands (one or two are mapped)")
     # letters in one operand only and not in the output are summed away first
     operands = []
     for k, (i, t) in enumerate(zip(ins, terms)):
-        operand, t = b.diagonal(("tensor", i), t, size)
+        operand, t = b.broadcast(i, t, size)  # extent-1 axes of letters other operands have longer: dropped
+        operand, t = b.diagonal(operand, t, size)
         others = set(out).union(*(terms[:k] + terms[k + 1:]))
         operands.append(b.summed(operand, t, [ch for ch in t if ch not in others], size))
         terms[k] = "".join(ch for ch in t if ch in others)
