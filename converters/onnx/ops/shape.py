@@ -9,6 +9,7 @@ from nnapi import OperandType, OperationCode as Op
 from ...registry import Reason, Unsupported
 from ..common import OPSET_MAX, const_ints, ints, onnx_op
 from .. import layout
+from .compose import known_rank
 
 
 def _i32(ctx, values) -> int:
@@ -66,21 +67,32 @@ def concat(node, ctx):
 
 @onnx_op("Split", versions=(7, OPSET_MAX))
 def split(node, ctx):
-    """Split: SPLIT for equal parts, else one SLICE per output."""
+    """Split: SPLIT for equal parts, else one SLICE per output (the `split` attribute before opset 13, the
+    input after; without it equal parts, the last one smaller for num_outputs (opset 18))."""
     x = node.inputs[0]
-    shape = ctx.source_shape(x)
-    axis = int(node.attrs.get("axis", 0)) % len(shape)
+    shape = known_rank(ctx, node, x)
+    axis = int(node.attrs.get("axis", 0))
+    if not -len(shape) <= axis < len(shape):
+        raise Unsupported(Reason.INVALID, f"{node.label()}: axis {axis} for rank {len(shape)}")
+    axis %= len(shape)
     outs = [o for o in node.outputs if o >= 0]
     sizes = ints(node, "split") if node.version < 13 else const_ints(ctx, node, 1, "split")
+    n = len(node.outputs)
     if sizes is None and shape[axis]:
-        n = len(node.outputs)
         step = -(-shape[axis] // n)
         sizes = [min(step, shape[axis] - k * step) for k in range(n)]
+    if sizes is not None and (len(sizes) != n or any(v < 0 for v in sizes)
+                              or shape[axis] and sum(sizes) != shape[axis]):
+        raise Unsupported(Reason.INVALID, f"{node.label()}: split {sizes} for {n} outputs of an axis of extent "
+                                          f"{shape[axis]}")
+    if sizes is not None and 0 in sizes and len(set(sizes)) > 1:  # (a SLICE of extent 0)
+        raise Unsupported(Reason.INVALID, f"{node.label()}: split {sizes} has an empty part (NNAPI has no empty "
+                                          f"tensors)")
     a = ctx.axis(x, axis)
     src = ctx.operand(x)
-    if sizes is None or len(set(sizes)) == 1 and len(outs) == len(node.outputs):
+    if sizes is None or len(set(sizes)) == 1 and len(outs) == n:
         ctx.emit_form(Op.SPLIT, "default", [ctx.output(o) for o in node.outputs], input=src, axis=ctx.i32(a),
-                      num_splits=ctx.i32(len(node.outputs)))
+                      num_splits=ctx.i32(n))
         return
     start = 0
     for o, size in zip(node.outputs, sizes):
