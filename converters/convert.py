@@ -146,6 +146,8 @@ def check_node(source: SourceModel, g: int, node: SourceNode, feature_level: int
     ctx = new_context(source, g, feature_level, input_shapes)
     try:
         emitted = run_converter(node, ctx)
+        if g == source.main_index:
+            _check_graph_inputs(node, ctx)
     except Unsupported as u:
         return u
     model = ctx.model
@@ -164,6 +166,19 @@ def check_node(source: SourceModel, g: int, node: SourceNode, feature_level: int
     for opnd in model.operands:
         level = max(level, opnd.type.code.feature_level)
     return Supported(level, [model.operations[k].code.name for k in emitted])
+
+
+def _check_graph_inputs(node: SourceNode, ctx: ConversionContext) -> None:
+    """Unsupported when the node reads a model input NNAPI has no operand type for, even one its converter
+    did not need (a Reshape whose output shape is declared, say): the converted model would have to take
+    it as an input, so the node is refused instead of the whole model."""
+    for t in node.inputs:
+        if t >= 0 and t in ctx.graph.inputs and not ctx.graph.tensors[t].is_constant:
+            try:
+                ctx.nnapi_type(t)
+            except Unsupported as u:
+                raise Unsupported(u.reason, f"{node.label()}: model input {ctx.graph.tensors[t].name!r} cannot be "
+                                            f"an NNAPI model input: {u.detail}") from None
 
 
 def _node_result(g: int, node: SourceNode, graph: SourceGraph, verdict) -> NodeResult:

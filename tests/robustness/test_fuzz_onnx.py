@@ -198,7 +198,7 @@ def non_utf8_name():
     (huge_dims, "initializer 'fw'"),
     (negative_dims, "initializer 'b' has negative dimensions"),
     (unimported_domain, "domain 'com.evil'"),
-    (no_default_opset, "no default ONNX opset"),
+    (no_default_opset, "uses domain '', which the model does not import"),  # only ai.onnx.ml models may omit it
     (not_protobuf, "not a valid ONNX protobuf"),
     (no_graph, "no graph"),
 ])
