@@ -41,7 +41,7 @@ PARAMETER_INPUTS = {
     "Conv": (1, 2), "ConvTranspose": (1, 2), "BatchNormalization": (1, 2, 3, 4), "Clip": (1, 2),
     "Resize": (1, 2, 3), "Pad": (2,), "QuantizeLinear": (1, 2), "DequantizeLinear": (1, 2),
     "QLinearConv": (1, 2, 3, 4, 5, 6, 7, 8), "QLinearMatMul": (1, 2, 4, 5, 6, 7), "Range": (0, 1, 2),
-    "ConstantOfShape": (0,), "Gemm": (1, 2),
+    "ConstantOfShape": (0,), "Gemm": (1, 2), "LSTM": (1, 2, 3, 4, 7), "GRU": (1, 2, 3, 4), "RNN": (1, 2, 3, 4),
 }
 
 
