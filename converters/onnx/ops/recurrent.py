@@ -183,6 +183,26 @@ def emit(ctx, rec: Recurrent, code: Op, dims, name: str, **named) -> int:
     return out
 
 
+def output(ctx, rec: Recurrent, key: str) -> int:
+    """The operand of output Y, Y_h or Y_c, in the shape the node gives it ([seq, dirs, batch, hidden] /
+    [dirs, batch, hidden], batch first with layout 1) where the graph declares less (0: unknown length)."""
+    t, dirs = rec.outputs[key], len(rec.directions)
+    if key == "Y":
+        want = (rec.seq, dirs, rec.batch, rec.hidden) if rec.layout == 0 else (rec.batch, rec.seq, dirs, rec.hidden)
+    else:
+        want = (dirs, rec.batch, rec.hidden) if rec.layout == 0 else (rec.batch, dirs, rec.hidden)
+    have = ctx.source_shape(t) if ctx.tensor(t).shape is not None else ()
+    if len(have) == len(want) and all(h == w or not w for h, w in zip(have, want)):
+        return ctx.output(t)
+    if have and (len(have) != len(want) or any(h and w and h != w for h, w in zip(have, want))):
+        raise Unsupported(Reason.INVALID, f"{rec.node.label()}: {key} {ctx.tensor(t).name!r} is declared "
+                                          f"{list(have)}, the node gives {list(want)}")
+    if ctx.perm_of(t) is not None:
+        raise Unsupported(Reason.DYNAMIC_SHAPE, f"{rec.node.label()}: {key} needs a declared shape")
+    merged = tuple(w or (have[k] if have else 0) for k, w in enumerate(want))
+    return ctx.bind_output(t, OperandType(rec.code, merged))
+
+
 def reshape_into(ctx, src: int, out: int) -> None:
     """out = src's data in out's declared shape (one unknown extent, the sequence length, becomes -1)."""
     dims = [int(d) or -1 for d in ctx.model.operands[out].type.dimensions]
@@ -288,29 +308,27 @@ def sequence_lstm(ctx, rec: Recurrent, act: int) -> None:
             named[f"{prefix}{state}"] = direction_state(ctx, rec, key, d, (b, units), f"{prefix}{key}0") \
                 if d is not None else const(ctx, rec, np.zeros((b, 1)), f"{prefix}{key}0")
         seqs.append(temp(ctx, rec, (d0, d1, units), f"{prefix}sequence"))
-        hs.append(temp(ctx, rec, (b, units), f"{prefix}h"))
-        cs.append(temp(ctx, rec, (b, units), f"{prefix}c"))
+        if states:   # NNAPI's state outputs come as a group (feature level 4)
+            hs.append(temp(ctx, rec, (b, units), f"{prefix}h"))
+            cs.append(temp(ctx, rec, (b, units), f"{prefix}c"))
         real.append(d is not None)
-    if code == Op.UNIDIRECTIONAL_SEQUENCE_LSTM:
-        outs = seqs + ([hs[0], cs[0]] if states else [])
-    else:
+    if code == Op.BIDIRECTIONAL_SEQUENCE_LSTM:
         named.update(aux_input=omitted(ctx, "aux_input", rec.code), merge_outputs=ctx.boolean(False))
         for p in ("fw_", "bw_"):
             for g in ("input", "forget", "cell", "output"):
                 named[f"{p}aux_input_to_{g}_weights"] = omitted(ctx, f"{p}aux_input_to_{g}_weights", rec.code)
-        outs = seqs + ([hs[0], cs[0], hs[1], cs[1]] if states else [])
-    ctx.emit_form(code, "default", outs, **named)
+    ctx.emit_form(code, "default", seqs + [s for pair in zip(hs, cs) for s in pair], **named)
     keep = lambda parts: [p for p, r in zip(parts, real) if r]  # noqa: E731
     k = len(rec.directions)
     if "Y" in rec.outputs:   # [seq, batch, dirs x hidden] -> [seq, dirs, batch, hidden]; or [batch, seq, dirs x hidden]
         axis = 1 if rec.layout == 0 else 2
         shape = (d0, k * d1, n) if axis == 1 else (d0, d1, k * n)
-        stack_into(ctx, rec, keep(seqs), axis, shape, ctx.output(rec.outputs["Y"]), "Y/joined")
+        stack_into(ctx, rec, keep(seqs), axis, shape, output(ctx, rec, "Y"), "Y/joined")
     for key, pieces in (("Y_h", hs), ("Y_c", cs)):
         if key in rec.outputs:   # [dirs x batch, hidden] or [batch, dirs x hidden]
             axis = 0 if rec.layout == 0 else 1
             shape = (k * b, n) if axis == 0 else (b, k * n)
-            stack_into(ctx, rec, keep(pieces), axis, shape, ctx.output(rec.outputs[key]), f"{key}/joined")
+            stack_into(ctx, rec, keep(pieces), axis, shape, output(ctx, rec, key), f"{key}/joined")
 
 
 # -- converters -------------------------------------------------------------------
@@ -320,7 +338,10 @@ def lstm(node, ctx):
     """LSTM as UNIDIRECTIONAL_/BIDIRECTIONAL_SEQUENCE_LSTM, or unrolled when its attributes need it."""
     rec = read(node, ctx)
     act = sequence_activation(rec)
-    if act is not None and not rec.clip and not rec.input_forget:
+    states = "Y_h" in rec.outputs or "Y_c" in rec.outputs
+    # below feature level 4 the sequence LSTMs have no state outputs; the unrolled form has (with known sizes)
+    unrolled_states = states and ctx.feature_level < 4 and rec.seq > 0 and rec.batch > 0
+    if act is not None and not rec.clip and not rec.input_forget and not unrolled_states:
         sequence_lstm(ctx, rec, act)
         return
     from .unrolled import unroll

@@ -14,7 +14,7 @@ import numpy as np
 from nnapi import OperandCode as C, OperandType, OperationCode as Op
 
 from ...registry import Reason, Unsupported
-from .recurrent import Activation, Recurrent, const, direction_state, emit, reshape_into, temp
+from .recurrent import Activation, Recurrent, const, direction_state, emit, output, reshape_into, temp
 
 NONE = 0  # FuseCode
 
@@ -198,7 +198,7 @@ DIRECTION = {"LSTM": lstm_direction, "GRU": gru_direction, "RNN": rnn_direction}
 def write_states(ctx, rec: Recurrent, pieces: list, key: str) -> None:
     """Y_h / Y_c from each direction's [1, batch, hidden]: [dirs, batch, hidden] (layout 0) or
     [batch, dirs, hidden] (layout 1)."""
-    out = ctx.output(rec.outputs[key])
+    out = output(ctx, rec, key)
     if len(pieces) == 1:
         reshape_into(ctx, pieces[0], out)   # [1, b, h] and [b, 1, h] hold the same data order
         return
@@ -212,7 +212,7 @@ def write_states(ctx, rec: Recurrent, pieces: list, key: str) -> None:
 
 def write_sequence(ctx, rec: Recurrent, per_dir: list) -> None:
     """Y from each direction's steps: [seq, dirs, batch, hidden] (layout 0) or [batch, seq, dirs, hidden]."""
-    out = ctx.output(rec.outputs["Y"])
+    out = output(ctx, rec, "Y")
     seq, b, n = rec.seq, rec.batch, rec.hidden
     joined = []
     for d, hs in enumerate(per_dir):
