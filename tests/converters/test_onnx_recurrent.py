@@ -363,3 +363,21 @@ def test_without_hidden_size_or_declared_output_shapes(op, attrs, layout):
     for r, g in zip(reference(model, feeds), got):
         assert np.asarray(g).shape == r.shape
         np.testing.assert_allclose(g, r, rtol=1e-4, atol=1e-5)
+
+
+def test_batch_from_the_initial_states_when_x_leaves_it_open():
+    """silero_vad's form: X [?, ?, input] with h, c [1, batch, hidden] inputs."""
+    model, feeds = recurrent_model("LSTM", 4, 1, 3, 5, initial="input")
+    for k in (0, 1):
+        model.graph.input[0].type.tensor_type.shape.dim[k].dim_param = f"d{k}"
+    del model.graph.value_info[:]
+    for o in model.graph.output:
+        o.type.tensor_type.ClearField("shape")
+    assert "UNIDIRECTIONAL_SEQUENCE_LSTM" in assert_matches(onnx.shape_inference.infer_shapes(model), feeds)
+
+
+def test_unknown_rank_is_a_dynamic_shape():
+    model, _ = recurrent_model("GRU")
+    model.graph.input[0].type.tensor_type.ClearField("shape")
+    del model.graph.value_info[:]
+    assert reasons(model) == {"dynamic_shape"}

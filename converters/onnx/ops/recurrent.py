@@ -124,9 +124,16 @@ def read(node, ctx) -> Recurrent:
     if layout not in (0, 1):
         raise Unsupported(Reason.INVALID, f"{node.label()}: layout {layout}")
     shape = ctx.source_shape(x)
+    if ctx.tensor(x).shape is None:
+        raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: X {ctx.tensor(x).name!r} has an unknown rank (pin "
+                                                f"the inputs with input_shapes)")
     if len(shape) != 3:
         raise Unsupported(Reason.RANK, f"{node.label()}: X {ctx.tensor(x).name!r} has rank {len(shape)}, needs 3")
     seq, batch = (shape[0], shape[1]) if layout == 0 else (shape[1], shape[0])
+    for k in (5, 6) if not batch else ():   # the initial states may know the batch X's shape leaves open
+        t = _input(node, k)
+        if t >= 0 and len(ctx.source_shape(t)) == 3:
+            batch = batch or ctx.source_shape(t)[0 if layout == 1 else 1]
     w = np.asarray(ctx.const_value(node.inputs[1], "W"), np.float64)
     r = np.asarray(ctx.const_value(node.inputs[2], "R"), np.float64)
     hidden = int(node.attrs.get("hidden_size", r.shape[-1] if r.ndim == 3 else 0))
