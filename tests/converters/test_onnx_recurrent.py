@@ -20,6 +20,7 @@ from converters.onnx.runner import run_converted
 GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 STATES = {"LSTM": ("Y", "Y_h", "Y_c"), "GRU": ("Y", "Y_h"), "RNN": ("Y", "Y_h")}
 SEQUENCE_LSTMS = {"UNIDIRECTIONAL_SEQUENCE_LSTM", "BIDIRECTIONAL_SEQUENCE_LSTM"}
+SEQUENCE_RNNS = {"UNIDIRECTIONAL_SEQUENCE_RNN", "BIDIRECTIONAL_SEQUENCE_RNN"}
 
 
 def recurrent_model(op, seq=3, batch=2, inp=4, hid=5, direction="forward", layout=0, initial="const",
@@ -54,8 +55,8 @@ def recurrent_model(op, seq=3, batch=2, inp=4, hid=5, direction="forward", layou
     if runtime_weights:
         feeds["W"] = arrays.pop("W")
         graph_in.append(h.make_tensor_value_info("W", TP.FLOAT, feeds["W"].shape))
-    graph = h.make_graph([node], "recurrent", graph_in, [h.make_tensor_value_info(o, TP.FLOAT, None) for o in outs if o],
-                         [nh.from_array(v, k) for k, v in arrays.items()])
+    graph_out = [h.make_tensor_value_info(o, TP.FLOAT, None) for o in outs if o]
+    graph = h.make_graph([node], "recurrent", graph_in, graph_out, [nh.from_array(v, k) for k, v in arrays.items()])
     model = onnx.shape_inference.infer_shapes(h.make_model(graph, opset_imports=[h.make_opsetid("", 14)]))
     onnx.checker.check_model(model)
     return model, feeds
@@ -114,8 +115,8 @@ SIZES = [(5, 1, 1, 3), (8, 3, 4, 2), (16, 2, 6, 7)]   # hidden, batch, seq, inpu
 def test_directions_layouts_and_sizes(op, direction, layout, hid, batch, seq, inp):
     model, feeds = recurrent_model(op, seq, batch, inp, hid, direction, layout, seed=hid + batch)
     ops = assert_matches(model, feeds)
-    if op == "LSTM":
-        assert ops & SEQUENCE_LSTMS, ops   # a plain LSTM is one NNAPI sequence LSTM
+    if op != "GRU":
+        assert ops & (SEQUENCE_LSTMS | SEQUENCE_RNNS), ops   # a plain LSTM / RNN is one NNAPI sequence op
 
 
 @pytest.mark.parametrize("direction", ["forward", "bidirectional"])
@@ -156,6 +157,8 @@ def test_lstm_attributes(attrs):
 
 @pytest.mark.parametrize("op, attrs", [
     ("GRU", dict(clip=0.3, direction="bidirectional")),
+    ("RNN", dict(activations=["Relu", "Sigmoid"], direction="bidirectional")),   # one activation per op: unrolled
+    ("RNN", dict(activations=["Sigmoid"], direction="reverse", layout=1)),
     ("GRU", dict(linear_before_reset=1, activations=["HardSigmoid", "Softsign"], layout=1, direction="reverse")),
     ("GRU", dict(activations=["Sigmoid", "Relu", "HardSigmoid", "Tanh"], direction="bidirectional")),
     ("RNN", dict(clip=0.2)),
@@ -201,9 +204,10 @@ def test_lstm_states_below_feature_level_4_are_unrolled():
 
 
 @pytest.mark.parametrize("layout", [0, 1])
-@pytest.mark.parametrize("direction", ["forward", "bidirectional"])
-def test_lstm_with_a_dynamic_sequence_length(direction, layout):
-    model, feeds = recurrent_model("LSTM", 4, 2, 3, 5, direction, layout)
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize("op", ["LSTM", "RNN"])
+def test_a_dynamic_sequence_length(op, direction, layout):
+    model, feeds = recurrent_model(op, 4, 2, 3, 5, direction, layout)
     model.graph.input[0].type.tensor_type.shape.dim[layout].dim_param = "T"
     del model.graph.value_info[:]
     for o in model.graph.output:

@@ -1,11 +1,11 @@
 """LSTM, GRU and RNN.
 
-An LSTM whose attributes NNAPI's sequence LSTMs express (gate activation Sigmoid, one activation among
-Tanh, Relu and Sigmoid for the cell input and the output, no clip, no input_forget, every sequence at
-full length) becomes UNIDIRECTIONAL_SEQUENCE_LSTM or BIDIRECTIONAL_SEQUENCE_LSTM (feature level 3; Y_h
-and Y_c need level 4). Every other LSTM, and every GRU and RNN, is unrolled over the time steps
-(unrolled.py): one FULLY_CONNECTED projects the whole input sequence, then each step is the ONNX
-formulas written in NNAPI operations.
+An LSTM or RNN whose attributes NNAPI's sequence ops express (for an LSTM: gate activation Sigmoid and one
+activation among Tanh, Relu and Sigmoid for the cell input and the output; for an RNN one of those; no
+clip, no input_forget, every sequence at full length) becomes UNIDIRECTIONAL_SEQUENCE_LSTM / _RNN or
+BIDIRECTIONAL_SEQUENCE_LSTM / _RNN (feature level 3; Y_h and Y_c need level 4). Every other LSTM and RNN,
+and every GRU (NNAPI has none), is unrolled over the time steps (unrolled.py): one FULLY_CONNECTED
+projects the whole input sequence, then each step is the ONNX formulas written in NNAPI operations.
 
 ONNX stacks the LSTM gates as (input, output, forget, cell), GRU as (update, reset, hidden); W is
 [directions, gates * hidden, input], R [directions, gates * hidden, hidden], B the W biases then the R
@@ -34,7 +34,7 @@ ACTIVATION_ARGS = {
     "scaledtanh": (1, 1, None, None), "hardsigmoid": (1, 1, 0.2, 0.5), "elu": (1, 0, 1.0, 0.0),
     "softsign": (0, 0, 0.0, 0.0), "softplus": (0, 0, 0.0, 0.0),
 }
-# activations NNAPI's sequence LSTMs apply to the cell input and the output (their activation code)
+# activations NNAPI's sequence LSTMs apply to the cell input and the output, and its RNNs to the state
 SEQUENCE_ACTIVATIONS = {"tanh": 4, "relu": 1, "sigmoid": 6}
 DTYPES = {np.dtype(np.float32): C.TENSOR_FLOAT32, np.dtype(np.float16): C.TENSOR_FLOAT16}
 
@@ -162,7 +162,8 @@ def read(node, ctx) -> Recurrent:
         want = (n_dir, batch, hidden) if layout == 0 else (batch, n_dir, hidden)
         have = ctx.source_shape(t) if t >= 0 else want
         if len(have) != 3 or any(a > 0 and b_ > 0 and a != b_ for a, b_ in zip(have, want)):
-            raise Unsupported(Reason.INVALID, f"{node.label()}: initial_{key} has shape {list(have)}, needs {list(want)}")
+            raise Unsupported(Reason.INVALID, f"{node.label()}: initial_{key} has shape {list(have)}, "
+                                              f"needs {list(want)}")
     clip = node.attrs.get("clip")
     if clip is not None and not float(clip) > 0:
         raise Unsupported(Reason.INVALID, f"{node.label()}: clip {clip} is not positive")
@@ -229,7 +230,7 @@ def direction_state(ctx, rec: Recurrent, key: str, d: int, shape, name: str) -> 
         return const(ctx, rec, np.zeros(shape), f"initial_{key}{d}")
     if ctx.is_const(t):
         return const(ctx, rec, np.take(ctx.const_value(t), d, axis=axis).reshape(shape), f"initial_{key}{d}")
-    src = ctx.operand(t)
+    src = ctx.operand_as(t, None)
     if not all(shape):
         raise Unsupported(Reason.DYNAMIC_SHAPE, f"{rec.node.label()}: a run-time initial_{key} needs the batch size")
     if len(rec.directions) > 1:
@@ -256,13 +257,14 @@ def stack_into(ctx, rec: Recurrent, pieces: list, axis: int, shape, out: int, na
 # -- NNAPI sequence LSTMs -------------------------------------------------------------
 
 def sequence_activation(rec: Recurrent):
-    """The NNAPI activation code when every direction's activations are (Sigmoid, A, A) for one A that the
-    sequence LSTMs take, else None."""
+    """The NNAPI activation code when every direction's activations are, for one A that the sequence ops
+    take, (Sigmoid, A, A) for an LSTM and (A) for an RNN; else None."""
     codes = set()
-    for f, g, h in rec.activations:
-        if f.name != "sigmoid" or g.name != h.name or g.name not in SEQUENCE_ACTIVATIONS:
+    for acts in rec.activations:
+        *gates, a = acts   # an LSTM's (f, g, h): f must be Sigmoid and g == h; an RNN's (f)
+        if (gates and (gates[0].name != "sigmoid" or gates[1].name != a.name)) or a.name not in SEQUENCE_ACTIVATIONS:
             return None
-        codes.add(SEQUENCE_ACTIVATIONS[g.name])
+        codes.add(SEQUENCE_ACTIVATIONS[a.name])
     return codes.pop() if len(codes) == 1 else None
 
 
@@ -294,69 +296,102 @@ def clips(ctx, rec: Recurrent, act: int) -> dict:
     return dict(activation=ctx.i32(act), cell_clip=ctx.scalar(scalar, 0.0), proj_clip=ctx.scalar(scalar, 0.0))
 
 
-def sequence_lstm(ctx, rec: Recurrent, act: int) -> None:
-    """UNIDIRECTIONAL_SEQUENCE_LSTM for a forward LSTM; BIDIRECTIONAL_SEQUENCE_LSTM (unmerged) for a
-    bidirectional one, and for a reverse one with a one-unit forward half whose outputs are dropped (NNAPI's
-    unidirectional LSTM runs forward only)."""
-    n, b = rec.hidden, rec.batch
+def rnn_weights(ctx, rec: Recurrent, d, prefix: str = "") -> dict:
+    """Direction d's RNN weights as NNAPI RNN inputs (one bias Wb + Rb); d None: a one-unit direction of zeros."""
+    n = rec.hidden
+    if d is None:
+        w, r, bias = np.zeros((1, rec.input_size)), np.zeros((1, 1)), np.zeros(1)
+    else:
+        w, r, bias = rec.w[d], rec.r[d], rec.b[d, :n] + rec.b[d, n:]
+    return {f"{prefix}weights": const(ctx, rec, w, f"{prefix}W"),
+            f"{prefix}recurrent_weights": const(ctx, rec, r, f"{prefix}R"),
+            f"{prefix}bias": const(ctx, rec, bias, f"{prefix}B")}
+
+
+SEQUENCE_OPS = {("LSTM", True): Op.UNIDIRECTIONAL_SEQUENCE_LSTM, ("LSTM", False): Op.BIDIRECTIONAL_SEQUENCE_LSTM,
+                ("RNN", True): Op.UNIDIRECTIONAL_SEQUENCE_RNN, ("RNN", False): Op.BIDIRECTIONAL_SEQUENCE_RNN}
+
+
+def _state_inputs(code: Op, prefix: str) -> dict:
+    """initial state key -> the NNAPI input name of one half of `code`."""
+    if code in (Op.UNIDIRECTIONAL_SEQUENCE_LSTM, Op.BIDIRECTIONAL_SEQUENCE_LSTM):
+        return {"h": f"{prefix}output_state_in", "c": f"{prefix}cell_state_in"}
+    return {"h": "hidden_state_in" if code == Op.UNIDIRECTIONAL_SEQUENCE_RNN else f"{prefix}hidden_state"}
+
+
+def sequence_op(ctx, rec: Recurrent, act: int) -> None:
+    """A forward LSTM / RNN as UNIDIRECTIONAL_SEQUENCE_LSTM / _RNN; a bidirectional one as the
+    BIDIRECTIONAL_SEQUENCE_ op (outputs unmerged), and so is a reverse one, with a one-unit forward half
+    whose outputs are dropped (NNAPI's unidirectional ops run forward only)."""
+    n, b, lstm = rec.hidden, rec.batch, rec.node.op == "LSTM"
     d0, d1 = ctx.source_shape(rec.x)[:2]
     states = "Y_h" in rec.outputs or "Y_c" in rec.outputs
-    if rec.directions == ["forward"]:
-        code, halves = Op.UNIDIRECTIONAL_SEQUENCE_LSTM, [("", 0)]
-    else:
-        code, halves = Op.BIDIRECTIONAL_SEQUENCE_LSTM, [("fw_", 0 if len(rec.directions) == 2 else None),
-                                                       ("bw_", 1 if len(rec.directions) == 2 else 0)]
-    named = dict(input=ctx.operand(rec.x), time_major=ctx.boolean(rec.layout == 0), **clips(ctx, rec, act))
-    seqs, hs, cs, real = [], [], [], []
+    uni = rec.directions == ["forward"]
+    code = SEQUENCE_OPS[(rec.node.op, uni)]
+    bidi = len(rec.directions) == 2
+    halves = [("", 0)] if uni else [("fw_", 0 if bidi else None), ("bw_", 1 if bidi else 0)]
+    named = dict(input=ctx.operand_as(rec.x, None), **(clips(ctx, rec, act) if lstm else {"activation": ctx.i32(act)}))
+    # UNIDIRECTIONAL_SEQUENCE_RNN takes time_major as an INT32, the others as a BOOL
+    named["time_major"] = ctx.i32(int(rec.layout == 0)) if code == Op.UNIDIRECTIONAL_SEQUENCE_RNN \
+        else ctx.boolean(rec.layout == 0)
+    seqs, state_outs, real = [], {"h": [], "c": []}, []
     for prefix, d in halves:
         units = n if d is not None else 1
-        named.update(lstm_weights(ctx, rec, d, prefix))
-        for key, state in (("h", "output_state_in"), ("c", "cell_state_in")):
-            named[f"{prefix}{state}"] = direction_state(ctx, rec, key, d, (b, units), f"{prefix}{key}0") \
-                if d is not None else const(ctx, rec, np.zeros((b, 1)), f"{prefix}{key}0")
+        named.update(lstm_weights(ctx, rec, d, prefix) if lstm else rnn_weights(ctx, rec, d, prefix))
+        for key, name in _state_inputs(code, prefix).items():
+            named[name] = direction_state(ctx, rec, key, d, (b, units), f"{prefix}{key}0") if d is not None \
+                else const(ctx, rec, np.zeros((b, 1)), f"{prefix}{key}0")
+            if states:   # NNAPI's state outputs come as a group (feature level 4)
+                state_outs[key].append(temp(ctx, rec, (b, units), f"{prefix}{key}"))
         seqs.append(temp(ctx, rec, (d0, d1, units), f"{prefix}sequence"))
-        if states:   # NNAPI's state outputs come as a group (feature level 4)
-            hs.append(temp(ctx, rec, (b, units), f"{prefix}h"))
-            cs.append(temp(ctx, rec, (b, units), f"{prefix}c"))
         real.append(d is not None)
-    if code == Op.BIDIRECTIONAL_SEQUENCE_LSTM:
+    if not uni:
         named.update(aux_input=omitted(ctx, "aux_input", rec.code), merge_outputs=ctx.boolean(False))
-        for p in ("fw_", "bw_"):
-            for g in ("input", "forget", "cell", "output"):
-                named[f"{p}aux_input_to_{g}_weights"] = omitted(ctx, f"{p}aux_input_to_{g}_weights", rec.code)
-    ctx.emit_form(code, "default", seqs + [s for pair in zip(hs, cs) for s in pair], **named)
+        aux = [f"{p}aux_input_to_{g}_weights" for p in ("fw_", "bw_") for g in ("input", "forget", "cell", "output")] \
+            if lstm else ["fw_aux_weights", "bw_aux_weights"]
+        named.update({name: omitted(ctx, name, rec.code) for name in aux})
+    per_half = [[state_outs[key][k] for key in ("h", "c") if state_outs[key]] for k in range(len(halves))] \
+        if states else []
+    ctx.emit_form(code, "default", seqs + [o for group in per_half for o in group], **named)
     keep = lambda parts: [p for p, r in zip(parts, real) if r]  # noqa: E731
     k = len(rec.directions)
     if "Y" in rec.outputs:   # [seq, batch, dirs x hidden] -> [seq, dirs, batch, hidden]; or [batch, seq, dirs x hidden]
         axis = 1 if rec.layout == 0 else 2
         shape = (d0, k * d1, n) if axis == 1 else (d0, d1, k * n)
         stack_into(ctx, rec, keep(seqs), axis, shape, output(ctx, rec, "Y"), "Y/joined")
-    for key, pieces in (("Y_h", hs), ("Y_c", cs)):
+    for key, pieces in (("Y_h", state_outs["h"]), ("Y_c", state_outs["c"])):
         if key in rec.outputs:   # [dirs x batch, hidden] or [batch, dirs x hidden]
             axis = 0 if rec.layout == 0 else 1
             shape = (k * b, n) if axis == 0 else (b, k * n)
             stack_into(ctx, rec, keep(pieces), axis, shape, output(ctx, rec, key), f"{key}/joined")
 
 
+def sequence_fits(ctx, rec: Recurrent, act) -> bool:
+    """Whether NNAPI's sequence op computes this node: an activation it has, no clip (NNAPI clips the cell
+    state, ONNX the gates' inputs), no input_forget (NNAPI couples i = 1 - f, onnxruntime f = 1 - i), and
+    below feature level 4 (no state outputs) no used Y_h / Y_c unless the sizes are unknown (then the
+    sequence op is the only form, and the spec reports the level)."""
+    states = "Y_h" in rec.outputs or "Y_c" in rec.outputs
+    unrolled_states = states and ctx.feature_level < 4 and rec.seq > 0 and rec.batch > 0
+    return act is not None and not rec.clip and not rec.input_forget and not unrolled_states
+
+
 # -- converters -------------------------------------------------------------------
 
-@onnx_op("LSTM", versions=(7, OPSET_MAX))
-def lstm(node, ctx):
-    """LSTM as UNIDIRECTIONAL_/BIDIRECTIONAL_SEQUENCE_LSTM, or unrolled when its attributes need it."""
+@onnx_op("LSTM", "RNN", versions=(7, OPSET_MAX))
+def lstm_rnn(node, ctx):
+    """LSTM and RNN as NNAPI's UNIDIRECTIONAL_/BIDIRECTIONAL_SEQUENCE_ ops, or unrolled when attributes need it."""
     rec = read(node, ctx)
     act = sequence_activation(rec)
-    states = "Y_h" in rec.outputs or "Y_c" in rec.outputs
-    # below feature level 4 the sequence LSTMs have no state outputs; the unrolled form has (with known sizes)
-    unrolled_states = states and ctx.feature_level < 4 and rec.seq > 0 and rec.batch > 0
-    if act is not None and not rec.clip and not rec.input_forget and not unrolled_states:
-        sequence_lstm(ctx, rec, act)
+    if sequence_fits(ctx, rec, act):
+        sequence_op(ctx, rec, act)
         return
     from .unrolled import unroll
     unroll(ctx, rec)
 
 
-@onnx_op("GRU", "RNN", versions=(7, OPSET_MAX))
-def gru_rnn(node, ctx):
-    """GRU (either linear_before_reset) and RNN unrolled over the time steps."""
+@onnx_op("GRU", versions=(7, OPSET_MAX))
+def gru(node, ctx):
+    """GRU (either linear_before_reset) unrolled over the time steps."""
     from .unrolled import unroll
     unroll(ctx, read(node, ctx))

@@ -83,8 +83,9 @@ def fully_connected(ctx, rec: Recurrent, x: int, weights: np.ndarray, bias, rows
     """x (flattened to [rows, weights' columns]) @ weights^T + bias: [rows, weights' rows]."""
     width = weights.shape[0]
     bias = np.zeros(width) if bias is None else bias
-    return emit(ctx, rec, Op.FULLY_CONNECTED, (rows, width), name, input=x, weights=const(ctx, rec, weights, f"{name}/w"),
-                bias=const(ctx, rec, bias, f"{name}/b"), fuse=ctx.i32(NONE))
+    return emit(ctx, rec, Op.FULLY_CONNECTED, (rows, width), name, input=x,
+                weights=const(ctx, rec, weights, f"{name}/w"), bias=const(ctx, rec, bias, f"{name}/b"),
+                fuse=ctx.i32(NONE))
 
 
 def projections(ctx, rec: Recurrent, x_tm: int, weights: np.ndarray, bias: np.ndarray, name: str) -> list:
@@ -244,7 +245,7 @@ def unroll(ctx, rec: Recurrent) -> None:
     if not (rec.seq > 0 and rec.batch > 0):
         raise Unsupported(Reason.DYNAMIC_SHAPE, f"{rec.node.label()}: unrolling needs the sequence length and "
                                                 f"the batch size (pin them with input_shapes)")
-    x = ctx.operand(rec.x)
+    x = ctx.operand_as(rec.x, None)
     if rec.layout == 1:
         x_tm = emit(ctx, rec, Op.TRANSPOSE, (rec.seq, rec.batch, rec.input_size), "X/time_major", input=x,
                     perm=ctx.const(np.asarray((1, 0, 2), np.int32)))
