@@ -242,7 +242,8 @@ def torch_like(op, layers=2, bidirectional=True, batch_first=True, h0="input", s
     """The graph torch.onnx.export (opset 14) writes for nn.LSTM / nn.GRU(inp, hid, num_layers=layers,
     batch_first, bidirectional): X transposed to time-major, per layer one node with Y, then
     Transpose(0, 2, 1, 3) + Reshape(0, 0, -1) (bidirectional) or Squeeze(1), slices of h0 (an input, a zero
-    constant, or none), h_n the Concat of the layers' Y_h, the output transposed back to batch-major."""
+    constant, zeros of the input's batch size made at run time -- Shape, Gather, Concat, ConstantOfShape --
+    or none), h_n the Concat of the layers' Y_h, the output transposed back to batch-major."""
     rng = np.random.default_rng(seed)
     g, dirs = GATES[op], 2 if bidirectional else 1
     x_shape = (batch, seq, inp) if batch_first else (seq, batch, inp)
@@ -258,6 +259,14 @@ def torch_like(op, layers=2, bidirectional=True, batch_first=True, h0="input", s
             feeds[s] = rng.uniform(-1, 1, shape).astype(np.float32)
         elif h0 == "zeros":
             const(s, np.zeros(shape, np.float32))
+        elif h0 == "batch_zeros":
+            nodes.append(h.make_node("Shape", ["x"], [f"{s}_xshape"]))
+            nodes.append(h.make_node("Gather", [f"{s}_xshape", const(f"{s}_bat", np.array(0 if batch_first else 1))],
+                                     [f"{s}_b"]))
+            nodes.append(h.make_node("Unsqueeze", [f"{s}_b", const(f"{s}_ax", np.array([0]))], [f"{s}_b1"]))
+            nodes.append(h.make_node("Concat", [const(f"{s}_ld", np.array([layers * dirs])), f"{s}_b1",
+                                                const(f"{s}_hid", np.array([hid]))], [f"{s}_shape"], axis=0))
+            nodes.append(h.make_node("ConstantOfShape", [f"{s}_shape"], [s]))
     cur = "x"
     if batch_first:
         nodes.append(h.make_node("Transpose", ["x"], ["x_tm"], perm=[1, 0, 2]))
@@ -300,7 +309,7 @@ def torch_like(op, layers=2, bidirectional=True, batch_first=True, h0="input", s
     return model, feeds
 
 
-@pytest.mark.parametrize("h0", ["input", "zeros", "none"])
+@pytest.mark.parametrize("h0", ["input", "zeros", "batch_zeros", "none"])
 @pytest.mark.parametrize("batch_first, bidirectional", [(True, True), (False, True), (True, False), (False, False)])
 @pytest.mark.parametrize("op", ["LSTM", "GRU"])
 def test_torch_export_form(op, batch_first, bidirectional, h0):

@@ -13,7 +13,7 @@ biases; layout 1 puts the batch first in X, Y, Y_h and Y_c.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -70,10 +70,7 @@ class Recurrent:
     input_forget: bool
     linear_before_reset: bool
     outputs: dict          # "Y" / "Y_h" / "Y_c" -> tensor index of a used output
-
-    @property
-    def gates(self) -> int:
-        return GATES[self.node.op]
+    split_states: dict = field(default_factory=dict)   # "h" / "c" -> per-direction pieces of a run-time state
 
 
 def _input(node, k: int) -> int:
@@ -185,7 +182,7 @@ def temp(ctx, rec: Recurrent, shape, name: str) -> int:
 
 
 def emit(ctx, rec: Recurrent, code: Op, dims, name: str, **named) -> int:
-    """A new temporary of `shape` computed by `code` from the named inputs."""
+    """A new temporary of dimensions `dims` computed by `code` from the named inputs."""
     out = temp(ctx, rec, dims, name)
     ctx.emit_form(code, "default", [out], **named)
     return out
@@ -234,12 +231,14 @@ def direction_state(ctx, rec: Recurrent, key: str, d: int, shape, name: str) -> 
     if not all(shape):
         raise Unsupported(Reason.DYNAMIC_SHAPE, f"{rec.node.label()}: a run-time initial_{key} needs the batch size")
     if len(rec.directions) > 1:
-        dims = list(ctx.source_shape(t))
-        dims[axis] = 1
-        pieces = [temp(ctx, rec, dims, f"initial_{key}{k}/split") for k in range(len(rec.directions))]
-        ctx.emit_form(Op.SPLIT, "default", pieces, input=src, axis=ctx.i32(axis),
-                      num_splits=ctx.i32(len(rec.directions)))
-        src = pieces[d]
+        if key not in rec.split_states:   # one SPLIT serves both directions
+            dims = list(ctx.source_shape(t))
+            dims[axis] = 1
+            pieces = [temp(ctx, rec, dims, f"initial_{key}{k}/split") for k in range(len(rec.directions))]
+            ctx.emit_form(Op.SPLIT, "default", pieces, input=src, axis=ctx.i32(axis),
+                          num_splits=ctx.i32(len(rec.directions)))
+            rec.split_states[key] = pieces
+        src = rec.split_states[key][d]
     out = temp(ctx, rec, shape, f"initial_{key}{d}")
     reshape_into(ctx, src, out)
     return out
@@ -254,7 +253,7 @@ def stack_into(ctx, rec: Recurrent, pieces: list, axis: int, shape, out: int, na
     reshape_into(ctx, joined, out)
 
 
-# -- NNAPI sequence LSTMs -------------------------------------------------------------
+# -- NNAPI sequence LSTMs and RNNs -------------------------------------------------------------
 
 def sequence_activation(rec: Recurrent):
     """The NNAPI activation code when every direction's activations are, for one A that the sequence ops
