@@ -315,8 +315,8 @@ class OnnxContext(ConversionContext):
         """Run converter fn on node with the plans applied (see common.onnx_op)."""
         runtime = quant.runtime_parameter(self.graph, node)
         if runtime:
-            raise Unsupported(Reason.NON_CONSTANT_OPERAND, f"{node.label()}: {runtime[0]} {runtime[1]!r} is computed "
-                                                           f"at run time; NNAPI quantization parameters are constants")
+            raise Unsupported(Reason.NON_CONSTANT_OPERAND, f"{node.label()}: {runtime[0]} {runtime[1]!r} is a run-time "
+                                                           f"tensor; NNAPI quantization parameters are constants")
         if self.absorbed(node):
             return
         self.alias = self.fusion.core_alias[node.index] if self.quantized_core(node.index) else {}

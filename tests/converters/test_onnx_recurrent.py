@@ -394,3 +394,18 @@ def test_unknown_rank_is_a_dynamic_shape():
     model.graph.input[0].type.tensor_type.ClearField("shape")
     del model.graph.value_info[:]
     assert reasons(model) == {"dynamic_shape"}
+
+
+@pytest.mark.parametrize("given", ["h0", "c0"])
+@pytest.mark.parametrize("clip", [None, 0.7])
+def test_lstm_with_one_initial_state(given, clip):
+    model, feeds = recurrent_model("LSTM", 3, 2, 4, 5, "bidirectional", initial="input",
+                                   **({} if clip is None else {"clip": clip}))
+    node = model.graph.node[0]
+    other = "c0" if given == "h0" else "h0"
+    node.input[list(node.input).index(other)] = ""
+    keep = [vi for vi in model.graph.input if vi.name != other]
+    del model.graph.input[:]
+    model.graph.input.extend(keep)
+    del feeds[other]
+    assert_matches(model, feeds)
