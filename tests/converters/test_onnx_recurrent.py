@@ -24,14 +24,15 @@ SEQUENCE_RNNS = {"UNIDIRECTIONAL_SEQUENCE_RNN", "BIDIRECTIONAL_SEQUENCE_RNN"}
 
 
 def recurrent_model(op, seq=3, batch=2, inp=4, hid=5, direction="forward", layout=0, initial="const",
-                    peepholes=False, outputs=None, seed=0, runtime_weights=False, **attrs):
-    """(model, feeds) of one LSTM / GRU / RNN node with seeded random weights and inputs."""
+                    peepholes=False, outputs=None, seed=0, runtime_weights=False, weight_scale=1.0, **attrs):
+    """(model, feeds) of one LSTM / GRU / RNN node with seeded random weights (uniform in +-weight_scale) and
+    inputs."""
     rng = np.random.default_rng(seed)
     g, dirs = GATES[op], 2 if direction == "bidirectional" else 1
     params = {"W": (dirs, g * hid, inp), "R": (dirs, g * hid, hid), "B": (dirs, 2 * g * hid)}
     if peepholes:
         params["P"] = (dirs, 3 * hid)
-    arrays = {k: rng.uniform(-1, 1, s).astype(np.float32) for k, s in params.items()}
+    arrays = {k: rng.uniform(-weight_scale, weight_scale, s).astype(np.float32) for k, s in params.items()}
     x_shape = (seq, batch, inp) if layout == 0 else (batch, seq, inp)
     s_shape = (dirs, batch, hid) if layout == 0 else (batch, dirs, hid)
     feeds = {"X": rng.uniform(-1, 1, x_shape).astype(np.float32)}
@@ -408,4 +409,12 @@ def test_lstm_with_one_initial_state(given, clip):
     del model.graph.input[:]
     model.graph.input.extend(keep)
     del feeds[other]
+    assert_matches(model, feeds)
+
+
+@pytest.mark.parametrize("op, attrs", [("GRU", {}), ("LSTM", {"clip": 3.0}), ("LSTM", {}), ("RNN", {"clip": 0.9})])
+def test_long_sequences(op, attrs):
+    """50 steps of 32 units with torch's weight scale (1 / sqrt(hidden)); larger weights make these
+    recurrences chaotic, where float32 rounding differences grow step by step in any two implementations."""
+    model, feeds = recurrent_model(op, 50, 2, 16, 32, "bidirectional", weight_scale=32 ** -0.5, **attrs)
     assert_matches(model, feeds)
