@@ -71,6 +71,7 @@ class Recurrent:
     linear_before_reset: bool
     outputs: dict          # "Y" / "Y_h" / "Y_c" -> tensor index of a used output
     split_states: dict = field(default_factory=dict)   # "h" / "c" -> per-direction pieces of a run-time state
+    constants: dict = field(default_factory=dict)      # (shape, value) -> operand, shared by every step
 
 
 def _input(node, k: int) -> int:
