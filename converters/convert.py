@@ -7,8 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+import numpy as np
+
 import nnapi
-from nnapi import NnapiError
+from nnapi import NnapiError, OperandCode as C, OperandType
 from nnapi.ops import SPECS
 from nnapi.shapes import fill_unknown_dimensions
 
@@ -252,7 +254,8 @@ def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: 
         except Unsupported as e:
             # a partition's boundary tensor that NNAPI cannot take (e.g. int8 without quantization): fine as
             # long as no converted node reads it -- a node that did would have failed its own check
-            if not partition:
+            read = any(t in graph.nodes[k].inputs for k in node_indexes) or t in outputs
+            if not partition and (read or g != source.main_index or not _stand_in(ctx, t, e.detail)):
                 raise ConversionError(f"{graph.name}: input tensor {graph.tensors[t].name!r} cannot be an NNAPI "
                                       f"model input: {e.detail}") from None
     inputs = [t for t in inputs if t in ctx.operand_of]
@@ -283,6 +286,21 @@ def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: 
         raise ConversionError(f"{graph.name}: {source_of(problems[0], emitted_by)}the converted model does not fit "
                               f"feature level {feature_level}: " + "; ".join(problems[:5]))
     return model, ctx
+
+
+# NNAPI types that stand in for a model input no node reads, by numpy kind (the caller's values are cast)
+STAND_IN_TYPES = {"f": C.TENSOR_FLOAT32, "i": C.TENSOR_INT32, "u": C.TENSOR_INT32, "b": C.TENSOR_BOOL8}
+
+
+def _stand_in(ctx: ConversionContext, t: int, why: str) -> bool:
+    """Declare model input t, which NNAPI has no type for and no node reads (valid ONNX), as the nearest
+    NNAPI type so the converted model keeps the source's inputs; False when there is none (strings)."""
+    code = STAND_IN_TYPES.get(np.dtype(ctx.graph.tensors[t].dtype).kind)
+    if code is None:
+        return False
+    ctx.bind_output(t, OperandType(code, ctx.shape(t)), note=f"unused by the model and declared {code.name} "
+                                                             f"(its own type has no NNAPI counterpart: {why})")
+    return True
 
 
 def source_of(problem: str, emitted_by: list) -> str:

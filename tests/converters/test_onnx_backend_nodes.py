@@ -296,6 +296,24 @@ def test_refusals_of_valid_models_are_per_node(name, reason):
     assert {n.reason_code for n in result.unsupported} == {reason}
 
 
+@pytest.mark.parametrize("elem, value", [(onnx.TensorProto.INT64, np.array([7, -3])),
+                                         (onnx.TensorProto.DOUBLE, np.array([0.5, 2.0])),
+                                         (onnx.TensorProto.UINT16, np.array([1, 60000], np.uint16))])
+def test_an_unused_input_nnapi_has_no_type_for_gets_a_stand_in(elem, value):
+    """Valid ONNX: the converted model keeps the input (as the nearest NNAPI type, documented in io_rewrites)."""
+    from onnx import helper
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "t",
+                              [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2]),
+                               helper.make_tensor_value_info("unused", elem, [2])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    result = convert(model.SerializeToString())
+    assert result.complete and "unused by the model" in result.io_rewrites["unused"]
+    (y,) = run_converted(result, [np.array([-1.0, 2.0], np.float32), value])
+    np.testing.assert_array_equal(y, [0.0, 2.0])
+
+
 @pytest.mark.parametrize("op", ["Conv", "Relu", "Softmax", "LayerNormalization", "ReduceSum", "Where"])
 def test_core_ops_have_passing_cases(op):
     p, _, _ = pass_rates(run_all()).get(op, (0, 0, 0))
