@@ -7,8 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+import numpy as np
+
 import nnapi
-from nnapi import NnapiError
+from nnapi import NnapiError, OperandCode as C, OperandType
 from nnapi.ops import SPECS
 from nnapi.shapes import fill_unknown_dimensions
 
@@ -161,6 +163,8 @@ def check_node(source: SourceModel, g: int, node: SourceNode, feature_level: int
     ctx = new_context(source, g, feature_level, input_shapes)
     try:
         emitted = run_converter(node, ctx)
+        if g == source.main_index:
+            _check_graph_inputs(node, ctx)
     except Unsupported as u:
         return u
     model = ctx.model
@@ -179,6 +183,19 @@ def check_node(source: SourceModel, g: int, node: SourceNode, feature_level: int
     for opnd in model.operands:
         level = max(level, opnd.type.code.feature_level)
     return Supported(level, [model.operations[k].code.name for k in emitted])
+
+
+def _check_graph_inputs(node: SourceNode, ctx: ConversionContext) -> None:
+    """Unsupported when the node reads a model input NNAPI has no operand type for, even one its converter
+    did not need (a Reshape whose output shape is declared, say): the converted model would have to take
+    it as an input, so the node is refused instead of the whole model."""
+    for t in node.inputs:
+        if t >= 0 and t in ctx.graph.inputs and not ctx.graph.tensors[t].is_constant:
+            try:
+                ctx.nnapi_type(t)
+            except Unsupported as u:
+                raise Unsupported(u.reason, f"{node.label()}: model input {ctx.graph.tensors[t].name!r} cannot be "
+                                            f"an NNAPI model input: {u.detail}") from None
 
 
 def _node_result(g: int, node: SourceNode, graph: SourceGraph, verdict) -> NodeResult:
@@ -254,7 +271,8 @@ def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: 
         except Unsupported as e:
             # a partition's boundary tensor that NNAPI cannot take (e.g. int8 without quantization): fine as
             # long as no converted node reads it -- a node that did would have failed its own check
-            if not partition:
+            read = any(t in graph.nodes[k].inputs for k in node_indexes) or t in outputs
+            if not partition and (read or g != source.main_index or not _stand_in(ctx, t, e.detail)):
                 raise ConversionError(f"{graph.name}: input tensor {graph.tensors[t].name!r} cannot be an NNAPI "
                                       f"model input: {e.detail}") from None
     inputs = [t for t in inputs if t in ctx.operand_of]
@@ -302,6 +320,21 @@ def model_state(graph: SourceGraph, model: nnapi.Model, inputs: list, outputs: l
             code = model.operands[model.inputs[k]].type.code
             out.append(StateVariable(s.variable, k, outputs.index(s.output), stored(code, s.initial)))
     return out
+
+
+# NNAPI types that stand in for a model input no node reads, by numpy kind (the caller's values are cast)
+STAND_IN_TYPES = {"f": C.TENSOR_FLOAT32, "i": C.TENSOR_INT32, "u": C.TENSOR_INT32, "b": C.TENSOR_BOOL8}
+
+
+def _stand_in(ctx: ConversionContext, t: int, why: str) -> bool:
+    """Declare model input t, which NNAPI has no type for and no node reads (valid ONNX), as the nearest
+    NNAPI type so the converted model keeps the source's inputs; False when there is none (strings)."""
+    code = STAND_IN_TYPES.get(np.dtype(ctx.graph.tensors[t].dtype).kind)
+    if code is None:
+        return False
+    ctx.bind_output(t, OperandType(code, ctx.shape(t)), note=f"unused by the model and declared {code.name} "
+                                                             f"(its own type has no NNAPI counterpart: {why})")
+    return True
 
 
 def source_of(problem: str, emitted_by: list) -> str:

@@ -26,7 +26,7 @@ from .. import convert as driver
 from ..context import ConversionContext, stored
 from ..registry import Reason, Supported, Unsupported
 from ..source_graph import SourceModel
-from . import fusion, layout
+from . import fusion, layout, quant
 
 ACTIVATION_OPS = {FuseCode.RELU: Op.RELU, FuseCode.RELU1: Op.RELU1, FuseCode.RELU6: Op.RELU6}
 # outputs NNAPI computes as int32 where ONNX has int64 (the indices of ArgMax, ArgMin, TopK)
@@ -349,6 +349,10 @@ class OnnxContext(ConversionContext):
 
     def convert_node(self, node, fn) -> None:
         """Run converter fn on node with the plans applied (see common.onnx_op)."""
+        runtime = quant.runtime_parameter(self.graph, node)
+        if runtime:
+            raise Unsupported(Reason.NON_CONSTANT_OPERAND, f"{node.label()}: {runtime[0]} {runtime[1]!r} is a run-time "
+                                                           f"tensor; NNAPI quantization parameters are constants")
         if self.absorbed(node):
             return
         self.alias = self.fusion.core_alias[node.index] if self.quantized_core(node.index) else {}

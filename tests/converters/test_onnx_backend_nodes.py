@@ -12,6 +12,11 @@ conversion (NNAPI needs them as constants): int64 operands after the first (axes
 pads, ...) and the positions in PARAMETER_INPUTS (weights, quantization parameters, Clip bounds, Resize
 scales, Range bounds). Multi-node cases (the *_expanded function bodies) are not run.
 
+Every case onnx.checker accepts also runs as shipped (any domain, any number of nodes, run-time inputs
+left inputs): converting it (whole and partial) and its coverage report never raise, coverage and convert
+agree node by node, and a case that converts completely matches the expected outputs (rtol 1e-3,
+atol 1e-7, NaN where the reference has NaN).
+
 Per-op pass rates: `python -m tests.converters.test_onnx_backend_nodes` (add `--table` to print the
 EXCLUDED table for the current converters).
 """
@@ -37,6 +42,7 @@ PARAMETER_INPUTS = {
     "Resize": (1, 2, 3), "Pad": (2,), "QuantizeLinear": (1, 2), "DequantizeLinear": (1, 2),
     "QLinearConv": (1, 2, 3, 4, 5, 6, 7, 8), "QLinearMatMul": (1, 2, 4, 5, 6, 7), "Range": (0, 1, 2),
     "ConstantOfShape": (0,), "Gemm": (1, 2), "CumSum": (1,),
+    "LSTM": (1, 2, 3, 4, 7), "GRU": (1, 2, 3, 4), "RNN": (1, 2, 3, 4),
 }
 
 
@@ -192,6 +198,121 @@ def test_excluded_cases_are_the_listed_ones():
     assert not unlisted, f"newly excluded cases (fix the converter or list them): {unlisted}"
     changed = {k: (EXCLUDED[k][0], v) for k, v in got.items() if EXCLUDED[k][0] != v}
     assert not changed, f"reason codes changed (listed, now): {changed}"
+
+
+@lru_cache(maxsize=1)
+def valid_cases() -> tuple:
+    """Every node case (any domain, any node count) that onnx.checker accepts, by name."""
+    import warnings
+
+    from onnx.backend.test.case.node import collect_testcases
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = collect_testcases(None)
+    keep = []
+    for c in found:
+        try:
+            onnx.checker.check_model(c.model)
+        except onnx.checker.ValidationError:
+            continue
+        if c.kind == "node":
+            keep.append(c)
+    return tuple(sorted(keep, key=lambda c: c.name))
+
+
+def _matches(ref, got) -> str:
+    """'' when got matches ref within onnx's backend criterion (rtol 1e-3, atol 1e-7), else what differs."""
+    ref, got = np.asarray(ref), np.asarray(got)
+    if got.size == ref.size:
+        got = got.reshape(ref.shape)
+    if got.shape != ref.shape:
+        return f"shape {got.shape} != {ref.shape}"
+    if ref.dtype.kind in "iub":
+        return "" if np.array_equal(got.astype(np.int64), ref.astype(np.int64)) else "integers differ"
+    r, g = ref.astype(np.float64), got.astype(np.float64)
+    if np.allclose(g, r, rtol=1e-3, atol=1e-7, equal_nan=True):
+        return ""
+    finite = np.isfinite(r) & np.isfinite(g)
+    return f"max |diff| {np.abs(r - g)[finite].max() if finite.any() else float('nan'):.3g}"
+
+
+def check_as_shipped(case) -> str:
+    """'' when the case behaves (see the module doc), else the problem."""
+    import warnings
+
+    from converters.coverage import build_report
+    from converters.onnx import read
+    data = case.model.SerializeToString()
+    try:
+        result = convert(data, feature_level=8)
+        partial = convert(data, feature_level=8, partial=True)
+        report = build_report(read(data), feature_level=8)
+    except Exception as e:  # noqa: BLE001 (a valid model gets per-node refusals, never an exception)
+        return f"raised {type(e).__name__}: {e}"
+    verdicts = [n.supported for n in result.nodes]
+    if [n["supported"] for n in report["nodes"]] != verdicts or [n.supported for n in partial.nodes] != verdicts:
+        return "coverage, convert and convert --partial disagree"
+    if not result.complete:
+        return ""
+    for inputs, expected in case.data_sets:
+        inputs = [numpy_helper.to_array(x) if isinstance(x, onnx.TensorProto) else x for x in inputs]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # inf/NaN inputs on purpose
+                got = run_converted(result, inputs)
+        except Exception as e:  # noqa: BLE001
+            return f"executor: {type(e).__name__}: {e}"
+        for k, (ref, g) in enumerate(zip(expected, got)):
+            diff = _matches(numpy_helper.to_array(ref) if isinstance(ref, onnx.TensorProto) else ref, g)
+            if diff:
+                return f"output {k}: {diff}"
+    return ""
+
+
+def test_every_valid_case_as_shipped_converts_right_or_is_refused():
+    bad = [f"{c.name}: {why}" for c in valid_cases() for why in [check_as_shipped(c)] if why]
+    assert not bad, "\n".join(bad)
+
+
+def test_valid_cases_are_many_and_some_convert():
+    """The sweep covers the whole suite, not a subset that loads."""
+    cases_ = valid_cases()
+    assert len(cases_) > 1500
+    assert sum(convert(c.model.SerializeToString()).complete for c in cases_[::10]) > 10
+
+
+@pytest.mark.parametrize("name, reason", [
+    ("test_ai_onnx_ml_binarizer", "unsupported_operator"),     # no default opset import
+    ("test_adagrad", "unsupported_operator"),                  # a training-domain node
+    ("test_quantizelinear", "non_constant_operand"),           # run-time scale
+    ("test_qlinearmatmul_2D_uint8_float32", "non_constant_operand"),
+    ("test_reshape_reduced_dims", "operand_type"),             # an int64 shape as a model input
+    ("test_squeeze", "operand_type"),
+    ("test_resize_downsample_scales_linear", "non_constant_operand"),  # run-time scales sample unlike NNAPI
+])
+def test_refusals_of_valid_models_are_per_node(name, reason):
+    (case,) = [c for c in valid_cases() if c.name == name]
+    result = convert(case.model.SerializeToString())
+    assert not result.complete
+    assert {n.reason_code for n in result.unsupported} == {reason}
+
+
+@pytest.mark.parametrize("elem, value", [(onnx.TensorProto.INT64, np.array([7, -3])),
+                                         (onnx.TensorProto.DOUBLE, np.array([0.5, 2.0])),
+                                         (onnx.TensorProto.UINT16, np.array([1, 60000], np.uint16))])
+def test_an_unused_input_nnapi_has_no_type_for_gets_a_stand_in(elem, value):
+    """Valid ONNX: the converted model keeps the input (as the nearest NNAPI type, documented in io_rewrites)."""
+    from onnx import helper
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "t",
+                              [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2]),
+                               helper.make_tensor_value_info("unused", elem, [2])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    result = convert(model.SerializeToString())
+    assert result.complete and "unused by the model" in result.io_rewrites["unused"]
+    (y,) = run_converted(result, [np.array([-1.0, 2.0], np.float32), value])
+    np.testing.assert_array_equal(y, [0.0, 2.0])
 
 
 @pytest.mark.parametrize("op", ["Conv", "Relu", "Softmax", "LayerNormalization", "ReduceSum", "Where"])
