@@ -166,13 +166,16 @@ def kws_conv1d():
         "(strided), BatchNormalization, ReLU, MaxPooling1D, GlobalAveragePooling1D, Dense softmax"
 
 
-# Trained embeddings spread far wider than Keras's uniform(-0.05, 0.05) initial ones.
-TRAINED_EMBEDDINGS = keras.initializers.RandomNormal(stddev=0.5)
+def trained_embeddings():
+    """Trained embeddings spread far wider than Keras's uniform(-0.05, 0.05) initial ones. A new
+    initializer per layer: a shared unseeded one keeps its first seed, so a model's weights would
+    depend on which models the same run built before it."""
+    return keras.initializers.RandomNormal(stddev=0.5)
 
 
 def lstm_text():
     inp = keras.Input((32,), batch_size=1, dtype="int32", name="tokens")
-    x = layers.Embedding(1000, 32, embeddings_initializer=TRAINED_EMBEDDINGS, name="embedding")(inp)
+    x = layers.Embedding(1000, 32, embeddings_initializer=trained_embeddings(), name="embedding")(inp)
     x = layers.LSTM(48, name="lstm")(x)
     x = layers.Dense(32, activation="relu", name="hidden")(x)
     x = layers.Dense(4, activation="softmax", name="predictions")(x)
@@ -208,7 +211,7 @@ class PositionEmbedding(layers.Layer):
 def transformer_encoder():
     d_model, heads, vocab, length = 48, 2, 500, 32
     inp = keras.Input((length,), batch_size=1, dtype="int32", name="tokens")
-    x = layers.Embedding(vocab, d_model, embeddings_initializer=TRAINED_EMBEDDINGS, name="embedding")(inp)
+    x = layers.Embedding(vocab, d_model, embeddings_initializer=trained_embeddings(), name="embedding")(inp)
     x = PositionEmbedding(name="positions")(x)
     for k in range(2):
         a = layers.MultiHeadAttention(heads, d_model // heads, name=f"mha{k}")(x, x)
