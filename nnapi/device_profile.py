@@ -126,8 +126,10 @@ def check_profile(profile, where: str) -> dict:
             types = entry.get(key)
             if types is None or types == "all":
                 continue
-            if not isinstance(types, list) or any(t not in OperandCode.__members__ for t in types):
-                raise bad_data(f"{where}: operation {name} {key} must list OperandCode names, got {types!r}")
+            if not isinstance(types, list) or any(not (isinstance(t, str) and t.startswith("TENSOR_")
+                                                       and t in OperandCode.__members__) for t in types):
+                raise bad_data(f"{where}: operation {name} {key} must list tensor OperandCode names "
+                               f"(TENSOR_FLOAT32, ...), got {types!r}")
         fl = entry.get("feature_level")
         if fl is not None and (not isinstance(fl, int) or not 1 <= fl <= 8):
             raise bad_data(f"{where}: operation {name} feature_level must be 1..8, got {fl!r}")
