@@ -537,8 +537,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "max_number_delegated_partitions=N (default 3), accelerator_name=NAME, "
                         "disallow_nnapi_cpu=true|false, allow_fp16=true|false (repeatable)")
     s.add_argument("--device", metavar="NAME",
-                   help="intersect the converter lens with a shipped driver profile (nnapi-reference, armnn): "
-                        "nodes whose NNAPI operations the driver lacks become device_unsupported")
+                   help="a shipped driver profile (nnapi-reference, armnn): nodes whose NNAPI operations the "
+                        "driver lacks become device_unsupported (converter lens), or the delegate runs on a "
+                        "phone with that driver (tflite-delegate lens)")
     s.add_argument("--device-profile", metavar="FILE", help="as --device, with your own profile (schema in README)")
     s.set_defaults(func=cmd_coverage)
 

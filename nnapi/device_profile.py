@@ -40,6 +40,11 @@ class Device:
         self.source = profile.get("source", {})
         self.path = path
 
+    @classmethod
+    def reference(cls) -> "Device":
+        """The nnapi-reference CPU device every phone has."""
+        return load_profile(PROFILE_DIR / "nnapi-reference.json")
+
     def __repr__(self):
         return f"Device({self.name!r}, {self.type.name}, feature level {self.feature_level})"
 
@@ -62,27 +67,31 @@ class Device:
         op = model.operations[index]
         spec = SPECS.get(op.code)
         need = spec.min_level(model, index) if spec is not None else op.code.feature_level
+        out = model.operands[op.outputs[0]].type.code if op.outputs else None
+        return self.lacks(op.code, data_type(model, index), out, need)
+
+    def lacks(self, code: OperationCode, dtype: Optional[OperandCode], out: Optional[OperandCode] = None,
+              need: int = 1) -> Optional[str]:
+        """As unsupported_reason, for an operation described by its code, data operand type, output 0's
+        type and the feature level it needs."""
         ops = self.profile["operations"]
         if ops == "all":
             if need > self.feature_level:
-                return (f"{self.name} (feature level {self.feature_level}) lacks {op.code.name} as used here, "
+                return (f"{self.name} (feature level {self.feature_level}) lacks {code.name} as used here, "
                         f"which needs feature level {need}")
             return None
-        entry = ops.get(op.code.name)
-        dtype = data_type(model, index)
+        entry = ops.get(code.name)
         if entry is None:
-            return f"{self.name} does not support {op.code.name} (here with {dtype.name if dtype else 'no tensor'} data)"
+            return f"{self.name} does not support {code.name} (here with {dtype.name if dtype else 'no tensor'} data)"
         types = entry["types"]
         if types != "all" and (dtype is None or dtype.name not in types):
-            return f"{self.name} does not support {op.code.name} with {dtype.name if dtype else 'no tensor'} data"
+            return f"{self.name} does not support {code.name} with {dtype.name if dtype else 'no tensor'} data"
         out_types = entry.get("output_types")
-        if out_types is not None and op.outputs:
-            ot = model.operands[op.outputs[0]].type.code
-            if ot.name not in out_types:
-                return f"{self.name} does not support {op.code.name} producing {ot.name}"
+        if out_types is not None and out is not None and out.name not in out_types:
+            return f"{self.name} does not support {code.name} producing {out.name}"
         level = int(entry.get("feature_level", self.feature_level))
         if need > level:
-            return (f"{self.name} supports {op.code.name} up to feature level {level}; this one needs "
+            return (f"{self.name} supports {code.name} up to feature level {level}; this one needs "
                     f"feature level {need}")
         return None
 

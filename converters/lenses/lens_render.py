@@ -10,9 +10,10 @@ from ..coverage_render import LEVELS, _html_table, _md_table, _pct, _table
 def lens_label(r: dict) -> str:
     if r.get("lens") == "tflite-delegate":
         o = r.get("delegate_options", {})
+        on = f", on device {r['device']['name']}" if "device" in r else ""
         return (f"lens tflite-delegate (LiteRT NNAPI delegate, android_sdk_version "
                 f"{r['delegate']['android_sdk_version']}, max_number_delegated_partitions "
-                f"{o.get('max_number_delegated_partitions')})")
+                f"{o.get('max_number_delegated_partitions')}{on})")
     if "device" in r:
         d = r["device"]
         return f"lens converter on device {d['name']} ({d['type']}, feature level {d['feature_level']})"

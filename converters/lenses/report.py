@@ -61,7 +61,7 @@ def lens_report_for_path(path: str, feature_level: int, input_shapes=None, lense
             if lens == "tflite-delegate":
                 if source.format != "tflite":
                     raise SourceError(f"{path}: the tflite-delegate lens reads .tflite models only")
-                reports[lens] = build_delegate_report(source, feature_level, options, model_name=str(path))
+                reports[lens] = build_delegate_report(source, feature_level, options, str(path), dev)
             elif dev is not None:
                 reports[lens] = device_report(source, dev, feature_level, input_shapes, model_name=str(path))
             else:

@@ -20,6 +20,7 @@ from nnapi.codes import MAX_FEATURE_LEVEL
 
 from ..macs import graph_macs
 from ..source_graph import SourceModel
+from . import delegate_devices
 from .delegate_common import NNAPI12, OP_VERSION, SDK_FOR_LEVEL, UNSUPPORTED_OPERATOR, Failure, NodeView
 from .delegate_mapping import emitted_ops
 from .delegate_rules_nn import RULES as NN_RULES
@@ -106,34 +107,59 @@ def _fp16_constant_dequantize(graph, node) -> bool:  # IsDequantizeConstFloat16
     return t.is_constant and str(t.dtype) == "float16"
 
 
-def decide(source: SourceModel, feature_level: int, options: DelegateOptions) -> dict:
+def decide(source: SourceModel, feature_level: int, options: DelegateOptions, device=None) -> dict:
     """The delegate's decision at one feature level: per node (accepted, failures, emitted ops), the
-    delegated partitions and the set of delegated nodes."""
+    delegated partitions and the set of delegated nodes; with `device`, on a phone with that driver."""
     graph = source.main
-    sdk = SDK_FOR_LEVEL[feature_level]
-    accel = options.accelerator_specified(sdk)
+    runtime_sdk = sdk = SDK_FOR_LEVEL[feature_level]
+    accel = options.accelerator_specified(runtime_sdk)
+    targets, missing = None, False   # targets None: no device selection (below API 29 or no --device)
+    if delegate_devices.applies(device, runtime_sdk) and (options.accelerator_name or options.disallow_nnapi_cpu):
+        targets = delegate_devices.target_devices(device, options)
+        missing, targets = targets is None, targets or []
+        sdk = delegate_devices.target_sdk(runtime_sdk, targets)
     const_dequant = {n.index for n in graph.nodes if _fp16_constant_dequantize(graph, n)}
     remap = {graph.nodes[k].outputs[0]: graph.nodes[k].inputs[0] for k in const_dequant}
-    verdicts = {}
+    verdicts, gaps = {}, {}
     for node in graph.nodes:
         if node.index in const_dequant:
             verdicts[node.index] = (False, [], [])
             continue
         ok, failures, view = validate(graph, node, sdk, accel, remap)
         verdicts[node.index] = (ok, failures, emitted_ops(view) if ok else [])
+        if ok and targets and accel:
+            gaps[node.index] = delegate_devices.node_gaps(view, verdicts[node.index][2], targets)
     accepted = {k for k, (ok, _, _) in verdicts.items() if ok}
     if const_dequant and len(accepted) + len(const_dequant) == len(graph.nodes):
         accepted |= const_dequant  # GetNodesOfFirstNLargestPartitionsImpl: the whole plan is delegated
-    parts = limit_partitions(preview_partitions(graph, accepted), options.max_number_delegated_partitions)
+    on_device = {k for k in accepted if not gaps.get(k)}
+    if targets is not None and not targets:
+        on_device = set()  # no target device (or the named one is absent): DoPrepare delegates nothing
+    if const_dequant and on_device != accepted:
+        on_device = set()  # "Only allow full model delegation for fp16 model"
+    parts = limit_partitions(preview_partitions(graph, on_device), options.max_number_delegated_partitions)
     delegated = {k for p in parts for k in p}
     return {"verdicts": verdicts, "accepted": accepted, "partitions": parts, "delegated": delegated,
-            "const_dequant": const_dequant, "accelerator_specified": accel}
+            "const_dequant": const_dequant, "accelerator_specified": accel, "target_sdk": sdk,
+            "device_gaps": gaps, "targets": targets, "missing_accelerator": missing}
 
 
 def _reason(node, verdict, decision, options) -> tuple:
     ok, failures, _ = verdict
     if node.index in decision["delegated"]:
         return None, None
+    gaps = decision["device_gaps"].get(node.index)
+    if gaps:
+        return "device_unsupported", "; ".join(g["reason"] for g in gaps)
+    if not failures and decision["missing_accelerator"]:
+        return "device_unsupported", "the accelerator named by accelerator_name is not on the phone"
+    if not failures and decision["targets"] is not None and not decision["targets"]:
+        return "device_unsupported", ("no target device: the delegate leaves out nnapi-reference "
+                                      "(disallow_nnapi_cpu) and the phone has no other NNAPI device")
+    if ok and decision["const_dequant"] and node.index not in decision["delegated"] and \
+            decision["device_gaps"] and any(decision["device_gaps"].values()):
+        return "device_unsupported", ("the device lacks other nodes of this fp16 model, and the delegate "
+                                      "takes an fp16 model whole or not at all")
     if node.index in decision["const_dequant"]:
         return FP16_DEQUANTIZE, ("a constant fp16 DEQUANTIZE stays on the CPU unless the delegate takes the whole "
                                  "model (FP16GraphPartitionHelper); delegated consumers read the fp16 constant")
@@ -176,7 +202,8 @@ def _boundary(graph, nodes) -> tuple:
 
 
 def build_delegate_report(source: SourceModel, feature_level: int = MAX_FEATURE_LEVEL,
-                          options: Optional[DelegateOptions] = None, model_name: Optional[str] = None) -> dict:
+                          options: Optional[DelegateOptions] = None, model_name: Optional[str] = None,
+                          device=None) -> dict:
     """The coverage report (README schema) through the delegate's eyes, plus "lens", "delegate_options" and
     per node "delegate_failures" / "delegate_log"."""
     from ..coverage import _tensor_info  # the converter lens's tensor description, shared
@@ -186,7 +213,7 @@ def build_delegate_report(source: SourceModel, feature_level: int = MAX_FEATURE_
     options = options or DelegateOptions()
     graph = source.main
     macs = graph_macs(graph)
-    decisions = {lv: decide(source, lv, options) for lv in range(1, MAX_FEATURE_LEVEL + 1)}
+    decisions = {lv: decide(source, lv, options, device) for lv in range(1, MAX_FEATURE_LEVEL + 1)}
     per_level = {}
     for lv, d in decisions.items():
         s = _summary(graph, d, macs)
@@ -208,6 +235,7 @@ def build_delegate_report(source: SourceModel, feature_level: int = MAX_FEATURE_
             "min_feature_level": accepted_at[0] if accepted_at else None, "reason_code": code, "reason": reason,
             "macs": int(m), "delegate_failures": [f.as_dict() for f in verdict[1]],
             "delegate_log": [log_line(node, f) for f in verdict[1]],
+            "device_unsupported": chosen["device_gaps"].get(node.index, []),
             "inputs": [_tensor_info(graph, i) for i in node.inputs],
             "outputs": [_tensor_info(graph, i) for i in node.outputs]})
     parts = []
@@ -219,10 +247,12 @@ def build_delegate_report(source: SourceModel, feature_level: int = MAX_FEATURE_
         "model": model_name or (Path(source.path).name if source.path else "<model>"),
         "format": source.format, "report": "nnapi-coverage/1", "lens": LENS, "feature_level": feature_level,
         "delegate": {"source": "google-ai-edge/LiteRT tflite/delegates/nnapi/nnapi_delegate.cc",
-                     "android_sdk_version": SDK_FOR_LEVEL[feature_level],
+                     "android_sdk_version": SDK_FOR_LEVEL[feature_level], "target_sdk": chosen["target_sdk"],
                      "accelerator_specified": chosen["accelerator_specified"]},
         "delegate_options": options.as_dict(), "summary": summary, "per_feature_level": per_level, "nodes": nodes,
         "partitions": parts, "fallback_nodes": [n["index"] for n in nodes if not n["supported"]],
+        **({"device": {"name": device.name, "type": device.type.name, "feature_level": device.feature_level,
+                       "version": device.version, "source": device.source}} if device is not None else {}),
     }
 
 

@@ -118,3 +118,47 @@ def test_zoo_face_detection_fully_on_armnn(tmp_path):
     p.write_bytes(_zoo("mediapipe-", "face_detection_short_range.tflite"))
     r = device_report(read_source(p), device("armnn"), 8)
     assert r["summary"]["supported_fraction"] == 1.0 and r["summary"]["partitions"] == 1
+
+
+def neg_int32():
+    g = GraphBuilder()
+    x = g.input("x", [2, 3], "INT32")
+    y = g.tensor("y", [2, 3], "INT32")
+    g.op("NEG", [x], [y])
+    g.output(y)
+    return g.finish()
+
+
+def delegate_on(data, name, level=8, **opts):
+    from converters.lenses.tflite_delegate import DelegateOptions, build_delegate_report
+    from converters.tflite import read
+    return build_delegate_report(read(data), level, DelegateOptions(**opts), device=device(name))
+
+
+def test_delegate_on_a_device_asks_it_per_operation():
+    # GetNodesSupportedByAccelerator: NEG accepts int32 (case kTfLiteBuiltinNeg), Arm NN lists NEG for
+    # FLOAT32 and FLOAT16 only
+    r = delegate_on(neg_int32(), "armnn")
+    n = r["nodes"][0]
+    assert not n["supported"] and n["reason_code"] == "device_unsupported"
+    assert n["device_unsupported"][0]["operation"] == "NEG" and n["device_unsupported"][0]["type"] == "TENSOR_INT32"
+    # below API 29 the delegate cannot choose devices: the profile plays no part
+    assert delegate_on(neg_int32(), "armnn", 2)["nodes"][0]["reason_code"] == "feature_level_too_low"
+
+
+def test_delegate_validates_at_the_devices_feature_level():
+    # GetTargetFeatureLevel: Arm NN is at feature level 4 (API 30), so BATCH_MATMUL (level 6) is refused
+    r = delegate_on(chain(["ADD", "BATCH_MATMUL"]), "armnn")
+    assert r["delegate"]["target_sdk"] == 30
+    assert r["nodes"][1]["delegate_failures"] == [{"type": "kUnsupportedAndroidVersion",
+                                                   "message": "Android sdk version less than 1000006"}]
+
+
+def test_delegate_leaves_out_nnapi_reference_by_default():
+    # ShouldUseTargetDevices + GetTargetDevices: disallow_nnapi_cpu drops nnapi-reference; nothing is left
+    r = delegate_on(chain(["ADD", "ADD"]), "nnapi-reference")
+    assert r["summary"]["supported_nodes"] == 0 and r["nodes"][0]["reason_code"] == "device_unsupported"
+    r = delegate_on(chain(["ADD", "ADD"]), "nnapi-reference", accelerator_name="nnapi-reference")
+    assert r["summary"]["supported_nodes"] == 2
+    r = delegate_on(chain(["ADD", "ADD"]), "armnn", accelerator_name="hexagon")
+    assert r["summary"]["supported_nodes"] == 0
