@@ -302,3 +302,37 @@ def test_zoo_hey_jarvis_if_refused_by_the_delegate_converted_by_the_converter():
         assert {"index": k, "op": "IF", "reason_code": "unsupported_operator"} in \
             d["per_feature_level"][str(lv)]["blocking_nodes"]
     assert build_report(read(data), 8)["nodes"][k]["supported"]
+
+
+def test_densify_of_a_constant_from_api_30():
+    # case kTfLiteBuiltinDensify: `return true` for a constant input at API 30+, else `return false` (no
+    # message); DensifyAndDequantizeConstTensor then densifies at preparation: no NNAPI operation
+    w = SourceTensor(0, "w", (4,), np.dtype(np.float32), data=np.zeros(4, np.float32))
+    w.tflite_type = "FLOAT32"
+    d = SourceTensor(1, "d", (4,), np.dtype(np.float32))
+    d.tflite_type = "FLOAT32"
+    n = SourceNode(0, "DENSIFY", [0], [1])
+    graph = SourceGraph("g", [w, d], [n], [], [1])
+    ok, failures, view = validate(graph, n, 29, True)
+    assert not ok and failures[0].type == "kUnsupportedOperator"
+    ok, failures, view = validate(graph, n, 30, True)
+    assert ok and failures == []
+    from converters.lenses.delegate_mapping import emitted_ops
+    assert emitted_ops(view) == []
+    w.data = None
+    assert not validate(graph, n, 1000008, True)[0]
+
+
+def test_int8_is_accepted_before_api_30_as_uint8():
+    # case kTfLiteBuiltinAdd below API 30: ExpectIsFloatOrQuant8Operator (int8 counts: IsQuantized);
+    # NeedInt8Conversion then gives the tensors uint8 types, which emits no extra operation
+    q = dict(scale=0.1, zero_point=1)
+    n = node(report(binary("ADD", "INT8", q=q, options="AddOptions"), 1))
+    assert n["supported"] and n["nnapi_ops"] == ["ADD"]
+
+
+def test_onnx_models_are_refused_by_the_delegate_lens(capsys):
+    from pathlib import Path
+    onnx_model = Path(__file__).resolve().parents[2] / "samples" / "resnet_float.onnx"
+    assert main(["coverage", str(onnx_model), "--as", "tflite-delegate"]) == 3
+    assert "reads .tflite models only" in capsys.readouterr().err
