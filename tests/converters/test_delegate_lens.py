@@ -336,3 +336,14 @@ def test_onnx_models_are_refused_by_the_delegate_lens(capsys):
     onnx_model = Path(__file__).resolve().parents[2] / "samples" / "resnet_float.onnx"
     assert main(["coverage", str(onnx_model), "--as", "tflite-delegate"]) == 3
     assert "reads .tflite models only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("member", ["alexa.tflite", "okay_nabu.tflite"])
+def test_zoo_micro_wakeword_resource_variables_refused(member):
+    data = _zoo("pymicro_wakeword-", member)
+    r = report(data, 8)
+    ops = {"VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE"}
+    mine = [n for n in r["nodes"] if n["op"] in ops]
+    assert {n["op"] for n in mine} == ops
+    for n in mine:
+        assert n["delegate_failures"] == [{"type": "kUnsupportedOperator", "message": "Unsupported operation type."}]
