@@ -5,7 +5,7 @@ returns True accepts the node at once (as the case's early `return true`)."""
 from __future__ import annotations
 
 from .delegate_common import (ANDROID_VERSION, CONSTANT_SHAPE, FL7, HYBRID, INPUT_TYPE, MISSING_OPERAND,
-                              NNAPI11, NNAPI12, NNAPI13, NO_ACTIVATION, OP_VERSION, OPERAND_SIZE, OPERAND_VALUE,
+                              NNAPI11, NNAPI12, NNAPI13, OP_VERSION, OPERAND_SIZE, OPERAND_VALUE,
                               OUTPUT_TYPE, QUANT_PARAMS, QUANT_TYPE, RANK, VARIANT, NodeView, is_float, is_hybrid,
                               is_quantized)
 

@@ -21,7 +21,7 @@ from nnapi.codes import MAX_FEATURE_LEVEL
 from ..macs import graph_macs
 from ..source_graph import SourceModel
 from . import delegate_devices
-from .delegate_common import NNAPI12, OP_VERSION, SDK_FOR_LEVEL, UNSUPPORTED_OPERATOR, Failure, NodeView
+from .delegate_common import NNAPI12, SDK_FOR_LEVEL, UNSUPPORTED_OPERATOR, Failure, NodeView
 from .delegate_mapping import emitted_ops
 from .delegate_rules_nn import RULES as NN_RULES
 from .delegate_rules_tensor import RULES as TENSOR_RULES
@@ -256,4 +256,4 @@ def build_delegate_report(source: SourceModel, feature_level: int = MAX_FEATURE_
     }
 
 
-__all__ = ["DelegateOptions", "build_delegate_report", "decide", "validate", "log_line", "LENS", "OP_VERSION"]
+__all__ = ["DelegateOptions", "build_delegate_report", "decide", "validate", "log_line", "LENS"]
