@@ -290,7 +290,17 @@ def cmd_coverage(args) -> int:
     paths = find_models(args.models)
     if not paths:
         raise CliError("no .tflite or .onnx models found in " + ", ".join(args.models))
-    reports = _map_with_progress(report_for_path, [(p, level, shapes) for p in paths], args.jobs)
+    if args.lens != "converter" or args.device or args.device_profile or args.delegate_option:
+        from .lenses.report import lens_report_for_path, parse_lenses
+        try:
+            lenses = parse_lenses(args.lens)
+        except ValueError as e:
+            raise CliError(str(e))
+        reports = _map_with_progress(lens_report_for_path, [(p, level, shapes, lenses, args.delegate_option,
+                                                             args.device, args.device_profile) for p in paths],
+                                     args.jobs)
+    else:
+        reports = _map_with_progress(report_for_path, [(p, level, shapes) for p in paths], args.jobs)
     if len(args.models) == 1 and len(paths) == 1 and not Path(args.models[0]).is_dir():
         r = reports[0]
         if "error" in r:
@@ -518,6 +528,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pin an input's dimensions (repeatable)")
     s.add_argument("--fail-under", type=float, metavar="FRACTION",
                    help="exit 2 when the fraction of supported nodes is below FRACTION (for CI)")
+    s.add_argument("--as", dest="lens", default="converter", metavar="LENS[,LENS]",
+                   help="whose decisions to report: converter (default; nnapi convert), tflite-delegate (LiteRT's "
+                        "NNAPI delegate at the feature level, with its failure types and logcat wording), or both "
+                        "comma-separated, side by side")
+    s.add_argument("--delegate-option", action="append", default=[], metavar="NAME=VALUE",
+                   help="a StatefulNnApiDelegate option for the tflite-delegate lens: "
+                        "max_number_delegated_partitions=N (default 3), accelerator_name=NAME, "
+                        "disallow_nnapi_cpu=true|false, allow_fp16=true|false (repeatable)")
+    s.add_argument("--device", metavar="NAME",
+                   help="a shipped driver profile (nnapi-reference, armnn): nodes whose NNAPI operations the "
+                        "driver lacks become device_unsupported (converter lens), or the delegate runs on a "
+                        "phone with that driver (tflite-delegate lens)")
+    s.add_argument("--device-profile", metavar="FILE", help="as --device, with your own profile (schema in README)")
     s.set_defaults(func=cmd_coverage)
 
     s = sub.add_parser(

@@ -52,7 +52,8 @@ def _summary(results, macs, graph) -> dict:
 
 
 def build_report(source: SourceModel, feature_level: int = MAX_FEATURE_LEVEL, input_shapes=None,
-                 model_name: Optional[str] = None) -> dict:
+                 model_name: Optional[str] = None, adjust=None) -> dict:
+    """`adjust(level, results) -> results` lets a lens (converters/lenses/) overrule node verdicts."""
     check_input_shapes(source, input_shapes)
     graph = source.main
     macs = graph_macs(graph)
@@ -60,6 +61,8 @@ def build_report(source: SourceModel, feature_level: int = MAX_FEATURE_LEVEL, in
     chosen = None
     for level in range(1, MAX_FEATURE_LEVEL + 1):
         results = check_graph(source, level, input_shapes)
+        if adjust is not None:
+            results = adjust(level, results)
         s = _summary(results, macs, graph)
         s["blocking_nodes"] = [{"index": r.index, "op": r.op, "reason_code": r.reason_code}
                                for r in results if not r.supported]

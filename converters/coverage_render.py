@@ -46,7 +46,9 @@ def render_text(r: dict) -> str:
     if "error" in r:
         return f"{r['model']}: ERROR {r['error']}"
     s = r["summary"]
-    out = [f"{r['model']} ({r['format']}): {s['supported_nodes']}/{s['nodes']} nodes "
+    from .lenses.lens_render import lens_label
+    out = [f"{r['model']} ({r['format']}{', ' + lens_label(r) if 'lens' in r else ''}): "
+           f"{s['supported_nodes']}/{s['nodes']} nodes "
            f"({_pct(s['supported_fraction'])}), {_pct(s['supported_macs_fraction'])} of {s['macs']:,} MACs on NNAPI "
            f"at feature level {r['feature_level']}, {s['partitions']} partition(s)", ""]
     out += _table(["FL", "nodes", "fraction", "MACs", "partitions", "blocking nodes"], _level_rows(r))
@@ -170,4 +172,7 @@ def render_batch(reports: list, fmt: str) -> str:
 def render(r: dict, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(r, indent=1)
+    if "lenses" in r:  # several lenses side by side (converters/lenses/)
+        from .lenses.lens_render import render_lenses
+        return render_lenses(r, fmt)
     return {"text": render_text, "markdown": render_markdown, "html": render_html}[fmt](r)
