@@ -368,7 +368,8 @@ def cmd_parity(args) -> int:
                               layerwise=args.layerwise, partial=args.partial, input_shapes=shapes,
                               atol=args.atol, rtol=args.rtol, max_lsb=args.max_lsb, progress=progress,
                               tolerance=args.tolerance, spread_factor=args.spread_factor,
-                              preprocess=args.preprocess, steps=args.steps, local=args.local or None)
+                              preprocess=args.preprocess, steps=args.steps, local=args.local or None,
+                              exact=args.exact)
     except MissingDependency as e:
         raise CliError(str(e), EXIT_MISSING_DEPENDENCY) from None
     except parity.ParityError as e:
@@ -588,6 +589,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="consecutive invocations per sample, a stateful model's state carried from one to the next "
                         "(LiteRT keeps its variables: one interpreter invoked K times; default 1)")
     s.add_argument("--layerwise", action="store_true", help="find the first NNAPI operation that diverges")
+    s.add_argument("--exact", action="store_true",
+                   help="also run the converted model in float64 (the executor's precision switch: the same kernels, "
+                        "every float value in float64), the graph's mathematical value, and show each float "
+                        "output's distance from it for ours and for each of the framework's kernel sets, so you "
+                        "can see which side deviates. JSON: exact")
     s.add_argument("--local", action="store_true",
                    help="judge every NNAPI operation on its own: fed the framework's tensors for its inputs, "
                         "compared with the framework's outputs (LiteRT's reference kernels for .tflite, whose "

@@ -76,6 +76,7 @@ class ParityReport:
     local: Optional[list] = None           # --local / quantized default: per-operation errors (parity_local)
     verdict: Optional[dict] = None         # {"rule": "local" | "end-to-end", "why"}
     layers: Optional[list] = None          # --layerwise: every mapped operation's error, execution order
+    exact: Optional[list] = None           # --exact: per float output, each runtime's distance from float64
     steps: int = 1
     # OutputParity per state variable (its value after each step), reported like the layerwise check: the
     # state is internal to the source model, and LiteRT's optimized kernels round some intermediates one
@@ -110,6 +111,8 @@ class ParityReport:
             d["local"] = self.local
         if self.layers is not None:
             d["layers"] = self.layers
+        if self.exact is not None:
+            d["exact"] = [e for e in self.exact if e is not None]
         if self.verdict:
             d["verdict"] = self.verdict
         if self.state:
@@ -407,7 +410,7 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
           atol: Optional[float] = None, rtol: Optional[float] = None, max_lsb: Optional[int] = None,
           progress: Optional[Callable[[int, int], None]] = None, tolerance: Optional[str] = None,
           spread_factor: float = SPREAD_FACTOR, preprocess: Optional[str] = None, steps: int = 1,
-          local: Optional[bool] = None) -> ParityReport:
+          local: Optional[bool] = None, exact: bool = False) -> ParityReport:
     """`steps`: consecutive invocations per sample, the state of a stateful model carried from one to
     the next (the reference keeps its variables: one interpreter invoked `steps` times)."""
     if steps < 1:
@@ -517,6 +520,8 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
                 local_cache.clear()
                 local_cache[k] = _reference_run(fmt, model_path, data, graph, sample, local_reference, True)
             return local_cache[k]
+        kernel_sets = _kernel_set_runs(fmt, model_path, data, graph, sample, reference, ref_runs) if exact else {}
+        exact_state = None
         state = None  # the converted model's state: initial values first, then what each step left
         for j, (ins, (ref_outs, ref_tensors)) in enumerate(zip(sample, ref_runs)):
             spreads = spreads_per_step[j] if spreads_per_step else None
@@ -526,6 +531,9 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
             got_outs, trace = run_traced(result.model, to_nnapi_inputs(result, ins, state=state))
             state = carry(result.model, got_outs)
             _compare_outputs(report, result, graph, got_outs, ref_outs, ref_tensors, tol, dq_steps, spreads)
+            if exact:
+                exact_state = _exact_distances(report, result, graph, ins, exact_state, got_outs,
+                                               {r: runs[j][0] for r, runs in kernel_sets.items()})
             if report.local is not None:
                 local_tensors = ref_tensors if local_reference == reference else local_runs_for(k, sample)[j][1]
                 report.local = local_check(result, trace, local_tensors, tol, dq_steps, local_reference,
@@ -559,6 +567,45 @@ def _verdict_rule(local: Optional[bool], max_lsb: Optional[int], graph, result) 
         return "local", ("default for quantized models: every operation within one stored unit of the kernels "
                          "that share NNAPI's arithmetic; the end-to-end drift is reported beside it")
     return "end-to-end", "default for float models" + ("; --local reports each operation" if local else "")
+
+
+def _kernel_set_runs(fmt, model_path, data, graph, sample, reference, ref_runs) -> dict:
+    """{kernel set: its per-step runs} for every framework kernel set that runs the model (for --exact)."""
+    runs = {reference: ref_runs}
+    for r in SPREAD_REFERENCES[fmt]:
+        if r not in runs:
+            try:
+                runs[r] = _reference_run(fmt, model_path, data, graph, sample, r, False)
+            except ParityError:
+                continue
+    return runs
+
+
+def _exact_distances(report, result, graph, ins, exact_state, got_outs, framework_outs: dict):
+    """--exact: the converted model run in float64 (the executor's precision switch) is the graph's
+    mathematical value; record each float output's distance from it for ours and every kernel set."""
+    from executor.runtime import RunState, compile_model
+    from nnapi.state import carry
+    model = result.model
+    compiled = compile_model(model, float64=True)
+    values = compiled.run(to_nnapi_inputs(result, ins, state=exact_state), RunState(nnapi.DEFAULT_LOOP_TIMEOUT_S))
+    exact_outs = [None if v is None else v.array for v in values]
+    report.exact = report.exact or [None] * len(model.outputs)
+    for j, o in enumerate(model.outputs[:len(graph.outputs)]):
+        t = graph.tensors[graph.outputs[j]]
+        if exact_outs[j] is None or np.dtype(t.dtype).kind != "f":
+            continue
+        truth = _to_source_layout(result, o, exact_outs[j], np.float64).astype(np.float64)
+        entry = report.exact[j] or {"name": t.name}
+        candidates = {"ours": None if got_outs[j] is None else _to_source_layout(result, o, got_outs[j], t.dtype)}
+        candidates.update({r: outs[j] for r, outs in framework_outs.items() if j < len(outs)})
+        for who, arr in candidates.items():
+            if arr is None or np.shape(arr) != truth.shape:
+                continue
+            d = float(np.max(np.abs(np.asarray(arr, np.float64) - truth))) if truth.size else 0.0
+            entry[who] = max(entry.get(who, 0.0), d)
+        report.exact[j] = entry
+    return carry(model, exact_outs) if model.state else None
 
 
 def _localization(report: "ParityReport", result: ConversionResult) -> str:

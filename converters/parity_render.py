@@ -26,6 +26,10 @@ def render_text(report) -> str:
                      f"cosine {o['cosine']:.6f}{extra} -> {'ok' if o['passed'] else state_verdict(o)}")
         if o.get("tolerance"):
             lines.append(f"    tolerance: {o['tolerance']}")
+    for e in d.get("exact") or []:
+        others = ", ".join(f"{k} {x:.3g}" for k, x in e.items() if k not in ("name", "ours"))
+        lines.append(f"  distance from the float64 model at {e['name']!r}: ours {e.get('ours', float('nan')):.3g}"
+                     + (f"; {others}" if others else ""))
     v = d.get("verdict")
     if v and v["rule"] == "local":
         lines.append(f"  verdict: each operation on its own against {v['local_reference']} ({v['why'].split(':')[0]}): "
