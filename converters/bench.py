@@ -38,7 +38,7 @@ def _spread(times) -> float:
 
 
 def bench(path: str, vs: Optional[str] = None, threads: int = 1, runs: int = 20, warmup: int = 3,
-          input_shapes=None, feature_level: int = 8) -> dict:
+          input_shapes=None, feature_level: int = 8, dims=None) -> dict:
     from executor.planner import planned_peak_bytes
     from executor.runtime import RunState, compile_model
     fmt = detect_format(path)
@@ -49,8 +49,8 @@ def bench(path: str, vs: Optional[str] = None, threads: int = 1, runs: int = 20,
         nn_ins = ins
     else:
         imp = importer(fmt)
-        source = imp.read(path)
-        result = imp.convert(path, feature_level=feature_level, input_shapes=input_shapes)
+        source = imp.read(path, input_shapes, dims)
+        result = imp.convert(path, feature_level=feature_level, input_shapes=input_shapes, dims=dims)
         if not result.complete:
             raise ValueError(f"{len(result.unsupported)} node(s) cannot be converted; bench needs a complete model")
         model = result.model

@@ -177,10 +177,11 @@ def _npz_bytes(keys: list[str], arrays: list[np.ndarray]) -> bytes:
 
 
 def _convert(args, partial: bool):
-    from .load import detect_format, importer, parse_input_shapes
+    from .load import detect_format, importer, parse_dims, parse_input_shapes
     from .source_graph import SourceError
     try:
         shapes = parse_input_shapes(getattr(args, "input_shape", []))
+        dims = parse_dims(getattr(args, "dim", []))
         fmt = detect_format(args.model)
         if fmt == "nnapi":
             raise CliError(f"{args.model} is already an NNAPI model")
@@ -190,7 +191,7 @@ def _convert(args, partial: bool):
                 raise CliError("--signature applies to .tflite models only")
             extra["signature"] = args.signature
         result = importer(fmt).convert(args.model, feature_level=args.feature_level, input_shapes=shapes,
-                                       partial=partial, **extra)
+                                       partial=partial, dims=dims, **extra)
     except (SourceError, ValueError) as e:
         raise CliError(str(e), EXIT_INVALID) from None
     return result
@@ -266,6 +267,15 @@ def _input_shapes(args) -> dict:
         raise CliError(str(e))
 
 
+def _dims(args) -> dict:
+    """The --dim pins; a malformed one is a usage error."""
+    from .load import parse_dims
+    try:
+        return parse_dims(args.dim)
+    except ValueError as e:
+        raise CliError(str(e))
+
+
 def cmd_coverage(args) -> int:
     from .coverage import find_models, report_for_path
     from .coverage_render import render, render_batch
@@ -274,7 +284,8 @@ def cmd_coverage(args) -> int:
     paths = find_models(args.models)
     if not paths:
         raise CliError("no .tflite or .onnx models found in " + ", ".join(args.models))
-    reports = _map_with_progress(report_for_path, [(p, level, shapes) for p in paths], args.jobs)
+    dims = _dims(args)
+    reports = _map_with_progress(report_for_path, [(p, level, shapes, dims) for p in paths], args.jobs)
     if len(args.models) == 1 and len(paths) == 1 and not Path(args.models[0]).is_dir():
         r = reports[0]
         if "error" in r:
@@ -326,7 +337,7 @@ def cmd_parity(args) -> int:
     try:
         report = parity.check(args.model, converted=args.converted, feature_level=args.feature_level,
                               reference=args.reference, inputs=args.inputs, seed=args.seed, samples=args.samples,
-                              layerwise=args.layerwise, partial=args.partial, input_shapes=shapes,
+                              layerwise=args.layerwise, partial=args.partial, input_shapes=shapes, dims=_dims(args),
                               atol=args.atol, rtol=args.rtol, max_lsb=args.max_lsb, progress=progress)
     except MissingDependency as e:
         raise CliError(str(e), EXIT_MISSING_DEPENDENCY) from None
@@ -347,7 +358,7 @@ def cmd_bench(args) -> int:
     from .source_graph import SourceError
     shapes = _input_shapes(args)
     try:
-        r = bench(args.model, args.vs, args.threads, args.runs, args.warmup, shapes)
+        r = bench(args.model, args.vs, args.threads, args.runs, args.warmup, shapes, dims=_dims(args))
     except MissingDependency as e:
         raise CliError(str(e), EXIT_MISSING_DEPENDENCY) from None
     except (SourceError, ValueError) as e:
@@ -420,6 +431,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="target NNAPI feature level 1-8 (default 8)")
     s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
                    help="pin an input's dimensions, e.g. input=1,224,224,3 (repeatable)")
+    s.add_argument("--dim", action="append", default=[], metavar="SYMBOL=N",
+                   help="ONNX: pin a named dimension (dim_param) wherever it appears, e.g. batch=1 (repeatable)")
     s.add_argument("--partial", action="store_true",
                    help="write each NNAPI partition plus a JSON manifest instead of failing on unsupported nodes")
     s.add_argument("--signature", metavar="KEY",
@@ -463,6 +476,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel worker processes for many models (default 1)")
     s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
                    help="pin an input's dimensions (repeatable)")
+    s.add_argument("--dim", action="append", default=[], metavar="SYMBOL=N",
+                   help="ONNX: pin a named dimension (dim_param) wherever it appears, e.g. batch=1 (repeatable)")
     s.add_argument("--fail-under", type=float, metavar="FRACTION",
                    help="exit 2 when the fraction of supported nodes is below FRACTION (for CI)")
     s.set_defaults(func=cmd_coverage)
@@ -492,6 +507,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--partial", action="store_true", help="check each NNAPI partition of a partly supported model")
     s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
                    help="pin an input's dimensions, e.g. input=1,224,224,3 (repeatable)")
+    s.add_argument("--dim", action="append", default=[], metavar="SYMBOL=N",
+                   help="ONNX: pin a named dimension (dim_param) wherever it appears, e.g. batch=1 (repeatable)")
     s.add_argument("--atol", type=float, metavar="A", help="absolute tolerance for float outputs (overrides the default)")
     s.add_argument("--rtol", type=float, metavar="R",
                    help="tolerance relative to max|ref| for float outputs (overrides the default)")
@@ -518,6 +535,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--warmup", type=int, default=3, metavar="W", help="untimed warm-up runs (default 3)")
     s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
                    help="pin an input's dimensions, e.g. input=1,224,224,3 (repeatable)")
+    s.add_argument("--dim", action="append", default=[], metavar="SYMBOL=N",
+                   help="ONNX: pin a named dimension (dim_param) wherever it appears, e.g. batch=1 (repeatable)")
     s.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")
     s.add_argument("-o", "--output", metavar="FILE", help="write the result to FILE instead of standard output")
     s.set_defaults(func=cmd_bench)

@@ -86,17 +86,18 @@ def build_report(source: SourceModel, feature_level: int = MAX_FEATURE_LEVEL, in
     }
 
 
-def read_source(path) -> SourceModel:
+def read_source(path, input_shapes=None, dims=None) -> SourceModel:
     fmt = detect_format(path)
     if fmt == "nnapi":
         raise SourceError(f"{path}: coverage reads source models (.tflite, .onnx), not .nnapi files")
-    return importer(fmt).read(path)
+    return importer(fmt).read(path, input_shapes, dims)
 
 
-def report_for_path(path: str, feature_level: int, input_shapes=None) -> dict:
+def report_for_path(path: str, feature_level: int, input_shapes=None, dims=None) -> dict:
     """A report, or a row with "error" when the model cannot be read (batch mode never stops)."""
     try:
-        return build_report(read_source(path), feature_level, input_shapes, model_name=str(path))
+        return build_report(read_source(path, input_shapes, dims), feature_level, input_shapes,
+                            model_name=str(path))
     except (SourceError, ConversionError) as e:
         return {"model": str(path), "error": str(e), "error_kind": "invalid_model"}
     except Exception as e:  # one model's failure is reported in its row and does not stop the batch

@@ -214,6 +214,7 @@ def _saved_layout_perms(model, graph, operand_map: dict) -> dict:
 def check(model_path: str, *, converted: Optional[str] = None, feature_level: int = 8,
           reference: Optional[str] = None, inputs: Optional[str] = None, seed: int = 0, samples: int = 1,
           layerwise: bool = False, partial: bool = False, input_shapes: Optional[dict] = None,
+          dims: Optional[dict] = None,
           atol: Optional[float] = None, rtol: Optional[float] = None, max_lsb: Optional[int] = None,
           progress: Optional[Callable[[str], None]] = None) -> ParityReport:
     fmt = detect_format(model_path)
@@ -223,13 +224,14 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
     if (fmt == "tflite") != reference.startswith("litert"):
         raise ParityError(f"reference {reference!r} cannot run a {fmt} model")
     imp = importer(fmt)
-    source = imp.read(model_path)
+    source = imp.read(model_path, input_shapes, dims)
     check_input_shapes(source, input_shapes)
     data = Path(model_path).read_bytes()
     if converted:
         result = _converted_from_file(converted, source)
     else:
-        result = imp.convert(model_path, feature_level=feature_level, input_shapes=input_shapes, partial=partial)
+        result = imp.convert(model_path, feature_level=feature_level, input_shapes=input_shapes, partial=partial,
+                             dims=dims)
         if not result.complete and not partial:
             lines = "; ".join(f"node {n.index} {n.op}: {n.reason}" for n in result.unsupported)
             raise ParityError(f"{len(result.unsupported)} node(s) cannot be converted: {lines}", exit_code=2)

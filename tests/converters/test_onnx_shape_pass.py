@@ -1,0 +1,112 @@
+"""The ONNX shape pass (converters/onnx/shapes.py): pins by input name and by dim_param, shapes through
+shape-computing subgraphs, and what coverage says without pins. Expected values come from onnxruntime."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from converters import tflite
+from converters.coverage import read_source, report_for_path
+from converters.onnx import convert, read
+from converters.onnx.runner import parity
+from converters.source_graph import SourceError
+
+RNG = np.random.default_rng(7)
+
+
+def _model(nodes, inputs, outputs, inits=(), opset=13) -> bytes:
+    m = helper.make_model(helper.make_graph(nodes, "g", inputs, outputs, list(inits)),
+                          opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def _flatten_by_shape(paddle_style: bool) -> bytes:
+    """Conv, then Reshape to [N, C*H*W] with the target computed from Shape; the Paddle form goes through
+    int32 Casts and a Concat on axis -1 (which onnxruntime's symbolic inference rejects)."""
+    w = numpy_helper.from_array(RNG.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Shape", ["c"], ["s"])]
+    consts = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in
+              (("z", [0]), ("one", [1]), ("minus1", [-1]))]
+    if paddle_style:
+        nodes += [helper.make_node("Cast", ["s"], ["s32"], to=TensorProto.INT32),
+                  helper.make_node("Slice", ["s32", "z", "one", "z"], ["n32"]),
+                  helper.make_node("Cast", ["n32"], ["n"], to=TensorProto.INT64),
+                  helper.make_node("Concat", ["n", "minus1"], ["target"], axis=-1)]
+    else:
+        nodes += [helper.make_node("Gather", ["s", "z"], ["n"], axis=0),
+                  helper.make_node("Concat", ["n", "minus1"], ["target"], axis=0)]
+    nodes += [helper.make_node("Reshape", ["c", "target"], ["y"]), helper.make_node("Softmax", ["y"], ["p"], axis=1)]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, "height", "width"])
+    p = helper.make_tensor_value_info("p", TensorProto.FLOAT, None)
+    return _model(nodes, [x], [p], [w, *consts])
+
+
+@pytest.mark.parametrize("paddle_style", [False, True])
+@pytest.mark.parametrize("pins", [dict(input_shapes={"x": (1, 3, 5, 6)}),
+                                  dict(dims={"batch": 1, "height": 5, "width": 6})])
+def test_pins_reach_a_shape_computed_reshape(paddle_style, pins):
+    data = _flatten_by_shape(paddle_style)
+    r = convert(data, **pins)
+    assert r.complete, [(n.op, n.reason) for n in r.unsupported]
+    out = r.source.main.tensors[r.source.main.outputs[0]]
+    assert out.shape == (1, 4 * 5 * 6)
+    assert not parity(r, data, seeds=(0, 1))
+
+
+def test_without_pins_the_reshape_waits():
+    r = convert(_flatten_by_shape(False))
+    assert not r.complete
+
+
+def test_dim_names_a_missing_symbol():
+    with pytest.raises(SourceError, match="no dimension named 'depth'.*'batch'"):
+        read(_flatten_by_shape(False), dims={"depth": 2})
+
+
+def test_dim_pins_outputs_and_value_info_too():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 4])
+    g = read(_model([helper.make_node("Relu", ["x"], ["y"])], [x], [y]), dims={"n": 2}).main
+    assert [g.tensors[i].shape for i in g.inputs + g.outputs] == [(2, 4), (2, 4)]
+
+
+def test_minus_one_dims_are_unknown_not_negative():
+    """Exporters write dim_value -1 for unknown extents (Paddle): they are dynamic, and pinning fills them."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    x.type.tensor_type.shape.dim[0].dim_value = -1
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    y.type.tensor_type.shape.dim[0].dim_value = -1
+    data = _model([helper.make_node("Relu", ["x"], ["y"])], [x], [y])
+    g = read(data, {"x": (3, 4)}).main
+    assert g.tensors[g.outputs[0]].shape == (3, 4)
+
+
+def test_coverage_reads_with_the_pins(tmp_path):
+    """coverage used to read the model unpinned: only the input itself got the pinned shape."""
+    p = tmp_path / "m.onnx"
+    p.write_bytes(_flatten_by_shape(True))
+    assert report_for_path(str(p), 8, {"x": (1, 3, 5, 6)})["summary"]["supported_fraction"] == 1.0
+    assert report_for_path(str(p), 8, None, {"batch": 1, "height": 5, "width": 6})["summary"][
+        "supported_fraction"] == 1.0
+    assert report_for_path(str(p), 8)["summary"]["supported_fraction"] < 1.0
+    g = read_source(str(p), None, {"batch": 2}).main
+    assert g.tensors[g.inputs[0]].shape == (2, 3, -1, -1)
+
+
+def test_tflite_refuses_dims():
+    with pytest.raises(SourceError, match="no named dimensions"):
+        tflite.read(b"", dims={"batch": 1})
+
+
+def test_symbolic_inference_writes_no_file(tmp_path, monkeypatch):
+    """onnxruntime's SymbolicShapeInference.infer_shapes saves a temporary model into the working folder when
+    it cannot finish; the shape pass must not."""
+    monkeypatch.chdir(tmp_path)
+    read(_flatten_by_shape(True))
+    assert os.listdir(tmp_path) == []
