@@ -204,6 +204,7 @@ def unsupported_lines(result) -> list[str]:
 def cmd_convert(args) -> int:
     from nnapi.serialize import atomic_write, to_bytes
     from .convert import ConversionError
+    from .pins import for_result, sentences
     try:
         result = _convert(args, args.partial)
     except ConversionError as e:
@@ -221,6 +222,8 @@ def cmd_convert(args) -> int:
         print(f"nnapi convert: {len(result.unsupported)} of {len(result.nodes)} nodes cannot be converted at "
               f"feature level {args.feature_level}:", file=sys.stderr)
         print("\n".join(unsupported_lines(result)), file=sys.stderr)
+        for line in sentences(for_result(result)):
+            print(line, file=sys.stderr)
         print("use --partial to write the NNAPI partitions and a manifest", file=sys.stderr)
         return EXIT_UNSUPPORTED
     return _write_partitions(result, out, args)
@@ -242,6 +245,8 @@ def _write_partitions(result, out: Path, args) -> int:
     for n in result.unsupported:
         manifest["fallback_nodes"].append({"index": n.index, "op": n.op, "reason_code": n.reason_code,
                                            "reason": n.reason, "inputs": n.inputs, "outputs": n.outputs})
+    from .pins import for_result
+    manifest.update(for_result(result))  # pins_needed, value_dependent
     manifest_path = out.with_name(out.stem + ".partitions.json")
     try:
         for path, data in blobs:
@@ -342,6 +347,9 @@ def cmd_parity(args) -> int:
     except MissingDependency as e:
         raise CliError(str(e), EXIT_MISSING_DEPENDENCY) from None
     except parity.ParityError as e:
+        if e.pins is not None and args.format == "json":  # a refused conversion: what would unlock it
+            _write_output(json.dumps({"model": Path(args.model).name, "passed": False, "error": str(e), **e.pins},
+                                     indent=1), args.output)
         raise CliError(str(e), e.exit_code) from None
     except SourceError as e:
         raise CliError(str(e), EXIT_INVALID) from None

@@ -20,6 +20,7 @@ import numpy as np
 from nnapi.codes import MAX_FEATURE_LEVEL
 
 from .convert import ConversionError, check_graph, check_input_shapes, partition
+from .pins import analyse
 from .load import detect_format, importer
 from .macs import graph_macs
 from .source_graph import SourceError, SourceModel
@@ -76,6 +77,7 @@ def build_report(source: SourceModel, feature_level: int = MAX_FEATURE_LEVEL, in
              "outputs": [_tensor_info(graph, i) for i in node.outputs]}
         nodes.append(d)
     summary = {k: v for k, v in per_level[str(feature_level)].items() if k != "blocking_nodes"}
+    summary.update(analyse(source, chosen, macs))  # pins_needed, value_dependent
     return {
         "model": model_name or (Path(source.path).name if source.path else "<model>"),
         "format": source.format, "report": REPORT_FORMAT, "feature_level": feature_level,

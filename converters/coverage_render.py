@@ -6,6 +6,8 @@ from __future__ import annotations
 import html
 import json
 
+from .pins import sentences
+
 LEVELS = [str(k) for k in range(1, 9)]
 
 
@@ -48,7 +50,8 @@ def render_text(r: dict) -> str:
     s = r["summary"]
     out = [f"{r['model']} ({r['format']}): {s['supported_nodes']}/{s['nodes']} nodes "
            f"({_pct(s['supported_fraction'])}), {_pct(s['supported_macs_fraction'])} of {s['macs']:,} MACs on NNAPI "
-           f"at feature level {r['feature_level']}, {s['partitions']} partition(s)", ""]
+           f"at feature level {r['feature_level']}, {s['partitions']} partition(s)"]
+    out += sentences(s) + [""]
     out += _table(["FL", "nodes", "fraction", "MACs", "partitions", "blocking nodes"], _level_rows(r))
     out += ["", f"nodes at feature level {r['feature_level']}:"]
     out += _table(["#", "op", "NNAPI", "becomes", "min FL", "reason"], _node_rows(r))

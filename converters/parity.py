@@ -21,6 +21,7 @@ import nnapi
 
 from .convert import ConversionResult, check_input_shapes
 from .load import detect_format, importer
+from .pins import for_result, sentences
 from .runners import (MissingDependency, ReferenceFailed, from_nnapi_outputs, litert_all_tensors,
                       random_source_inputs,
                       run_onnxruntime, run_traced, to_nnapi_inputs)
@@ -31,9 +32,10 @@ from .tolerance import within_tolerance
 class ParityError(Exception):
     """The check could not run (bad inputs file, unsupported model without partial, ...)."""
 
-    def __init__(self, message: str, exit_code: int = 3):
+    def __init__(self, message: str, exit_code: int = 3, pins: Optional[dict] = None):
         super().__init__(message)
         self.exit_code = exit_code
+        self.pins = pins  # a refused conversion: pins.analyse() (pins_needed, value_dependent)
 
 
 @dataclass
@@ -234,7 +236,9 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
                              dims=dims)
         if not result.complete and not partial:
             lines = "; ".join(f"node {n.index} {n.op}: {n.reason}" for n in result.unsupported)
-            raise ParityError(f"{len(result.unsupported)} node(s) cannot be converted: {lines}", exit_code=2)
+            pins = for_result(result)
+            raise ParityError(f"{len(result.unsupported)} node(s) cannot be converted: {lines}"
+                              + "".join(f"; {s}" for s in sentences(pins)), exit_code=2, pins=pins)
         if result.model is None and not result.partitions:
             raise ParityError(f"no node of the model runs on NNAPI at feature level {feature_level}: "
                               f"nothing to compare", exit_code=2)

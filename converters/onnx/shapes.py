@@ -57,7 +57,7 @@ def pin(proto: onnx.ModelProto, input_shapes: Optional[dict], dims: Optional[dic
                 seen.add(d.dim_param)
                 d.dim_value = int(dims[d.dim_param])  # clears dim_param (a oneof)
     missing = sorted(set(dims) - seen)
-    if missing:
+    if any(missing):
         known = sorted(symbols_of_inputs(proto))
         raise SourceError(f"--dim {missing[0]}: the model has no dimension named {missing[0]!r} (named "
                           f"dimensions: {', '.join(map(repr, known)) or 'none'})")
@@ -77,7 +77,7 @@ def name_input_dims(proto: onnx.ModelProto) -> dict:
         for axis, d in enumerate(vi.type.tensor_type.shape.dim):
             if d.HasField("dim_value") and d.dim_value >= 0:
                 continue
-            if not d.dim_param:
+            if not d.dim_param or d.dim_param == "?":  # "?" (Paddle) names no particular extent
                 d.dim_param = f"{UNNAMED}{len(where)}"
             where.setdefault(d.dim_param, []).append((vi.name, axis))
     return where
@@ -88,18 +88,24 @@ def symbols_of_inputs(proto: onnx.ModelProto) -> set:
             for d in vi.type.tensor_type.shape.dim if d.HasField("dim_param") and d.dim_param}
 
 
-def unknown_extents(proto: onnx.ModelProto) -> int:
-    """Node outputs whose shape onnx does not fully know (unknown rank or a non-static extent)."""
+def unknown_extents(proto: onnx.ModelProto) -> tuple:
+    """How much of the node outputs' shapes is unknown, to compare inference results: (outputs with a
+    non-static extent, outputs of unknown rank, extents whose name ties them to nothing ('unk__3'))."""
     typed = {vi.name: vi.type.tensor_type for vi in list(proto.graph.value_info) + list(proto.graph.output)
              if vi.type.HasField("tensor_type")}
-    count = 0
+    dynamic = unranked = untied = 0
     for n in proto.graph.node:
         for o in n.output:
             tt = typed.get(o)
-            if o and (tt is None or not tt.HasField("shape")
-                      or any(not d.HasField("dim_value") for d in tt.shape.dim)):
-                count += 1
-    return count
+            if not o:
+                continue
+            if tt is None or not tt.HasField("shape"):
+                dynamic, unranked = dynamic + 1, unranked + 1
+                continue
+            dims = [d for d in tt.shape.dim if not d.HasField("dim_value")]
+            dynamic += bool(dims)
+            untied += sum(not d.dim_param or d.dim_param.startswith("unk__") for d in dims)
+    return dynamic, unranked, untied
 
 
 def _onnx_inference(proto: onnx.ModelProto) -> onnx.ModelProto:
@@ -165,7 +171,7 @@ def infer(proto: onnx.ModelProto, rounds: int = 8) -> onnx.ModelProto:
 def _best_inference(proto: onnx.ModelProto) -> onnx.ModelProto:
     best = _onnx_inference(proto)
     missing = unknown_extents(best)
-    if missing:
+    if any(missing):
         symbolic = _symbolic_inference(proto)
         if symbolic is not None and unknown_extents(symbolic) < missing:
             best = symbolic

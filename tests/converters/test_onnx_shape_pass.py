@@ -110,3 +110,51 @@ def test_symbolic_inference_writes_no_file(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     read(_flatten_by_shape(True))
     assert os.listdir(tmp_path) == []
+
+
+# -- what coverage, convert and parity say without pins ----------------------------------------------------
+def _two_inputs() -> bytes:
+    """x [batch, 3, height, width] through a Conv (MACs) and a Shape-computed Reshape; z [n, 4] with a
+    NonZero count (value-dependent: no pin fixes it)."""
+    w = numpy_helper.from_array(RNG.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    z0 = numpy_helper.from_array(np.array([0], np.int64), "zero")
+    m1 = numpy_helper.from_array(np.array([-1], np.int64), "minus1")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Shape", ["c"], ["s"]), helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+             helper.make_node("Concat", ["n", "minus1"], ["target"], axis=0),
+             helper.make_node("Reshape", ["c", "target"], ["y"]),
+             helper.make_node("NonZero", ["z"], ["nz"]), helper.make_node("Transpose", ["nz"], ["nzt"]),
+             helper.make_node("Cast", ["nzt"], ["f"], to=TensorProto.FLOAT),
+             helper.make_node("Softplus", ["f"], ["g"])]
+    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, "height", "width"]),
+           helper.make_tensor_value_info("z", TensorProto.FLOAT, [5, 4])]
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("g", TensorProto.FLOAT, None)]
+    return _model(nodes, ins, outs, [w, z0, m1])
+
+
+def test_coverage_names_the_pins_and_the_values(tmp_path):
+    p = tmp_path / "m.onnx"
+    p.write_bytes(_two_inputs())
+    s = report_for_path(str(p), 8)["summary"]
+    (pin,) = s["pins_needed"]
+    assert pin["input"] == "x" and pin["dims"] == ["batch", "height", "width"] and pin["axes"] == [0, 2, 3]
+    assert pin["nodes"] >= 1 and pin["macs_fraction"] == 1.0  # the Conv waits on x
+    assert s["value_dependent"] and s["value_dependent"][0]["op"] == "NonZero"
+    pinned = report_for_path(str(p), 8, None, {"batch": 1, "height": 5, "width": 6})["summary"]
+    assert pinned["pins_needed"] == []
+
+
+def test_convert_and_parity_say_the_pins_when_they_refuse(tmp_path, capsys):
+    import json
+
+    from converters.cli import main
+    p = tmp_path / "m.onnx"
+    p.write_bytes(_flatten_by_shape(False))
+    assert main(["convert", str(p), "-o", str(tmp_path / "o.nnapi")]) == 2
+    assert "pin x (batch, height, width)" in capsys.readouterr().err
+    out = tmp_path / "p.json"
+    assert main(["parity", str(p), "--format", "json", "-o", str(out)]) == 2
+    report = json.loads(out.read_text())
+    assert report["pins_needed"][0]["input"] == "x" and "pin x" in report["error"]
+    assert main(["parity", str(p), "--dim", "batch=1", "--dim", "height=5", "--dim", "width=6"]) == 0

@@ -15,9 +15,16 @@ def _i32(ctx, values) -> int:
     return ctx.const(np.asarray(values, np.int32))
 
 
+def _known_rank(ctx, node, i: int) -> None:
+    if ctx.tensor(i).shape is None:
+        raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: the rank of {ctx.tensor(i).name!r} is not known "
+                                                f"before run time (pin the inputs)")
+
+
 def reshape_to_output(node, ctx) -> None:
     """RESHAPE the input's row-major data to the output's inferred shape (one unknown extent allowed)."""
     x, y = node.inputs[0], node.outputs[0]
+    _known_rank(ctx, node, y)
     shape = [d if d else -1 for d in ctx.source_shape(y)]
     if node.op == "Reshape" and shape.count(-1) > 1 and ctx.is_const(node.inputs[1]):
         # a shape folded at conversion (Shape -> ... -> Concat): inference saw it as unknown
@@ -45,6 +52,7 @@ def reshape(node, ctx):
 def transpose(node, ctx):
     """Transpose as one TRANSPOSE composed with the input's layout (nothing when they cancel)."""
     x, y = node.inputs[0], node.outputs[0]
+    _known_rank(ctx, node, x)
     rank = len(ctx.source_shape(x))
     perm = tuple(ints(node, "perm", list(range(rank - 1, -1, -1))))
     nn_perm = layout.compose(ctx.perm_of(x), perm, rank)

@@ -31,8 +31,10 @@ def block_rearrange(node, ctx):
 
 @onnx_op("Resize", versions=(10, OPSET_MAX))
 def resize(node, ctx):
-    """Resize of H and W (nearest or linear) as RESIZE_NEAREST_NEIGHBOR / RESIZE_BILINEAR with the
-    align_corners / half_pixel_centers flags whose sampling is the node's: ONNX's source coordinates (or
+    """Resize of H, W as RESIZE_NEAREST_NEIGHBOR / RESIZE_BILINEAR where NNAPI samples the same pixels.
+
+    The align_corners / half_pixel_centers flags are the ones whose sampling is the node's: ONNX's source
+    coordinates (or
     nearest indices) of every output row and column are computed from the node's scale, coordinate
     transformation and rounding, and compared with NNAPI's (nnapi/ops/geometry.py)."""
     x, y = node.inputs[0], node.outputs[0]
