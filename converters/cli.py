@@ -366,7 +366,10 @@ def cmd_bench(args) -> int:
     from .source_graph import SourceError
     shapes = _input_shapes(args)
     try:
-        r = bench(args.model, args.vs, args.threads, args.runs, args.warmup, shapes, dims=_dims(args))
+        if args.threads < 1 or args.runs < 1 or args.warmup < 0:
+            raise CliError("--threads and --runs must be at least 1, --warmup at least 0")
+        r = bench(args.model, args.vs, args.threads, args.runs, args.warmup, shapes, profile=args.profile,
+                  dims=_dims(args))
     except MissingDependency as e:
         raise CliError(str(e), EXIT_MISSING_DEPENDENCY) from None
     except (SourceError, ValueError) as e:
@@ -379,9 +382,26 @@ def cmd_bench(args) -> int:
                    f"ratio {r['ratio']:.2f}x" if r["reference"] else "")
                 + f"; {r['macs']:,} MACs, {r['gflops']:.2f} GFLOP/s; planned peak {r['planned_peak_bytes']:,} B "
                   f"(shared buffers {r['arena_bytes']:,} B), "
-                  f"peak RSS {r['peak_rss_bytes'] / 2**20:.1f} MiB")
+                  f"peak RSS {r['peak_rss_bytes'] / 2**20:.1f} MiB; executor BLAS {r['blas']['library']} "
+                  f"{r['blas']['threads']} thread(s)")
+        if args.profile:
+            text += "\n" + _profile_text(r)
     _write_output(text, args.output)
     return EXIT_OK
+
+
+def _profile_text(r: dict, top: int = 15) -> str:
+    lines = [f"per operation (median of {r['runs']} profiled runs; total {r['profile_total_ms']:.3f} ms):",
+             f"  {'ms':>9} {'share':>6} {'cum':>6}  {'#':>4} {'operation':<24} {'output':<20} source node"]
+    for e in r["profile"][:top]:
+        lines.append(f"  {e['ms']:9.4f} {e['share']:6.1%} {e['cumulative_share']:6.1%}  {e['operation_index']:>4} "
+                     f"{e['nnapi_op']:<24} {str(e['output_shape']):<20} {e['source_node'] or ''}")
+    if len(r["profile"]) > top:
+        lines.append(f"  ... {len(r['profile']) - top} more operations")
+    lines.append("per operation type:")
+    for e in r["by_op"]:
+        lines.append(f"  {e['ms']:9.4f} {e['share']:6.1%}  {e['count']:>4} x {e['nnapi_op']}")
+    return "\n".join(lines)
 
 
 def cmd_export(args) -> int:
@@ -538,8 +558,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "installed.")
     s.add_argument("model", help=".tflite, .onnx or .nnapi model")
     s.add_argument("--vs", choices=["litert", "litert-ref", "onnxruntime"], help="reference runtime to time against (default: none)")
-    s.add_argument("--threads", type=int, default=1, help="reference threads (default 1)")
+    s.add_argument("--threads", type=int, default=1, metavar="T",
+                   help="threads on both sides: the reference's, and the executor's BLAS (held with threadpoolctl; "
+                        "the JSON's blas field says which library and how many threads) (default 1)")
     s.add_argument("--runs", type=int, default=20, metavar="N", help="timed runs (default 20)")
+    s.add_argument("--profile", action="store_true",
+                   help="also time every NNAPI operation (over --runs separate runs) and list the slowest, with a "
+                        "summary per operation type; JSON fields profile, by_op, profile_total_ms")
     s.add_argument("--warmup", type=int, default=3, metavar="W", help="untimed warm-up runs (default 3)")
     s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
                    help="pin an input's dimensions, e.g. input=1,224,224,3 (repeatable)")

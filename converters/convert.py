@@ -63,6 +63,7 @@ class ConversionResult:
     fallback_nodes: list = field(default_factory=list)
     io_rewrites: dict = field(default_factory=dict)  # tensor name -> boundary conversion
     operand_perm: dict = field(default_factory=dict)  # NNAPI operand -> perm: operand = transpose(tensor, perm)
+    operation_nodes: list = field(default_factory=list)  # main NNAPI operation index -> source node index
 
     @property
     def complete(self) -> bool:
@@ -246,6 +247,7 @@ def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: 
         if not graph.nodes[k].folded:
             emitted = run_converter(graph.nodes[k], ctx)
             emitted_by.extend(graph.nodes[k] for _ in emitted)
+    ctx.emitted_by = emitted_by
     missing = [t for t in ctx.free_inputs if t not in inputs]
     if missing:
         names = ", ".join(repr(graph.tensors[t].name) for t in missing)
@@ -310,6 +312,7 @@ def convert_source(source: SourceModel, feature_level: int = 8, input_shapes=Non
         result.model = model
         result.operand_map = {o: (t, graph.tensors[t].name) for o, t in ctx.tensor_of.items()}
         result.operand_perm = dict(ctx.operand_perm)
+        result.operation_nodes = [n.index for n in ctx.emitted_by]
         result.io_rewrites = {graph.tensors[t].name: v for t, v in ctx.io_rewrites.items()
                               if t in graph.inputs or t in graph.outputs}
         result.partitions = [Partition(list(range(len(graph.nodes))), list(graph.inputs), list(graph.outputs),

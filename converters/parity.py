@@ -26,7 +26,7 @@ from .runners import (MissingDependency, ReferenceFailed, from_nnapi_outputs, li
                       random_source_inputs,
                       run_onnxruntime, run_traced, to_nnapi_inputs)
 from .source_graph import SourceError
-from .tolerance import within_tolerance
+from .tolerance import allowed_error, within_tolerance
 
 
 class ParityError(Exception):
@@ -51,6 +51,7 @@ class OutputParity:
     exact_fraction: Optional[float] = None
     passed: bool = True
     allowed: float = 0.0
+    tolerance: str = ""          # where `allowed` comes from
     diffs: Optional[np.ndarray] = field(default=None, repr=False)
 
 
@@ -92,6 +93,7 @@ def compare(name: str, ref: np.ndarray, got: np.ndarray, quantized: bool, relaxe
         o.shape = list(ref.shape)
         return o
     ok, err, allowed = within_tolerance(ref, got, quantized, relaxed, **tol)
+    o.tolerance = allowed_error(ref, quantized, relaxed, **tol)[1]
     r, g = ref.astype(np.float64).ravel(), got.astype(np.float64).ravel()
     d = np.abs(r - g)
     o.passed, o.max_abs_error, o.allowed = ok and ref.dtype == got.dtype, err, allowed
@@ -115,9 +117,9 @@ def _merge(a: OutputParity, b: OutputParity) -> OutputParity:
     pass, else of a failing sample, so that `max_abs_error <= allowed` agrees with `passed`."""
     if a.passed == b.passed:
         if b.max_abs_error > a.max_abs_error:
-            a.allowed = b.allowed
+            a.allowed, a.tolerance = b.allowed, b.tolerance
     elif not b.passed:
-        a.allowed = b.allowed
+        a.allowed, a.tolerance = b.allowed, b.tolerance
     a.max_abs_error = float(np.maximum(a.max_abs_error, b.max_abs_error))
     a.max_rel_error = float(np.maximum(a.max_rel_error, b.max_rel_error))
     a.mean_abs_error = float(np.maximum(a.mean_abs_error, b.mean_abs_error))
@@ -133,6 +135,35 @@ def _merge(a: OutputParity, b: OutputParity) -> OutputParity:
     else:
         a.diffs = np.concatenate([a.diffs, b.diffs])
     return a
+
+
+DEQUANTIZING_OPS = {"DEQUANTIZE", "DequantizeLinear"}
+
+
+def dequantized_steps(graph) -> dict:
+    """{tensor index: (scale, description)} for the float tensors a TFLite DEQUANTIZE or ONNX
+    DequantizeLinear makes from a quantized tensor: one step of that scale is one stored unit upstream
+    (per-channel scales: the largest)."""
+    steps = {}
+    for node in graph.nodes:
+        if node.op not in DEQUANTIZING_OPS or not node.outputs or not node.inputs:
+            continue
+        q = graph.tensors[node.inputs[0]]
+        if node.op == "DequantizeLinear":
+            scale_t = graph.tensors[node.inputs[1]] if len(node.inputs) > 1 and node.inputs[1] >= 0 else None
+            scale = None if scale_t is None or scale_t.data is None else float(np.max(np.abs(scale_t.data)))
+        else:
+            scale = None if q.quant is None else float(np.max(np.abs(np.asarray(q.quant.scale, np.float64))))
+        if scale:
+            steps[node.outputs[0]] = (scale, f"{q.name!r} (dequantized by node {node.index} {node.op})")
+    return steps
+
+
+def tolerance_for(tol: dict, steps: dict, t_index: int) -> dict:
+    """The tolerance settings for source tensor t_index: `tol`, plus the dequantized step where one applies."""
+    if t_index in steps:
+        return dict(tol, step=steps[t_index][0], step_source=steps[t_index][1])
+    return tol
 
 
 def _to_source_layout(result: ConversionResult, operand: int, value: np.ndarray, tensor_dtype) -> np.ndarray:
@@ -244,6 +275,7 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
                               f"nothing to compare", exit_code=2)
     graph = source.main
     tol = {"atol": atol, "rtol": rtol, "max_lsb": max_lsb}
+    steps = dequantized_steps(graph)
     report = ParityReport(Path(model_path).name, reference, 0, [],
                           feature_level=result.feature_level if converted else feature_level,
                           converted_from=converted)
@@ -265,7 +297,7 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
             t = graph.tensors[graph.outputs[j]]
             got = _to_source_layout(result, o, got_outs[j], t.dtype) if got_outs[j] is not None else None
             par = compare(t.name, ref, _rank0_as_source(got, ref), t.quant is not None and ref.dtype.kind in "iu",
-                          result.model.relaxed, tol)
+                          result.model.relaxed, tolerance_for(tol, steps, graph.outputs[j]))
             report.outputs[j:j + 1] = [_merge(report.outputs[j], par) if j < len(report.outputs) else par]
         if layerwise and report.first_divergence is None:
             report.first_divergence = first_divergence(result, trace, ref_tensors, tol)
@@ -276,6 +308,7 @@ def first_divergence(result: ConversionResult, trace: dict, ref_tensors: dict, t
     """The first operation (execution order) whose output mirrors a source tensor and leaves the tolerance."""
     from nnapi.validate import execution_order
     model, graph = result.model, result.source.main
+    steps = dequantized_steps(graph)
     errors: dict[int, float] = {}
     for k in execution_order(model):
         op = model.operations[k]
@@ -289,7 +322,8 @@ def first_divergence(result: ConversionResult, trace: dict, ref_tensors: dict, t
             t = graph.tensors[t_index]
             got = _to_source_layout(result, o, trace[o], t.dtype)
             par = compare(t_name, ref, got.reshape(ref.shape) if got.size == ref.size else got,
-                          t.quant is not None and ref.dtype.kind in "iu", model.relaxed, tol)
+                          t.quant is not None and ref.dtype.kind in "iu", model.relaxed,
+                          tolerance_for(tol, steps, t_index))
             errors[o] = par.max_abs_error
             if not par.passed:
                 ins = [{"operand": i, "source_tensor": result.operand_map[i][1], "max_abs_error": errors[i]}
@@ -302,6 +336,7 @@ def first_divergence(result: ConversionResult, trace: dict, ref_tensors: dict, t
 def _check_partitions(result: ConversionResult, ref_tensors: dict, tol: dict, previous) -> list:
     """Each partition on its own, fed with the framework's tensors at its boundary."""
     graph = result.source.main
+    steps = dequantized_steps(graph)
     out = previous or [None] * len(result.partitions)
     for k, p in enumerate(result.partitions):
         ins = [ref_tensors[t] for t in p.inputs]
@@ -314,7 +349,7 @@ def _check_partitions(result: ConversionResult, ref_tensors: dict, tol: dict, pr
             g = _to_source_layout(fake, o, got[j], t.dtype)
             par = compare(t.name, ref_tensors[t_index], _rank0_as_source(g, ref_tensors[t_index]),
                           t.quant is not None and g.dtype.kind in "iu",
-                          p.model.relaxed, tol)
+                          p.model.relaxed, tolerance_for(tol, steps, t_index))
             par.diffs = None  # partition records keep statistics only
             if j < len(entry["outputs"]):  # a later sample: aggregate exactly like the model's outputs
                 par = _merge(OutputParity(**entry["outputs"][j]), par)

@@ -17,6 +17,8 @@ def render_text(report) -> str:
         lines.append(f"  output {o['name']!r} {o['dtype']}{o['shape']}: max |diff| {o['max_abs_error']:.3g} "
                      f"(allowed {o['allowed']:.3g}), max rel {o['max_rel_error']:.3g}, mean {o['mean_abs_error']:.3g}, "
                      f"cosine {o['cosine']:.6f}{extra} -> {'ok' if o['passed'] else 'MISMATCH'}")
+        if o.get("tolerance"):
+            lines.append(f"    tolerance: {o['tolerance']}")
     fd = d["first_divergence"]
     if fd:
         lines.append(f"  first divergence: operation {fd['operation_index']} ({fd['nnapi_op']}) writing "

@@ -88,11 +88,23 @@ class Step:
 
 
 class RunState:
-    """Per-execution settings shared by nested subgraph runs (loop deadline, tracing)."""
+    """Per-execution settings shared by nested subgraph runs (loop deadline, tracing, profiling).
 
-    def __init__(self, loop_timeout_s: float, trace: Optional[dict] = None):
+    `profile`, when given, collects the seconds of each step of the model it profiles (a nested IF/WHILE
+    body's time counts in its IF/WHILE step)."""
+
+    def __init__(self, loop_timeout_s: float, trace: Optional[dict] = None, profile: Optional["Profile"] = None):
         self.loop_timeout_s = loop_timeout_s
         self.trace = trace
+        self.profile = profile
+
+
+class Profile:
+    """Per-operation wall time of one compiled model's runs: seconds[operation index] = [s, s, ...]."""
+
+    def __init__(self, compiled: "CompiledModel"):
+        self.root = compiled
+        self.seconds: dict = {}
 
 
 class OpContext:
@@ -325,11 +337,17 @@ class CompiledModel:
         for idx, v in zip(self._input_slots, inputs):
             env[idx] = v
         trace = state.trace
+        profile = state.profile.seconds if state.profile is not None and state.profile.root is self else None
         last = self._last
         for step, ins, outs, frees in self._program:
             ctx = OpContext(self, step, [env[i] for i in ins], state)
             try:
-                results = step.run(ctx)
+                if profile is None:
+                    results = step.run(ctx)
+                else:
+                    t0 = time.perf_counter()
+                    results = step.run(ctx)
+                    profile.setdefault(step.index, []).append(time.perf_counter() - t0)
             except NnapiError:
                 raise
             except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError, OverflowError,

@@ -48,7 +48,7 @@ def test_partition_statistics_cover_every_sample():
 def test_partition_record_keeps_the_documented_fields():
     merged = check(INT8, feature_level=1, samples=2, partial=True).as_dict()
     fields = {"name", "shape", "dtype", "max_abs_error", "max_rel_error", "mean_abs_error", "cosine",
-              "lsb_histogram", "exact_fraction", "passed", "allowed"}
+              "lsb_histogram", "exact_fraction", "passed", "allowed", "tolerance"}
     for part in merged["partitions"]:
         assert set(part) == {"index", "nodes", "passed", "outputs"}
         for out in part["outputs"]:
