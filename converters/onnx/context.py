@@ -26,7 +26,7 @@ from .. import convert as driver
 from ..context import ConversionContext, stored
 from ..registry import Reason, Supported, Unsupported
 from ..source_graph import SourceModel
-from . import fusion, layout
+from . import fusion, layout, unit_axis
 
 ACTIVATION_OPS = {FuseCode.RELU: Op.RELU, FuseCode.RELU1: Op.RELU1, FuseCode.RELU6: Op.RELU6}
 
@@ -68,6 +68,9 @@ class OnnxContext(ConversionContext):
             raise Unsupported(Reason.QUANTIZATION_TYPE, f"tensor {self.tensor(i).name!r}: NNAPI has per-channel "
                                                         f"quantization only for int8 (symmetric) weights")
         otype, cq = super().nnapi_type(i)
+        held = unit_axis.plan(self.graph).get(i)
+        if held is not None and len(otype.dimensions) == 5:  # a rank-5 middle held without its unit axis
+            otype = OperandType(otype.code, unit_axis.without(otype.dimensions, held), otype.scale, otype.zero_point)
         perm = self.layout.get(i)
         if perm is None or len(otype.dimensions) != len(perm):
             return otype, cq
