@@ -158,3 +158,22 @@ def test_convert_and_parity_say_the_pins_when_they_refuse(tmp_path, capsys):
     report = json.loads(out.read_text())
     assert report["pins_needed"][0]["input"] == "x" and "pin x" in report["error"]
     assert main(["parity", str(p), "--dim", "batch=1", "--dim", "height=5", "--dim", "width=6"]) == 0
+
+
+@pytest.mark.parametrize("paddle_style", [False, True])
+def test_without_onnxruntime_the_evaluated_rounds_still_pin(paddle_style, monkeypatch):
+    """onnxruntime is optional: onnx's inference plus the rounds that evaluate the shape computations."""
+    from converters.onnx import shapes
+    monkeypatch.setattr(shapes, "_symbolic_inference", lambda proto: None)
+    data = _flatten_by_shape(paddle_style)
+    r = convert(data, input_shapes={"x": (1, 3, 5, 6)})
+    assert r.complete and not parity(r, data, seeds=(0,))
+
+
+def test_other_report_formats_name_the_pins(tmp_path):
+    from converters.coverage_render import render
+    p = tmp_path / "m.onnx"
+    p.write_bytes(_flatten_by_shape(False))
+    r = report_for_path(str(p), 8)
+    for fmt in ("text", "markdown", "html"):
+        assert "pin x (batch, height, width)" in render(r, fmt)
