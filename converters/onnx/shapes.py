@@ -155,6 +155,8 @@ def infer(proto: onnx.ModelProto, rounds: int = 8) -> onnx.ModelProto:
         if not values:
             break
         work = _with_constants(inferred, values)
+    else:
+        inferred = _best_inference(work)  # the last round's constants reach the shapes too
     out = onnx.ModelProto()
     out.CopyFrom(proto)
     del out.graph.value_info[:]
@@ -211,7 +213,7 @@ def _computable(proto: onnx.ModelProto) -> dict:
                 else:
                     a = {x.name: x.i for x in n.attribute}
                     values = [np.asarray(shape[a.get("start", 0):a.get("end", len(shape))], np.int64)]
-            elif all(not x or x in consts for x in n.input) and n.op_type != "Constant" or n.op_type == "Constant":
+            elif all(not x or x in consts for x in n.input):  # Constant nodes too (no inputs)
                 feeds = {x: consts[x] for x in n.input if x}
                 if any(v.size > FOLD_LIMIT for v in feeds.values()):
                     continue
