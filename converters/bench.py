@@ -56,14 +56,14 @@ def blas_threads(threads: int):
 
 
 def bench(path: str, vs: Optional[str] = None, threads: int = 1, runs: int = 20, warmup: int = 3,
-          input_shapes=None, feature_level: int = 8, profile: bool = False) -> dict:
+          input_shapes=None, feature_level: int = 8, profile: bool = False, dims=None) -> dict:
     with blas_threads(threads) as blas:
-        out = _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile)
+        out = _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile, dims)
     out["blas"] = blas
     return out
 
 
-def _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile) -> dict:
+def _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile, dims=None) -> dict:
     from executor.planner import planned_peak_bytes
     from executor.runtime import RunState, compile_model
     fmt = detect_format(path)
@@ -74,8 +74,8 @@ def _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile
         nn_ins = ins
     else:
         imp = importer(fmt)
-        source = imp.read(path)
-        result = imp.convert(path, feature_level=feature_level, input_shapes=input_shapes)
+        source = imp.read(path, input_shapes, dims)
+        result = imp.convert(path, feature_level=feature_level, input_shapes=input_shapes, dims=dims)
         if not result.complete:
             raise ValueError(f"{len(result.unsupported)} node(s) cannot be converted; bench needs a complete model")
         model = result.model

@@ -20,6 +20,7 @@ import numpy as np
 from nnapi.codes import MAX_FEATURE_LEVEL
 
 from .convert import ConversionError, check_graph, check_input_shapes, partition
+from .pins import analyse
 from .load import detect_format, importer
 from .macs import graph_macs
 from .source_graph import SourceError, SourceModel
@@ -79,6 +80,7 @@ def build_report(source: SourceModel, feature_level: int = MAX_FEATURE_LEVEL, in
              "outputs": [_tensor_info(graph, i) for i in node.outputs]}
         nodes.append(d)
     summary = {k: v for k, v in per_level[str(feature_level)].items() if k != "blocking_nodes"}
+    summary.update(analyse(source, chosen, macs))  # pins_needed, value_dependent
     return {
         "model": model_name or (Path(source.path).name if source.path else "<model>"),
         "format": source.format, "report": REPORT_FORMAT, "feature_level": feature_level,
@@ -89,17 +91,18 @@ def build_report(source: SourceModel, feature_level: int = MAX_FEATURE_LEVEL, in
     }
 
 
-def read_source(path) -> SourceModel:
+def read_source(path, input_shapes=None, dims=None) -> SourceModel:
     fmt = detect_format(path)
     if fmt == "nnapi":
         raise SourceError(f"{path}: coverage reads source models (.tflite, .onnx), not .nnapi files")
-    return importer(fmt).read(path)
+    return importer(fmt).read(path, input_shapes, dims)
 
 
-def report_for_path(path: str, feature_level: int, input_shapes=None) -> dict:
+def report_for_path(path: str, feature_level: int, input_shapes=None, dims=None) -> dict:
     """A report, or a row with "error" when the model cannot be read (batch mode never stops)."""
     try:
-        return build_report(read_source(path), feature_level, input_shapes, model_name=str(path))
+        return build_report(read_source(path, input_shapes, dims), feature_level, input_shapes,
+                            model_name=str(path))
     except (SourceError, ConversionError) as e:
         return {"model": str(path), "error": str(e), "error_kind": "invalid_model"}
     except Exception as e:  # one model's failure is reported in its row and does not stop the batch

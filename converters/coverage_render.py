@@ -6,6 +6,8 @@ from __future__ import annotations
 import html
 import json
 
+from .pins import sentences
+
 LEVELS = [str(k) for k in range(1, 9)]
 
 
@@ -50,7 +52,8 @@ def render_text(r: dict) -> str:
     out = [f"{r['model']} ({r['format']}{', ' + lens_label(r) if 'lens' in r else ''}): "
            f"{s['supported_nodes']}/{s['nodes']} nodes "
            f"({_pct(s['supported_fraction'])}), {_pct(s['supported_macs_fraction'])} of {s['macs']:,} MACs on NNAPI "
-           f"at feature level {r['feature_level']}, {s['partitions']} partition(s)", ""]
+           f"at feature level {r['feature_level']}, {s['partitions']} partition(s)"]
+    out += sentences(s) + [""]
     out += _table(["FL", "nodes", "fraction", "MACs", "partitions", "blocking nodes"], _level_rows(r))
     out += ["", f"nodes at feature level {r['feature_level']}:"]
     out += _table(["#", "op", "NNAPI", "becomes", "min FL", "reason"], _node_rows(r))
@@ -75,7 +78,7 @@ def render_markdown(r: dict) -> str:
     out = [f"# NNAPI coverage: {r['model']}", "",
            f"{s['supported_nodes']}/{s['nodes']} nodes ({_pct(s['supported_fraction'])}), "
            f"{_pct(s['supported_macs_fraction'])} of MACs, {s['partitions']} partition(s) at feature level "
-           f"{r['feature_level']}.", "", "## Per feature level", ""]
+           f"{r['feature_level']}.", ""] + [f"- {line}" for line in sentences(s)] + ["", "## Per feature level", ""]
     out += _md_table(["FL", "nodes", "fraction", "MACs", "partitions", "blocking nodes"], _level_rows(r))
     out += ["", "## Nodes", ""]
     out += _md_table(["#", "op", "NNAPI", "becomes", "min FL", "reason"], _node_rows(r))
@@ -132,6 +135,7 @@ def render_html(r: dict) -> str:
         body = (f"<h1>{title}</h1><p>{s['supported_nodes']}/{s['nodes']} nodes "
                 f"({_pct(s['supported_fraction'])}), {_pct(s['supported_macs_fraction'])} of MACs, "
                 f"{s['partitions']} partition(s) at feature level {r['feature_level']}.</p>"
+                + "".join(f"<p>{html.escape(line)}</p>" for line in sentences(s)) +
                 f"<h2>Graph</h2><p>{legend} <span class='chip part'>partition</span></p>{_svg(r)}"
                 f"<h2>Per feature level</h2>"
                 + _html_table(["FL", "nodes", "fraction", "MACs", "partitions", "blocking nodes"], _level_rows(r))

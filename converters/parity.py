@@ -22,6 +22,7 @@ from nnapi.state import carry
 
 from .convert import ConversionResult, check_input_shapes, prepare_source
 from .load import detect_format, importer
+from .pins import for_result, sentences
 from .runners import (MissingDependency, ReferenceFailed, from_nnapi_outputs, litert_steps,
                       random_array, random_source_inputs, run_litert,
                       run_onnxruntime, run_traced, to_nnapi_inputs)
@@ -33,9 +34,10 @@ from .tolerance import SPREAD_FACTOR, SPREAD_MIN_OPERATIONS, allowed_error, with
 class ParityError(Exception):
     """The check could not run (bad inputs file, unsupported model without partial, ...)."""
 
-    def __init__(self, message: str, exit_code: int = 3):
+    def __init__(self, message: str, exit_code: int = 3, pins: Optional[dict] = None):
         super().__init__(message)
         self.exit_code = exit_code
+        self.pins = pins  # a refused conversion: pins.analyse() (pins_needed, value_dependent)
 
 
 @dataclass
@@ -407,6 +409,7 @@ def _saved_layout_perms(model, graph, operand_map: dict) -> dict:
 def check(model_path: str, *, converted: Optional[str] = None, feature_level: int = 8,
           reference: Optional[str] = None, inputs: Optional[str] = None, seed: int = 0, samples: int = 1,
           layerwise: bool = False, partial: bool = False, input_shapes: Optional[dict] = None,
+          dims: Optional[dict] = None,
           atol: Optional[float] = None, rtol: Optional[float] = None, max_lsb: Optional[int] = None,
           progress: Optional[Callable[[int, int], None]] = None, tolerance: Optional[str] = None,
           spread_factor: float = SPREAD_FACTOR, preprocess: Optional[str] = None, steps: int = 1,
@@ -422,17 +425,20 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
     if (fmt == "tflite") != reference.startswith("litert"):
         raise ParityError(f"reference {reference!r} cannot run a {fmt} model")
     imp = importer(fmt)
-    source = imp.read(model_path)
+    source = imp.read(model_path, input_shapes, dims)
     check_input_shapes(source, input_shapes)
     prepare_source(source, input_shapes)  # state variables, as the conversion sees them
     data = Path(model_path).read_bytes()
     if converted:
         result = _converted_from_file(converted, source, feature_level, model_path)
     else:
-        result = imp.convert(model_path, feature_level=feature_level, input_shapes=input_shapes, partial=partial)
+        result = imp.convert(model_path, feature_level=feature_level, input_shapes=input_shapes, partial=partial,
+                             dims=dims)
         if not result.complete and not partial:
             lines = "; ".join(f"node {n.index} {n.op}: {n.reason}" for n in result.unsupported)
-            raise ParityError(f"{len(result.unsupported)} node(s) cannot be converted: {lines}", exit_code=2)
+            pins = for_result(result)
+            raise ParityError(f"{len(result.unsupported)} node(s) cannot be converted: {lines}"
+                              + "".join(f"; {s}" for s in sentences(pins)), exit_code=2, pins=pins)
         if result.model is None and not result.partitions:
             raise ParityError(f"no node of the model runs on NNAPI at feature level {feature_level}: "
                               f"nothing to compare", exit_code=2)

@@ -36,7 +36,7 @@ def combine(reports: dict) -> dict:
 
 def lens_report_for_path(path: str, feature_level: int, input_shapes=None, lenses=("converter",),
                          delegate_options=(), device: Optional[str] = None,
-                         device_profile: Optional[str] = None) -> dict:
+                         device_profile: Optional[str] = None, dims=None) -> dict:
     """Like coverage.report_for_path (an "error" row when the model cannot be read), through the lenses."""
     from nnapi import NnapiError
 
@@ -57,7 +57,8 @@ def lens_report_for_path(path: str, feature_level: int, input_shapes=None, lense
         options = DelegateOptions.parse(delegate_options)
         reports = {}
         for lens in lenses:
-            source = read_source(path)  # each lens reads afresh: the converter folds constants into the graph
+            # each lens reads afresh (the converter folds constants into the graph), with the pins applied
+            source = read_source(path, input_shapes, dims)
             if lens == "tflite-delegate":
                 if source.format != "tflite":
                     raise SourceError(f"{path}: the tflite-delegate lens reads .tflite models only")
