@@ -49,6 +49,8 @@ def render_text(r: dict) -> str:
     out = [f"{r['model']} ({r['format']}): {s['supported_nodes']}/{s['nodes']} nodes "
            f"({_pct(s['supported_fraction'])}), {_pct(s['supported_macs_fraction'])} of {s['macs']:,} MACs on NNAPI "
            f"at feature level {r['feature_level']}, {s['partitions']} partition(s)", ""]
+    if s.get("note"):
+        out[1:1] = [f"note: {s['note']}"]
     out += _table(["FL", "nodes", "fraction", "MACs", "partitions", "blocking nodes"], _level_rows(r))
     out += ["", f"nodes at feature level {r['feature_level']}:"]
     out += _table(["#", "op", "NNAPI", "becomes", "min FL", "reason"], _node_rows(r))
@@ -73,7 +75,10 @@ def render_markdown(r: dict) -> str:
     out = [f"# NNAPI coverage: {r['model']}", "",
            f"{s['supported_nodes']}/{s['nodes']} nodes ({_pct(s['supported_fraction'])}), "
            f"{_pct(s['supported_macs_fraction'])} of MACs, {s['partitions']} partition(s) at feature level "
-           f"{r['feature_level']}.", "", "## Per feature level", ""]
+           f"{r['feature_level']}.", ""]
+    if s.get("note"):
+        out += [f"Note: {s['note']}", ""]
+    out += ["## Per feature level", ""]
     out += _md_table(["FL", "nodes", "fraction", "MACs", "partitions", "blocking nodes"], _level_rows(r))
     out += ["", "## Nodes", ""]
     out += _md_table(["#", "op", "NNAPI", "becomes", "min FL", "reason"], _node_rows(r))
@@ -155,8 +160,8 @@ def render_batch(reports: list, fmt: str) -> str:
         else:
             s = r["summary"]
             rows.append((r["model"], f"{s['supported_nodes']}/{s['nodes']}", _pct(s["supported_fraction"]),
-                         _pct(s["supported_macs_fraction"]), str(s["partitions"]), ""))
-    headers = ["model", "nodes", "fraction", "MACs", "partitions", "error"]
+                         _pct(s["supported_macs_fraction"]), str(s["partitions"]), s.get("note", "")))
+    headers = ["model", "nodes", "fraction", "MACs", "partitions", "error / note"]
     if fmt == "json":
         return json.dumps({"report": "nnapi-coverage-batch/1", "models": reports}, indent=1)
     if fmt == "markdown":
