@@ -222,6 +222,18 @@ def test_mean(case, keep):
 
 
 @pytest.mark.parametrize("case", cases(), ids=ids)
+def test_mean_same_quantization_within_one_unit(case):
+    """Input and output sharing a quantization: NNAPI's reference truncates the stored sum divided
+    by the count, LiteRT's rounds it: at most 1 unit apart (docs/quantized-arithmetic.md)."""
+    t = case[0]
+    m = Q(t, QUANTS[t][case[1]])
+    x = m.input("x", [2, 4, 5, 3])
+    y = m.out([2, 3], scale=m.s_in, zero_point=m.z_in)
+    m.g.op("MEAN", [x, m.g.const("axes", np.asarray([1, 2], np.int32))], [y], "ReducerOptions", version=2)
+    assert differences(m.finish(y)) <= 1
+
+
+@pytest.mark.parametrize("case", cases(), ids=ids)
 def test_concatenation(case):
     """uint8 inputs may each have their own quantization; LiteRT's int8 kernel needs the output's."""
     t = case[0]
@@ -406,3 +418,73 @@ def test_xnnpack_requantization_within_one_unit():
         models.append(m.finish(y))
     worst = [differences(d, seeds=(0,), reference="litert-xnnpack") for d in models]
     assert max(worst) <= 1
+
+
+# -- more operations the TFLite converter emits quantized ---------------------------------------
+
+def _ints(*v):
+    return np.asarray(v, np.int32)
+
+
+# op -> (input shape, constant inputs after x (None = x), output shapes, options, fields, version,
+#        output keeps the input's quantization)
+MORE = {
+    "REDUCE_MIN": ([2, 4, 3], [_ints(1, 2)], [[2]], "ReducerOptions", {}, 2, True),
+    "L2_NORMALIZATION": ([2, 6], [], [[2, 6]], "L2NormOptions", {}, 2, "l2"),
+    "BATCH_TO_SPACE_ND": ([4, 2, 2, 1], [_ints(2, 2), _ints([0, 0], [0, 0])], [[1, 4, 4, 1]], None, {}, 2, True),
+    "SPACE_TO_BATCH_ND": ([1, 4, 4, 1], [_ints(2, 2), _ints([0, 0], [0, 0])], [[4, 2, 2, 1]], None, {}, 2, True),
+    "SLICE": ([3, 4], [_ints(1, 0), _ints(2, 3)], [[2, 3]], None, {}, 2, True),
+    "TILE": ([2, 3], [_ints(2, 1)], [[4, 3]], None, {}, 2, True),
+    "MIRROR_PAD": ([3, 4], [_ints([1, 1], [2, 0])], [[5, 6]], "MirrorPadOptions", dict(mode="REFLECT"), 2, True),
+    "REVERSE_V2": ([3, 4], [_ints(1)], [[3, 4]], None, {}, 2, True),
+    "BROADCAST_TO": ([1, 4], [_ints(3, 4)], [[3, 4]], None, {}, 2, True),
+    "PADV2": ([2, 3], [_ints([1, 0], [0, 2])], [[3, 5]], None, {}, 2, "padv2"),
+    "SQUARED_DIFFERENCE": ([2, 5], [None], [[2, 5]], None, {}, 2, False),
+    "RSQRT": ([2, 5], [], [[2, 5]], None, {}, 2, False),
+    "GELU": ([2, 5], [], [[2, 5]], "GeluOptions", dict(approximate=True), 2, False),
+}
+# LiteRT's own quantization requirements for the outputs of these kernels
+FIXED = {("L2_NORMALIZATION", "int8"): (1 / 128, 0), ("L2_NORMALIZATION", "uint8"): (1 / 128, 128)}
+
+
+def more_model(op, case) -> bytes:
+    x_shape, consts, shapes, options, fields, version, keep = MORE[op]
+    t = case[0]
+    m = Q(t, QUANTS[t][case[1]])
+    x = m.input("x", x_shape)
+    ins = [x]
+    for k, c in enumerate(consts):
+        if c is None:  # a second input of its own quantization
+            ins.append(m.input("x2", x_shape, scale=m.s_in * 1.7, zero_point=(m.lo + m.hi) // 2))
+        else:
+            ins.append(m.g.const(f"c{k}", c))
+    if op == "PADV2":
+        ins.append(m.g.const("pad_value", np.asarray([min(m.z_in + 3, m.hi)], m.np), scale=m.s_in, zero_point=m.z_in))
+    q = {}
+    if keep is True or keep == "padv2":
+        q = dict(scale=m.s_in, zero_point=m.z_in)
+    elif keep == "l2":
+        q = dict(zip(("scale", "zero_point"), FIXED[(op, t)]))
+    outs = [m.out(s, name=f"y{k}", **q) for k, s in enumerate(shapes)]
+    m.g.op(op, ins, outs, options, version=version, **fields)
+    return m.finish(*outs)
+
+
+# LiteRT has no uint8 kernel for these
+INT8_ONLY = ("SQUARED_DIFFERENCE", "RSQRT")
+# (op, type) -> units: L2_NORMALIZATION int8 is the uint8 kernel's arithmetic in NNAPI (LiteRT's
+# int8 kernel rounds 7 bits earlier); SQUARED_DIFFERENCE has no quantized NNAPI operation, so the
+# converter computes it in float32 (DEQUANTIZE, SUB, MUL, QUANTIZE), LiteRT in fixed point
+BOUNDS = {("L2_NORMALIZATION", "int8"): 1, ("SQUARED_DIFFERENCE", "int8"): 2}
+MORE_CASES = [(op, c) for op in MORE for c in cases() if not (op in INT8_ONLY and c[0] == "uint8")
+              and not (op == "RSQRT" and QUANTS[c[0]][c[1]][1] == 127)]
+
+
+@pytest.mark.parametrize("op,case", MORE_CASES, ids=lambda v: v if isinstance(v, str) else ids(v))
+def test_more_operations(op, case):
+    inputs = None
+    if op == "RSQRT":  # LiteRT's kernel is defined for positive values only
+        zp = QUANTS[case[0]][case[1]][1]
+        inputs = [np.random.default_rng(case[1]).integers(zp + 1, TYPES[case[0]][3] + 1, (2, 5))
+                  .astype(TYPES[case[0]][1])]
+    assert differences(more_model(op, case), inputs=inputs) <= BOUNDS.get((op, case[0]), 0)
