@@ -221,6 +221,18 @@ def test_mean(case, keep):
     exact(m.finish(y))
 
 
+@pytest.mark.parametrize("t", ["int8", "uint8"])
+def test_mean_over_nine_within_one_unit(t):
+    """Over 3 x 3 with its own output quantization LiteRT's reference is 1 unit off the executor in a
+    few of 64 channels (an open difference: docs/quantized-arithmetic.md); it stays within 1."""
+    m = Q(t, (0.028, -118, 0.0133, -108) if t == "int8" else (0.028, 10, 0.0133, 20))
+    x = m.input("x", [1, 3, 3, 64])
+    y = m.out([1, 1, 1, 64])
+    m.g.op("MEAN", [x, m.g.const("axes", np.asarray([1, 2], np.int32))], [y], "ReducerOptions", version=2,
+           keep_dims=True)
+    assert differences(m.finish(y)) <= 1
+
+
 @pytest.mark.parametrize("case", cases(), ids=ids)
 def test_mean_same_quantization_within_one_unit(case):
     """Input and output sharing a quantization: NNAPI's reference truncates the stored sum divided
