@@ -23,16 +23,18 @@ def _pack(m) -> bytes:
     return bytes(b.Output())
 
 
-def hybridize(data: bytes, per_channel: dict = None) -> tuple:
-    """(hybrid model, float twin): every float constant of rank >= 2 quantized to symmetric int8
-    (per channel along per_channel[name] for the names given), the twin holding the dequantized values."""
+def hybridize(data: bytes, per_channel: dict = None, vectors=()) -> tuple:
+    """(hybrid model, float twin): every float constant of rank >= 2 (and the vectors named, e.g.
+    LSTM peepholes) quantized to symmetric int8 (per channel along per_channel[name] for the names
+    given), the twin holding the dequantized values."""
     per_channel = per_channel or {}
     hyb, twin = (schema.ModelT.InitFromPackedBuf(data, 0) for _ in range(2))
     for t, t2 in zip(hyb.subgraphs[0].tensors, twin.subgraphs[0].tensors):
         buf = hyb.buffers[t.buffer].data if t.buffer else None
-        if buf is None or len(buf) == 0 or t.type != schema.TensorType.FLOAT32 or len(t.shape) < 2:
-            continue
         name = t.name.decode() if isinstance(t.name, bytes) else t.name
+        if buf is None or len(buf) == 0 or t.type != schema.TensorType.FLOAT32 or \
+                (len(t.shape) < 2 and name not in vectors):
+            continue
         w = np.asarray(buf, np.uint8).view(np.float32).reshape(t.shape)
         axis = per_channel.get(name)
         reduce = tuple(k for k in range(w.ndim) if k != axis) if axis is not None else None
@@ -55,10 +57,10 @@ def input_step_bound(x: np.ndarray, rows_axis_last: bool = True) -> float:
     return float(np.abs(x.reshape(x.shape[0], -1)).max(axis=1).max()) / 127 / 2
 
 
-def check_hybrid(data, levels, bound, per_channel=None, seeds=(0, 1), ops=None):
+def check_hybrid(data, levels, bound, per_channel=None, seeds=(0, 1), ops=None, vectors=()):
     """Converts at each level; equals LiteRT float on the twin; within `bound(inputs, twin bytes)`
     of LiteRT's hybrid kernel. Returns the measured hybrid drift over the levels and seeds."""
-    hybrid, twin = hybridize(data, per_channel)
+    hybrid, twin = hybridize(data, per_channel, vectors)
     drift = 0.0
     for level in levels:
         result = convert(hybrid, feature_level=level)
@@ -182,11 +184,13 @@ RECURRENT = {
     "LSTM_projection": (lambda: rec.lstm_model(projection=True, cifg=True), 1, [8]),
     "UNIDIRECTIONAL_SEQUENCE_LSTM": (lambda: rec.lstm_model("UNIDIRECTIONAL_SEQUENCE_LSTM", time_major=True), rec.T,
                                      [2, 8]),
+    "BIDIRECTIONAL_SEQUENCE_LSTM": (lambda: rec.bidi_lstm_model(), rec.T, [8],
+                                    [f"fwc2{g}" for g in ("input", "forget", "output")]),
     "SVDF": (lambda: rec.svdf_model(), 1, [1, 8]),
 }
 
 
 @pytest.mark.parametrize("case", list(RECURRENT))
 def test_hybrid_recurrent(case):
-    make, steps, levels = RECURRENT[case]
-    check_hybrid(make(), levels, recurrent_bound(steps))
+    make, steps, levels, *vectors = RECURRENT[case]
+    check_hybrid(make(), levels, recurrent_bound(steps), vectors=vectors[0] if vectors else ())

@@ -379,6 +379,23 @@ def test_quantize_dequantize(case):
     exact(data)
 
 
+@pytest.mark.parametrize("src,dst", [("INT8", "UINT8"), ("UINT8", "INT8")])
+def test_quantize_between_int8_and_uint8(src, dst):
+    """int8 <-> uint8 QUANTIZE: with equal scales exact (the zero point moves by 128); with other
+    scales NNAPI has no integer requantization between the two codes, so the converter goes through
+    float (DEQUANTIZE, QUANTIZE) where LiteRT uses one fixed-point multiplier: at most 1 unit."""
+    for (si, zi, so, zo) in [(0.05, -3, 0.05, 125), (0.0039, -128, 0.0039, 0), (0.05, -3, 0.1, 131),
+                             (0.02, 10, 0.0039, 0), (0.7, 127, 0.004, 255)]:
+        if src == "UINT8":
+            zi, zo = min(zi + 128, 255), zo - 128
+        g = GraphBuilder()
+        x = g.input("x", [4, 16], src, scale=si, zero_point=zi)
+        y = g.tensor("y", [4, 16], dst, scale=so, zero_point=zo)
+        g.op("QUANTIZE", [x], [y], version=2)
+        g.output(y)
+        assert differences(g.finish()) <= (0 if si == so else 1)
+
+
 @pytest.mark.parametrize("op", ["RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "PAD", "GATHER", "STRIDED_SLICE",
                                 "SPACE_TO_DEPTH", "DEPTH_TO_SPACE", "REDUCE_MAX", "SPLIT"])
 @pytest.mark.parametrize("case", cases()[:3], ids=ids)

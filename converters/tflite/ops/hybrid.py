@@ -69,9 +69,10 @@ def hybrid_weights(ctx, w: int, values: Optional[np.ndarray] = None, axis: Optio
     if axis is not None:
         shape[axis] = -1
     value = data.astype(np.float32) * scales.reshape(shape)  # LiteRT's dequantization: q * scale
+    why = (f"DEQUANTIZE of symmetric weights needs feature level {DEQUANTIZE_LEVEL}" if data.ndim <= 4
+           else "NNAPI's DEQUANTIZE takes rank 4 at most")
     ctx.notes.append(f"int8 weights {label!r} stored as float32 constants for the float operation (hybrid kernel; "
-                     f"DEQUANTIZE of symmetric weights needs feature level {DEQUANTIZE_LEVEL}): "
-                     f"{data.size} weight bytes become {4 * data.size}")
+                     f"{why}): {data.size} weight bytes become {4 * data.size}")
     return ctx.const(value.astype(np.float32).reshape(dims), name=f"{label}/dequantized")
 
 
