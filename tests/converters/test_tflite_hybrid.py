@@ -194,3 +194,14 @@ RECURRENT = {
 def test_hybrid_recurrent(case):
     make, steps, levels, *vectors = RECURRENT[case]
     check_hybrid(make(), levels, recurrent_bound(steps), vectors=vectors[0] if vectors else ())
+
+
+def test_convert_prints_the_weight_bytes_note(tmp_path, capsys):
+    from converters.cli import main
+    hybrid, _ = hybridize(CASES["CONV_2D"][0](), {"w": 0})
+    src = tmp_path / "hybrid.tflite"
+    src.write_bytes(hybrid)
+    assert main(["convert", str(src), "-o", str(tmp_path / "out.nnapi"), "--feature-level", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "note: node 0 (CONV_2D): int8 weights 'w' stored as float32 constants" in out
+    assert "108 weight bytes become 432" in out
