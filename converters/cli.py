@@ -228,6 +228,9 @@ def cmd_convert(args) -> int:
               f"feature level {m.min_feature_level()} (target {args.feature_level})")
         for name, how in result.io_rewrites.items():
             print(f"  note: model input/output {name!r}: {how}")
+        for n in result.nodes:
+            if n.note and n.nnapi_ops:  # e.g. hybrid weights dequantized (not the folded nodes' notes)
+                print(f"  note: node {n.index} ({n.op}): {n.note}")
         for v in m.state:
             print(f"  note: state {v.variable!r}: output {v.output} -> input {v.input} between executions "
                   f"(initial value stored in the file)")

@@ -156,8 +156,30 @@ def prepare_source(source: SourceModel, input_shapes=None) -> None:
         fold_source(source, lambda g: new_context(source, g, 8, input_shapes))
 
 
+INT16_ACTIVATIONS = ("NNAPI has no 16-bit quantized activations (only an LSTM's cell state is int16), so "
+                     "int16x8-quantized operations do not convert")
+
+
+def int16_activation(graph: SourceGraph, node: SourceNode) -> Optional[str]:
+    """The name of a computed int16 quantized tensor the node reads or writes (int16x8 quantization)."""
+    for i in list(node.inputs) + list(node.outputs):
+        t = graph.tensors[i] if i >= 0 else None
+        if t is not None and not t.is_constant and t.quant is not None and t.dtype == np.int16:
+            return t.name
+    return None
+
+
 def check_node(source: SourceModel, g: int, node: SourceNode, feature_level: int, input_shapes=None):
     """Supported(min level, emitted op names) or Unsupported for one node at `feature_level`."""
+    verdict = _check_node(source, g, node, feature_level, input_shapes)
+    if isinstance(verdict, Unsupported) and verdict.reason in (Reason.OPERAND_TYPE, Reason.INVALID):
+        t = int16_activation(source.graphs[g], node)
+        if t is not None:  # one clear reason instead of whichever int16 operand the spec met first
+            return Unsupported(Reason.QUANTIZATION_TYPE, f"tensor {t!r} is an int16 activation: {INT16_ACTIVATIONS}")
+    return verdict
+
+
+def _check_node(source: SourceModel, g: int, node: SourceNode, feature_level: int, input_shapes=None):
     if node.folded:
         return Supported(1, [], node.fold_note or "folded into constants at conversion")
     ctx = new_context(source, g, feature_level, input_shapes)
@@ -182,7 +204,7 @@ def check_node(source: SourceModel, g: int, node: SourceNode, feature_level: int
         level = max(level, spec.min_level(model, k))
     for opnd in model.operands:
         level = max(level, opnd.type.code.feature_level)
-    return Supported(level, [model.operations[k].code.name for k in emitted])
+    return Supported(level, [model.operations[k].code.name for k in emitted], "; ".join(ctx.notes))
 
 
 def _check_graph_inputs(node: SourceNode, ctx: ConversionContext) -> None:

@@ -4,10 +4,10 @@ feature level, and why not. Built only on the converters' check results
 
 JSON schema (stable; see README): {"model", "format", "feature_level",
 "summary": {"nodes", "supported_nodes", "supported_fraction", "macs",
-"supported_macs", "partitions"}, "per_feature_level": {"1".."8": summary +
+"supported_macs", "partitions", "note"?}, "per_feature_level": {"1".."8": summary +
 "blocking_nodes"}, "nodes": [{"subgraph", "index", "op", "version", "name",
 "supported", "nnapi_ops", "min_feature_level", "reason_code", "reason",
-"macs", "inputs", "outputs"}], "partitions": [{"nodes", "inputs",
+"note", "macs", "inputs", "outputs"}], "partitions": [{"nodes", "inputs",
 "outputs"}], "fallback_nodes": [...]}
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 
 from nnapi.codes import MAX_FEATURE_LEVEL
 
-from .convert import ConversionError, check_graph, check_input_shapes, partition
+from .convert import INT16_ACTIVATIONS, ConversionError, check_graph, check_input_shapes, partition
 from .pins import analyse
 from .load import detect_format, importer
 from .macs import graph_macs
@@ -75,12 +75,15 @@ def build_report(source: SourceModel, feature_level: int = MAX_FEATURE_LEVEL, in
     for r, m, node in zip(chosen, macs, graph.nodes):
         d = {"subgraph": r.subgraph, "index": r.index, "op": r.op, "version": r.version, "name": r.name,
              "supported": r.supported, "nnapi_ops": r.nnapi_ops, "min_feature_level": r.min_feature_level,
-             "reason_code": r.reason_code, "reason": r.reason, "macs": int(m),
+             "reason_code": r.reason_code, "reason": r.reason, "note": r.note, "macs": int(m),
              "inputs": [_tensor_info(graph, i) for i in node.inputs],
              "outputs": [_tensor_info(graph, i) for i in node.outputs]}
         nodes.append(d)
     summary = {k: v for k, v in per_level[str(feature_level)].items() if k != "blocking_nodes"}
     summary.update(analyse(source, chosen, macs))  # pins_needed, value_dependent
+    int16 = sum(1 for r in chosen if not r.supported and INT16_ACTIVATIONS in (r.reason or ""))
+    if int16:
+        summary["note"] = f"int16x8 quantization: {INT16_ACTIVATIONS} ({int16} of {len(chosen)} nodes)"
     return {
         "model": model_name or (Path(source.path).name if source.path else "<model>"),
         "format": source.format, "report": REPORT_FORMAT, "feature_level": feature_level,

@@ -53,6 +53,8 @@ def render_text(r: dict) -> str:
            f"{s['supported_nodes']}/{s['nodes']} nodes "
            f"({_pct(s['supported_fraction'])}), {_pct(s['supported_macs_fraction'])} of {s['macs']:,} MACs on NNAPI "
            f"at feature level {r['feature_level']}, {s['partitions']} partition(s)"]
+    if s.get("note"):
+        out.append(f"note: {s['note']}")
     out += sentences(s) + [""]
     out += _table(["FL", "nodes", "fraction", "MACs", "partitions", "blocking nodes"], _level_rows(r))
     out += ["", f"nodes at feature level {r['feature_level']}:"]
@@ -78,7 +80,10 @@ def render_markdown(r: dict) -> str:
     out = [f"# NNAPI coverage: {r['model']}", "",
            f"{s['supported_nodes']}/{s['nodes']} nodes ({_pct(s['supported_fraction'])}), "
            f"{_pct(s['supported_macs_fraction'])} of MACs, {s['partitions']} partition(s) at feature level "
-           f"{r['feature_level']}.", ""] + [f"- {line}" for line in sentences(s)] + ["", "## Per feature level", ""]
+           f"{r['feature_level']}.", ""]
+    if s.get("note"):
+        out += [f"Note: {s['note']}", ""]
+    out += [f"- {line}" for line in sentences(s)] + ["", "## Per feature level", ""]
     out += _md_table(["FL", "nodes", "fraction", "MACs", "partitions", "blocking nodes"], _level_rows(r))
     out += ["", "## Nodes", ""]
     out += _md_table(["#", "op", "NNAPI", "becomes", "min FL", "reason"], _node_rows(r))
@@ -161,8 +166,8 @@ def render_batch(reports: list, fmt: str) -> str:
         else:
             s = r["summary"]
             rows.append((r["model"], f"{s['supported_nodes']}/{s['nodes']}", _pct(s["supported_fraction"]),
-                         _pct(s["supported_macs_fraction"]), str(s["partitions"]), ""))
-    headers = ["model", "nodes", "fraction", "MACs", "partitions", "error"]
+                         _pct(s["supported_macs_fraction"]), str(s["partitions"]), s.get("note", "")))
+    headers = ["model", "nodes", "fraction", "MACs", "partitions", "error / note"]
     if fmt == "json":
         return json.dumps({"report": "nnapi-coverage-batch/1", "models": reports}, indent=1)
     if fmt == "markdown":

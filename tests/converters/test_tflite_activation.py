@@ -104,7 +104,8 @@ def test_prelu_per_channel_alpha_is_reported():
 def test_int16_relu_is_reported():
     data = op_model("RELU", [("INT16", dict(scale=0.001, zero_point=0))], ("INT16", dict(scale=0.001, zero_point=0)),
                     version=3)
-    assert unsupported_reason(data, 8).reason_code == "operand_type"
+    node = unsupported_reason(data, 8)
+    assert node.reason_code == "quantization_type" and "int16 activation" in node.reason
 
 
 def test_prelu_with_float16_alpha_through_dequantize():
