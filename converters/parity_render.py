@@ -23,7 +23,7 @@ def render_text(report) -> str:
         what = f"state {o['variable']!r} ({o['name']!r})" if "variable" in o else f"output {o['name']!r}"
         lines.append(f"  {what} {o['dtype']}{o['shape']}: max |diff| {o['max_abs_error']:.3g} "
                      f"(allowed {o['allowed']:.3g}), max rel {o['max_rel_error']:.3g}, mean {o['mean_abs_error']:.3g}, "
-                     f"cosine {o['cosine']:.6f}{extra} -> {'ok' if o['passed'] else state_verdict(o)}")
+                     f"cosine {o['cosine']:.6f}{extra} -> {'ok' if o['passed'] else state_verdict(o, d)}")
         if o.get("tolerance"):
             lines.append(f"    tolerance: {o['tolerance']}")
     for e in d.get("exact") or []:
@@ -76,9 +76,14 @@ def node_ranges(nodes: list) -> str:
     return ", ".join(parts)
 
 
-def state_verdict(o: dict) -> str:
-    """A state value beyond the tolerance is reported, not failed (see ParityReport.state)."""
-    return "beyond the output tolerance (state: reported, not gating)" if "variable" in o else "MISMATCH"
+def state_verdict(o: dict, d: dict) -> str:
+    """A state value beyond the tolerance is reported, not failed (see ParityReport.state); under the local
+    verdict an output beyond its end-to-end tolerance is drift, reported beside the verdict."""
+    if "variable" in o:
+        return "beyond the output tolerance (state: reported, not gating)"
+    if (d.get("verdict") or {}).get("rule") == "local":
+        return "drift (end-to-end; the local verdict decides)"
+    return "MISMATCH"
 
 
 def _lsb_text(o: dict) -> str:
