@@ -41,3 +41,50 @@ def onnx_submodel(path: str, input_names: Sequence[str], output_names: Sequence[
         return onnx.utils.Extractor(model).extract_model(list(input_names), list(output_names)).SerializeToString()
     except Exception as e:  # onnx raises plain Exceptions for names it cannot trace
         raise ExtractError(f"onnx.utils.Extractor: {e}") from None
+
+
+# the builtins LiteRT runs as hybrid kernels (int8 constant weights, float activations)
+HYBRID_OPERATORS = ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "BATCH_MATMUL", "LSTM",
+                    "UNIDIRECTIONAL_SEQUENCE_LSTM", "BIDIRECTIONAL_SEQUENCE_LSTM", "RNN", "UNIDIRECTIONAL_SEQUENCE_RNN",
+                    "BIDIRECTIONAL_SEQUENCE_RNN", "SVDF", "EMBEDDING_LOOKUP")
+
+
+def tflite_float_twin(data: bytes):
+    """The model with each constant int8 tensor that an operator with a float output reads (a dynamic-range
+    model's weights) replaced by its dequantized float32 values: the arithmetic NNAPI computes for the
+    hybrid operators (DEQUANTIZE of the weights, then the float operation). None when there is none."""
+    import flatbuffers
+    import numpy as np
+    from ai_edge_litert import schema_py_generated as schema
+    model = schema.ModelT.InitFromPackedBuf(bytearray(data), 0)
+    floats, changed = (schema.TensorType.FLOAT32, schema.TensorType.FLOAT16), False
+    hybrid = {getattr(schema.BuiltinOperator, n) for n in HYBRID_OPERATORS}
+    codes = [max(c.builtinCode, c.deprecatedBuiltinCode) for c in model.operatorCodes]
+    for sg in model.subgraphs:
+        readers = {i for op in sg.operators if codes[op.opcodeIndex] in hybrid
+                   and any(o >= 0 and sg.tensors[o].type in floats for o in op.outputs)
+                   for i in op.inputs if i >= 0}
+        for i in sorted(readers):
+            t = sg.tensors[i]
+            q = t.quantization
+            raw = model.buffers[t.buffer].data if t.buffer < len(model.buffers) else None
+            if t.type != schema.TensorType.INT8 or raw is None or not len(raw) or q is None or q.scale is None:
+                continue
+            stored = np.frombuffer(bytes(bytearray(raw)), np.int8).astype(np.float64).reshape(tuple(t.shape))
+            scale = np.asarray(q.scale, np.float64)
+            zero = np.asarray(q.zeroPoint if q.zeroPoint is not None and len(q.zeroPoint) else [0], np.float64)
+            if scale.size > 1:   # per-channel: along quantizedDimension
+                shape = [1] * stored.ndim
+                shape[q.quantizedDimension] = scale.size
+                scale, zero = scale.reshape(shape), (zero.reshape(shape) if zero.size > 1 else zero)
+            values = ((stored - zero) * scale).astype(np.float32)
+            buf = schema.BufferT()
+            buf.data = np.frombuffer(values.tobytes(), np.uint8)
+            model.buffers.append(buf)
+            t.buffer, t.type, t.quantization = len(model.buffers) - 1, schema.TensorType.FLOAT32, None
+            changed = True
+    if not changed:
+        return None
+    builder = flatbuffers.Builder(max(1024, 4 * len(data)))
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())

@@ -23,6 +23,7 @@ from nnapi.state import carry
 from .convert import ConversionResult, check_input_shapes, prepare_source
 from .load import detect_format, importer
 from .pins import for_result, sentences
+from .extract import tflite_float_twin
 from .runners import (MissingDependency, ReferenceFailed, from_nnapi_outputs, litert_steps,
                       random_array, random_source_inputs, run_litert,
                       run_onnxruntime, run_traced, to_nnapi_inputs)
@@ -79,6 +80,7 @@ class ParityReport:
     verdict: Optional[dict] = None         # {"rule": "local" | "end-to-end", "why"}
     layers: Optional[list] = None          # --layerwise: every mapped operation's error, execution order
     exact: Optional[list] = None           # --exact: per float output, each runtime's distance from float64
+    hybrid: list = field(default_factory=list)  # dynamic-range models: ours against the hybrid kernels
     steps: int = 1
     # OutputParity per state variable (its value after each step), reported like the layerwise check: the
     # state is internal to the source model, and LiteRT's optimized kernels round some intermediates one
@@ -460,6 +462,15 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
         report.tolerance.update(references=[reference] + others, factor=spread_factor)
     rule, rule_why = _verdict_rule(local, max_lsb, graph, result)
     report.verdict = {"rule": rule, "why": rule_why}
+    hybrid_data = None   # a dynamic-range model: the framework's hybrid kernels, reported as drift
+    twin = tflite_float_twin(data) if fmt == "tflite" and max_lsb is None and atol is None and rtol is None \
+        else None
+    if twin is not None:
+        hybrid_data, data = data, twin
+        report.verdict["reference_model"] = (
+            "the model with its int8 weights dequantized to float32: NNAPI computes the dynamic-range (hybrid) "
+            "operators on dequantized weights, as LiteRT's NNAPI delegate does; LiteRT's hybrid kernels, which "
+            "quantize activations at run time, are reported as hybrid_drift")
     local_reference = LOCAL_REFERENCES[fmt]
     if rule == "local" or local:
         report.local = []
@@ -520,6 +531,13 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
                 for key in ("spread_factor", "spread_source"):
                     tol.pop(key, None)
         local_cache: dict = {}
+        hybrid_cache: dict = {}
+
+        def hybrid_runs_for(k: int, sample) -> list:   # the hybrid kernels on the original model, per sample
+            if k not in hybrid_cache:
+                hybrid_cache.clear()
+                hybrid_cache[k] = _reference_run(fmt, model_path, hybrid_data, graph, sample, reference, False)
+            return hybrid_cache[k]
 
         def local_runs_for(k: int, sample) -> list:   # the local reference's tensors, one run per sample
             if k not in local_cache:
@@ -537,6 +555,13 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
             got_outs, trace = run_traced(result.model, to_nnapi_inputs(result, ins, state=state))
             state = carry(result.model, got_outs)
             _compare_outputs(report, result, graph, got_outs, ref_outs, ref_tensors, tol, dq_steps, spreads)
+            if hybrid_data is not None:
+                hybrid_outs = hybrid_runs_for(k, sample)[j][0]
+                for jj, (o, ref) in enumerate(zip(result.model.outputs, hybrid_outs)):
+                    t = graph.tensors[graph.outputs[jj]]
+                    got = _to_source_layout(result, o, got_outs[jj], t.dtype) if got_outs[jj] is not None else None
+                    par = compare(t.name, ref, _rank0_as_source(got, ref), False, result.model.relaxed, {})
+                    report.hybrid[jj:jj + 1] = [_merge(report.hybrid[jj], par) if jj < len(report.hybrid) else par]
             if exact:
                 exact_state = _exact_distances(report, result, graph, ins, exact_state, got_outs,
                                                {r: runs[j][0] for r, runs in kernel_sets.items()})
@@ -551,6 +576,8 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
                 report.layers = _merge_layers(report.layers, layers)
     if layerwise and result.model is not None:
         report.localization = _localization(report, result)
+    if hybrid_data is not None and report.hybrid:
+        report.verdict["hybrid_drift"] = drift_summary(report.hybrid)
     if report.verdict["rule"] == "local":
         if not report.local:
             report.verdict = {"rule": "end-to-end", "why": "no operation could be judged locally"}

@@ -31,6 +31,11 @@ def render_text(report) -> str:
         lines.append(f"  distance from the float64 model at {e['name']!r}: ours {e.get('ours', float('nan')):.3g}"
                      + (f"; {others}" if others else ""))
     v = d.get("verdict")
+    if v and v.get("reference_model"):
+        hd = v.get("hybrid_drift") or {}
+        lines.append(f"  reference model: {v['reference_model'].split(':')[0]} (NNAPI's arithmetic for the "
+                     f"dynamic-range operators); LiteRT's hybrid kernels differ by up to "
+                     f"{hd.get('max_abs_error') or 0:.3g} (cosine {hd.get('cosine') or 1:.6f})")
     if v and v["rule"] == "local":
         lines.append(f"  verdict: each operation on its own against {v['local_reference']} ({v['why'].split(':')[0]}): "
                      f"{v.get('summary', '')}")

@@ -89,3 +89,25 @@ def test_a_complete_conversion_is_checked_segment_by_segment_where_the_framework
     # against XNNPACK, which has the custom kernel, the whole model is compared as usual
     whole = check(str(path), reference="litert-xnnpack").as_dict()
     assert whole["passed"] and "whole_model_run" not in whole and whole["outputs"][0]["name"] == "y"
+
+
+def test_dynamic_range_models_are_judged_on_their_dequantized_weights():
+    """A TensorFlow dynamic-range model (int8 weights, float activations) from the zoo: the reference is
+    LiteRT on the model with its weights dequantized (NNAPI's arithmetic), the hybrid kernels are drift."""
+    from pathlib import Path
+
+    from converters.extract import tflite_float_twin
+    from converters.runners import random_source_inputs, run_converted
+    path = Path(__file__).resolve().parents[1] / "zoo" / "models" / "tf" / "unet_dynamic.tflite"
+    data = path.read_bytes()
+    twin = tflite_float_twin(data)
+    from converters import tflite
+    result = tflite.convert(str(path))
+    ins = random_source_inputs(result.source.main, 0)
+    (ours,), (float_ref,), (hybrid,) = run_converted(result, ins), run_litert(twin, ins), run_litert(data, ins)
+    assert np.abs(ours - float_ref).max() < 1e-4 < np.abs(hybrid - float_ref).max()     # hybrid drifts, we do not
+    r = check(str(path)).as_dict()
+    assert r["passed"] and "dequantized" in r["verdict"]["reference_model"]
+    assert r["verdict"]["hybrid_drift"]["max_abs_error"] > 1e-3
+    assert tflite_float_twin((Path(__file__).resolve().parents[2] / "samples" / "mobilenet_int8.tflite")
+                             .read_bytes()) is None                           # full int8: nothing to dequantize
