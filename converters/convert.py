@@ -15,6 +15,7 @@ from nnapi.shapes import fill_unknown_dimensions
 from .context import ConversionContext
 from .folding import fold_source
 from .registry import Reason, Supported, Unsupported, lookup
+from .shape_pass import resolve_node_shapes
 from .source_graph import SourceGraph, SourceModel, SourceNode
 
 
@@ -136,7 +137,10 @@ def check_input_shapes(source: SourceModel, input_shapes) -> None:
 
 def prepare_source(source: SourceModel, input_shapes=None) -> None:
     """Fold what is known before run time (once per source model)."""
-    fold_source(source, lambda g: new_context(source, g, 8, input_shapes))
+    after = None
+    if source.format == "tflite":  # ONNX shapes come from onnx's own shape inference (the reader)
+        after = lambda node, ctx: resolve_node_shapes(node, ctx, run_converter)  # noqa: E731
+    fold_source(source, lambda g: new_context(source, g, 8, input_shapes), after)
 
 
 def check_node(source: SourceModel, g: int, node: SourceNode, feature_level: int, input_shapes=None):

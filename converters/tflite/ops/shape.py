@@ -51,10 +51,15 @@ def squeeze(node, ctx):
     """SQUEEZE (level 2); RESHAPE to the static result below it."""
     check_types(ctx, node)
     x, out = node.inputs[0], node.outputs[0]
-    shape = static_shape(ctx, x)
     rank = true_rank(ctx, x)
     axes = {norm_axis(a, rank, "SQUEEZE squeeze_dims") for a in node.attrs.get("squeeze_dims") or []}
+    # named axes need only their own extents known; "every unit axis" needs the whole shape
+    shape = ctx.shape(x) if axes else static_shape(ctx, x)
     axes = axes or {d for d, n in enumerate(shape) if n == 1}
+    unknown = sorted(a for a in axes if shape[a] == 0)
+    if unknown:
+        raise Unsupported(Reason.DYNAMIC_SHAPE, f"SQUEEZE of {name(ctx, x)}: dimensions {unknown} are dynamic, so "
+                                                f"whether they are 1 is known only at run time")
     if any(shape[a] != 1 for a in axes):
         raise Unsupported(Reason.INVALID, f"SQUEEZE of {name(ctx, x)}: dimensions {sorted(axes)} are not all 1")
     src = ctx.operand(x)
@@ -63,6 +68,7 @@ def squeeze(node, ctx):
         ctx.emit_form(Op.SQUEEZE, "default", [ctx.output(out)], input=src,
                       axes=ctx.const(np.asarray(sorted(axes), np.int32)))
     else:
+        shape = static_shape(ctx, x)
         reshape(ctx, src, ctx.output(out), [n for d, n in enumerate(shape) if d not in axes] or [1])
 
 
