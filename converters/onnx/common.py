@@ -33,6 +33,16 @@ def accepted(node) -> bool:
             and (node.domain or "") in _domains((conv.min_version, conv.max_version)))
 
 
+@functools.lru_cache(maxsize=None)
+def required_attributes(op: str, version: int, domain: str) -> tuple:
+    """The attributes the ONNX schema of op (at that opset) requires; () when onnx has no schema for it."""
+    try:
+        schema = onnx.defs.get_schema(op, version, domain)
+    except onnx.defs.SchemaError:
+        return ()
+    return tuple(sorted(n for n, a in schema.attributes.items() if a.required))
+
+
 def onnx_op(*ops: str, versions: tuple = (7, OPSET_MAX)):
     """Register `fn(node, ctx)` for ONNX `ops` at opsets `versions` (inclusive); the context applies the
     layout and fusion plans around it (OnnxContext.convert_node)."""
@@ -44,6 +54,11 @@ def onnx_op(*ops: str, versions: tuple = (7, OPSET_MAX)):
             if (node.domain or "") not in domains:  # e.g. a "Conv" of another vendor's domain
                 raise Unsupported(Reason.UNSUPPORTED_OPERATOR, f"{node.label()}: {node.op} of domain "
                                                                f"{node.domain!r} has no NNAPI converter")
+            missing = [a for a in required_attributes(node.op, node.version, node.domain or "")
+                       if a not in node.attrs]
+            if missing:
+                raise Unsupported(Reason.INVALID, f"{node.label()}: required attribute(s) {', '.join(missing)} "
+                                                  f"missing")
             ctx.convert_node(node, fn)
         converter("onnx", *ops, versions=versions)(run)
         return fn
@@ -53,6 +68,24 @@ def onnx_op(*ops: str, versions: tuple = (7, OPSET_MAX)):
 def ints(node, name: str, default=None) -> list:
     v = node.attrs.get(name, default)
     return [int(x) for x in v] if v is not None else None
+
+
+def known_rank(ctx, i: int) -> int:
+    """Tensor i's rank, or DYNAMIC_SHAPE when the model leaves it unknown (an axis cannot be placed)."""
+    if ctx.tensor(i).shape is None:
+        raise Unsupported(Reason.DYNAMIC_SHAPE, f"{ctx.node.label() if ctx.node else 'node'}: tensor "
+                                                f"{ctx.tensor(i).name!r} has unknown rank; declare its shape (or run "
+                                                f"onnx shape inference with the input shapes pinned)")
+    return len(ctx.source_shape(i))
+
+
+def axis_attr(ctx, node, i: int, default: int, name: str = "axis") -> int:
+    """Attribute `name` of node as an axis of tensor i, in 0..rank-1 (INVALID when out of range)."""
+    rank = known_rank(ctx, i)
+    axis = int(node.attrs.get(name, default))
+    if not -max(rank, 1) <= axis < max(rank, 1):
+        raise Unsupported(Reason.INVALID, f"{node.label()}: {name} {axis} is out of range for rank {rank}")
+    return axis % max(rank, 1)
 
 
 def const_ints(ctx, node, k: int, what: str, default=None):

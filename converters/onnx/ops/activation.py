@@ -7,7 +7,7 @@ import numpy as np
 from nnapi import OperandType, OperationCode as Op
 
 from ...registry import Reason, Unsupported
-from ..common import MS_DOMAIN_VERSIONS, OPSET_MAX, onnx_op
+from ..common import MS_DOMAIN_VERSIONS, OPSET_MAX, axis_attr, onnx_op
 from ..context import ACTIVATION_OPS
 from ..fusion import clip_bounds, fuse_code
 from ..quant import data_inputs
@@ -77,7 +77,7 @@ def softmax(node, ctx):
     x, y = node.inputs[0], node.outputs[0]
     shape = ctx.source_shape(x)
     rank = len(shape)
-    axis = int(node.attrs.get("axis", -1 if node.version >= 13 else 1)) % rank
+    axis = axis_attr(ctx, node, x, -1 if node.version >= 13 else 1)
     beta = ctx.f32(1.0)
     if node.version >= 13 or axis == rank - 1:
         a = ctx.axis(x, axis)

@@ -75,7 +75,7 @@ def require_float(ctx, node, i: int) -> None:
 
 def known_shape(ctx, node, i: int) -> tuple:
     shape = ctx.source_shape(i)
-    if not all(shape):
+    if ctx.tensor(i).shape is None or not all(shape):
         raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: tensor {ctx.tensor(i).name!r} has unknown "
                                                 f"extents {list(shape)} (pin them with input_shapes)")
     return tuple(shape)

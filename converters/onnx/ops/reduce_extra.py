@@ -14,7 +14,7 @@ from nnapi import OperandType
 from nnapi import OperationCode as Op
 
 from ...registry import Reason, Unsupported
-from ..common import OPSET_MAX, const_ints, ints, onnx_op
+from ..common import OPSET_MAX, axis_attr, const_ints, ints, onnx_op
 from .compose import Chain
 
 DIRECT = {"ReduceSum": Op.REDUCE_SUM, "ReduceMax": Op.REDUCE_MAX, "ReduceMin": Op.REDUCE_MIN,
@@ -124,7 +124,7 @@ def arg_extreme(node, ctx):
         raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: select_last_index=1 (NNAPI returns the first index)")
     x, y = node.inputs[0], node.outputs[0]
     shape = ctx.source_shape(x)
-    axis = int(node.attrs.get("axis", 0)) % len(shape)
+    axis = axis_attr(ctx, node, x, 0)
     code = Op.ARGMAX if node.op == "ArgMax" else Op.ARGMIN
     kept = [d for k, d in enumerate(shape) if k != axis]
     out_shape = ctx.source_shape(y)
@@ -143,7 +143,7 @@ def topk(node, ctx):
     """TOPK_V2 along the last axis (constant K; sorted); largest=0 as TOPK_V2 of the negated input."""
     x, values, indices = node.inputs[0], node.outputs[0], node.outputs[1]
     shape = ctx.source_shape(x)
-    axis = int(node.attrs.get("axis", -1)) % len(shape)
+    axis = axis_attr(ctx, node, x, -1)
     if axis != len(shape) - 1:
         raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: axis {axis} is not the last axis (TOPK_V2 works "
                                             f"along the last one)")

@@ -7,7 +7,7 @@ import numpy as np
 from nnapi import OperandType, OperationCode as Op
 
 from ...registry import Reason, Unsupported
-from ..common import OPSET_MAX, const_ints, ints, onnx_op
+from ..common import OPSET_MAX, axis_attr, const_ints, ints, onnx_op
 from .. import layout
 
 
@@ -69,7 +69,7 @@ def split(node, ctx):
     """Split: SPLIT for equal parts, else one SLICE per output."""
     x = node.inputs[0]
     shape = ctx.source_shape(x)
-    axis = int(node.attrs.get("axis", 0)) % len(shape)
+    axis = axis_attr(ctx, node, x, 0)
     outs = [o for o in node.outputs if o >= 0]
     sizes = ints(node, "split") if node.version < 13 else const_ints(ctx, node, 1, "split")
     if sizes is None and shape[axis]:
@@ -142,7 +142,7 @@ def gather(node, ctx):
     """Gather (constant or int32 indices) as GATHER in the ONNX layout; scalar indices reshape after."""
     x, idx, y = node.inputs[0], node.inputs[1], node.outputs[0]
     shape = ctx.source_shape(x)
-    axis = int(node.attrs.get("axis", 0)) % len(shape)
+    axis = axis_attr(ctx, node, x, 0)
     src = ctx.operand_as(x)
     if ctx.is_const(idx):
         values = np.asarray(ctx.const_value(idx), np.int64)

@@ -16,7 +16,7 @@ from nnapi import OperandCode as C, OperationCode as Op
 
 from ...registry import Reason, Unsupported, converter
 from .common import name, otype, reshape, temp
-from .movement_util import (check_types, concat, int_list, norm_axis, slice_static, static_shape, static_value,
+from .movement_util import (check_types, concat, int_list, norm_axis, pairs, slice_static, static_shape, static_value,
                             strided_slice, tile, true_rank)
 
 def _target_shape(ctx, node) -> list[int]:
@@ -276,7 +276,7 @@ def _block_inputs(ctx, node) -> tuple:
 def batch_to_space(node, ctx):
     """BATCH_TO_SPACE_ND; non-zero crops become a slice of the NNAPI result."""
     x, block, crops_t = _block_inputs(ctx, node)
-    crops = static_value(ctx, crops_t, "BATCH_TO_SPACE_ND crops").reshape(-1, 2).astype(int)
+    crops = pairs(ctx, crops_t, "BATCH_TO_SPACE_ND crops").astype(int)
     n, h, w, c = static_shape(ctx, x)
     if len(block) != 2 or crops.shape[0] != 2:
         raise Unsupported(Reason.INVALID, f"BATCH_TO_SPACE_ND needs 2 block and crop entries, got {block}")
@@ -298,6 +298,6 @@ def batch_to_space(node, ctx):
 def space_to_batch(node, ctx):
     """SPACE_TO_BATCH_ND (pads with the logical zero, like LiteRT)."""
     x, block, pads_t = _block_inputs(ctx, node)
-    pads = static_value(ctx, pads_t, "SPACE_TO_BATCH_ND paddings").astype(np.int32).reshape(-1, 2)
+    pads = pairs(ctx, pads_t, "SPACE_TO_BATCH_ND paddings").astype(np.int32)
     ctx.emit_form(Op.SPACE_TO_BATCH_ND, "default", [ctx.output(node.outputs[0])], input=ctx.operand(x),
                   block_shape=ctx.const(np.asarray(block, np.int32)), paddings=ctx.const(pads))

@@ -1,0 +1,112 @@
+"""Every registered converter of both importers, driven with degenerate and unknown shapes (rank 0 and 1,
+zero extents, unknown extents, unknown rank), runtime and constant operands, float and int32: each gives a
+clean verdict -- Supported, or Unsupported with a reason code and a sentence -- never an exception and never
+the driver's "internal error" safety net (converters/convert.py run_converter).
+
+The node structures are valid ones: for ONNX the input/output counts the op's schema allows; for TFLite
+(and the contrib ONNX ops without a schema here) the counts for which an ordinary 4-D float node converts or
+is refused cleanly. Attributes are left out, so every default and every missing required attribute is hit.
+"""
+import itertools
+
+import numpy as np
+import onnx
+import pytest
+
+import converters.onnx  # noqa: F401  (registers the ONNX converters)
+import converters.tflite  # noqa: F401  (registers the TFLite converters)
+from converters.convert import ConversionError, check_graph, convert_source
+from converters.onnx.common import MS_DOMAIN, MS_DOMAIN_VERSIONS
+from converters.registry import REGISTRY, Reason
+from converters.source_graph import SourceGraph, SourceModel, SourceNode, SourceTensor
+
+SHAPES = {"rank0": (), "rank1": (3,), "zero_extent": (2, 0, 3), "unknown_extents": (-1, 4, -1, 3),
+          "unknown_rank": None}
+ORDINARY = (1, 4, 4, 3)
+REASONS = {r.value for r in Reason}
+
+
+def _source(fmt, op, version, domain, shape, n_in, n_out, const_rest, dtype) -> SourceModel:
+    tensors = []
+
+    def tensor(name, shp, data=None, dt=dtype):
+        sig = None
+        if fmt == "tflite" and shp is not None and any(d < 0 for d in shp):  # TFLite: placeholder 1 + signature
+            sig, shp = tuple(shp), tuple(1 if d < 0 else d for d in shp)
+        tensors.append(SourceTensor(len(tensors), name, shp, np.dtype(dt), None, data, shape_signature=sig))
+        return len(tensors) - 1
+
+    ins = [tensor("x", shape)]
+    for k in range(1, n_in):
+        ins.append(tensor(f"c{k}", (1,), np.ones(1, np.int32), np.int32) if const_rest else tensor(f"x{k}", shape))
+    outs = [tensor(f"y{k}", shape) for k in range(n_out)]
+    node = SourceNode(0, op, ins, outs, {}, version, domain, "n0")
+    graph = SourceGraph("g", tensors, [node], [i for i in ins if tensors[i].data is None], outs)
+    return SourceModel(fmt, [graph])
+
+
+def _verdict(source):
+    """The node's NodeResult (and, when supported, the conversion's clean outcome)."""
+    (r,) = check_graph(source, 8)
+    if r.supported:
+        try:
+            convert_source(source, 8)
+        except ConversionError:
+            pass  # a clean "invalid model" error naming the inconsistency
+    return r
+
+
+def _clean(r) -> bool:
+    return r.supported or (r.reason_code in REASONS and r.reason and "internal error" not in r.reason)
+
+
+def _structures(fmt, op, conv):
+    """(inputs, outputs) counts of well-formed nodes of this op."""
+    domain = MS_DOMAIN if (conv.min_version, conv.max_version) == MS_DOMAIN_VERSIONS and fmt == "onnx" else ""
+    if fmt == "onnx" and not domain:
+        try:
+            schema = onnx.defs.get_schema(op, conv.max_version if conv.max_version < 1 << 30 else 30, "")
+        except onnx.defs.SchemaError:
+            schema = None
+        if schema is not None:
+            ins = range(schema.min_input, min(schema.max_input, schema.min_input + 3) + 1)
+            outs = sorted({schema.min_output, min(schema.max_output, 2)})
+            return domain, [(i, o) for i in ins for o in outs]
+    probe = []
+    for n_in, n_out, const_rest in itertools.product(range(1, 6), (1, 2), (False, True)):
+        if n_in == 1 and const_rest:
+            continue
+        r = _verdict(_source(fmt, op, conv.min_version, domain, ORDINARY, n_in, n_out, const_rest, np.float32))
+        if _clean(r):
+            probe.append((n_in, n_out))
+    return domain, sorted(set(probe))
+
+
+CONVERTERS = sorted(REGISTRY.items())
+
+
+@pytest.mark.parametrize("fmt", ["tflite", "onnx"])
+def test_every_converter_refuses_degenerate_shapes_cleanly(fmt):
+    bad = {}
+    for (f, op), conv in CONVERTERS:
+        if f != fmt:
+            continue
+        domain, structures = _structures(fmt, op, conv)
+        for (sname, shape), (n_in, n_out), const_rest, dtype in itertools.product(
+                SHAPES.items(), structures, (False, True), (np.float32, np.int32)):
+            if n_in == 1 and const_rest:
+                continue
+            case = f"{op} {sname} inputs={n_in}{' const' if const_rest else ''} outputs={n_out} {dtype.__name__}"
+            try:
+                r = _verdict(_source(fmt, op, conv.min_version, domain, shape, n_in, n_out, const_rest, dtype))
+            except Exception as e:  # noqa: BLE001
+                bad.setdefault(op, f"{case}: raised {type(e).__name__}: {e}")
+                continue
+            if not _clean(r):
+                bad.setdefault(op, f"{case}: [{r.reason_code}] {r.reason}")
+    assert not bad, f"{len(bad)} {fmt} converters fail on degenerate shapes:\n" + "\n".join(bad.values())
+
+
+def test_the_sweep_covers_both_registries():
+    counts = {f: sum(1 for (g, _) in REGISTRY if g == f) for f in ("tflite", "onnx")}
+    assert counts["tflite"] > 100 and counts["onnx"] > 90
