@@ -58,6 +58,12 @@ class ConversionContext:
         self._scalars: dict = {}
         self.node: Optional[SourceNode] = None
         self.subgraph_models = subgraph_models if subgraph_models is not None else {}
+        # graph-level plans, shared by every context of this graph, feature level and pinned shapes (constant
+        # folding turns tensors into constants: plan again after it)
+        cache = graph.__dict__.setdefault("_plans", {})
+        folded = sum(n.folded for n in graph.nodes)
+        key = (fmt, feature_level, folded, tuple(sorted((k, tuple(v)) for k, v in self.input_shapes.items())))
+        self.plans = cache.setdefault(key, {"support": {}})
 
     # -- source tensors -----------------------------------------------------------
     def tensor(self, i: int) -> SourceTensor:
@@ -209,6 +215,58 @@ class ConversionContext:
 
     def temp(self, otype: OperandType, name: str) -> int:
         return self.model.add_operand(otype, name=name)
+
+    # -- graph plans -------------------------------------------------------------------
+    @property
+    def shuffles(self) -> dict:
+        """tail node -> shuffle.Shuffle: the channel shuffles of this graph (converters/shuffle.py)."""
+        if "shuffles" not in self.plans:
+            from . import shuffle
+            self.plans["shuffles"] = shuffle.plan(self.graph, self.fmt, self.shape)
+        return self.plans["shuffles"]
+
+    def shuffle_at(self, node):
+        """The channel shuffle that node ends, when the whole chain converts in one partition; else None."""
+        sh = self.shuffles.get(node.index)
+        return sh if sh is not None and self.intact({sh.head, sh.middle, sh.tail}) else None
+
+    def absorbed(self, node) -> bool:
+        """True when a plan folds this node into another (it then emits nothing)."""
+        for sh in self.shuffles.values():
+            if node.index in (sh.head, sh.middle):
+                return self.supported(sh.tail) and self.intact({sh.head, sh.middle, sh.tail})
+        return False
+
+    def intact(self, members) -> bool:
+        """Every node between the first and last of a group's members (exclusive) converts, so the group
+        cannot be cut by a CPU-fallback node (partitions are runs of consecutive nodes)."""
+        return all(self.supported(k) for k in range(min(members) + 1, max(members)) if k not in members)
+
+    def supported(self, k: int) -> bool:
+        """Whether node k of this graph converts at this feature level (the driver's check, cached)."""
+        from . import convert as driver
+        from .registry import Supported
+        from .source_graph import SourceModel
+        memo, active = self.plans["support"], self.plans.setdefault("active", set())
+        if k in memo:
+            return memo[k]
+        if k in active:  # a plan that depends on itself is not taken
+            self.plans["guessed"] = True
+            return False
+        outer, self.plans["guessed"] = self.plans.get("guessed", False), False
+        active.add(k)
+        try:
+            g = next(n for n, gr in enumerate(self.graphs) if gr is self.graph)
+            source = SourceModel(self.fmt, self.graphs)
+            verdict = isinstance(driver.check_node(source, g, self.graph.nodes[k], self.feature_level,
+                                                   self.input_shapes), Supported)
+        finally:
+            active.discard(k)
+        guessed = self.plans["guessed"]
+        self.plans["guessed"] = outer or guessed
+        if not guessed or not active:  # a verdict that read an unfinished one is not final (order-dependent)
+            memo[k] = verdict
+        return verdict
 
     # -- constants -----------------------------------------------------------------
     def scalar(self, code: C, value) -> int:

@@ -35,16 +35,12 @@ class OnnxContext(ConversionContext):
     def __init__(self, graph, model, feature_level, input_shapes=None, fmt="onnx", graphs=(),
                  subgraph_models=None):
         super().__init__(graph, model, feature_level, input_shapes, fmt, graphs, subgraph_models)
-        cache = graph.__dict__.setdefault("_onnx_plans", {})
-        # constant folding (converters/folding.py) turns tensors into constants: plan again after it
-        folded = sum(n.folded for n in graph.nodes)
-        key = (feature_level, folded, tuple(sorted((k, tuple(v)) for k, v in self.input_shapes.items())))
-        if key not in cache:
-            cache[key] = {"layout": layout.plan(graph, feature_level), "fusion": fusion.plan(graph), "support": {}}
-        self.plans = cache[key]
+        self.alias: dict = {}       # tensor -> tensor read/written instead (QDQ cores)
+        if "layout" not in self.plans:
+            self.plans["layout"] = layout.plan(graph, feature_level, self.shuffle_sources())
+            self.plans["fusion"] = fusion.plan(graph)
         self.layout: dict = self.plans["layout"]
         self.fusion: fusion.FusionPlan = self.plans["fusion"]
-        self.alias: dict = {}       # tensor -> tensor read/written instead (QDQ cores)
         self.internal: dict = {}    # graph output tensor -> its NHWC operand (read by later nodes)
         self._views: dict = {}      # (tensor, perm) -> operand holding that layout
         self._pending: list = []    # (NHWC temporary, final output, perm) transposes after the node
@@ -232,10 +228,9 @@ class OnnxContext(ConversionContext):
         return idx
 
     # -- fusion -----------------------------------------------------------------------
-    def intact(self, members) -> bool:
-        """Every node between the first and last of a fusion group's members (exclusive) converts, so the
-        group cannot be cut by a CPU-fallback node (partitions are runs of consecutive nodes)."""
-        return all(self.supported(k) for k in range(min(members) + 1, max(members)) if k not in members)
+    def shuffle_sources(self) -> dict:
+        """shuffle output tensor -> shuffled tensor: a shuffle keeps its source's layout (layout.plan)."""
+        return {self.graph.nodes[k].outputs[0]: sh.source for k, sh in self.shuffles.items()}
 
     def folded_bn(self, node):
         """The BatchNormalization node folded into this Conv, or None."""
@@ -271,31 +266,10 @@ class OnnxContext(ConversionContext):
         temp = self.temp_like(tensor)
         return temp, (lambda: self.emit_form(ACTIVATION_OPS[code], "default", [final], input=temp))
 
-    def supported(self, k: int) -> bool:
-        """Whether node k of this graph converts at this feature level (the driver's check, cached)."""
-        memo, active = self.plans["support"], self.plans.setdefault("active", set())
-        if k in memo:
-            return memo[k]
-        if k in active:  # a plan that depends on itself is not taken
-            self.plans["guessed"] = True
-            return False
-        outer, self.plans["guessed"] = self.plans.get("guessed", False), False
-        active.add(k)
-        try:
-            g = next(n for n, gr in enumerate(self.graphs) if gr is self.graph)
-            source = SourceModel("onnx", self.graphs)
-            verdict = isinstance(driver.check_node(source, g, self.graph.nodes[k], self.feature_level,
-                                                   self.input_shapes), Supported)
-        finally:
-            active.discard(k)
-        guessed = self.plans["guessed"]
-        self.plans["guessed"] = outer or guessed
-        if not guessed or not active:  # a verdict that read an unfinished one is not final (order-dependent)
-            memo[k] = verdict
-        return verdict
-
     def absorbed(self, node) -> bool:
         """True when a fusion plan folds this node into another (it then emits nothing)."""
+        if super().absorbed(node):
+            return True
         f, k = self.fusion, node.index
         if k in f.producer_of:
             p = f.producer_of[k]

@@ -106,8 +106,10 @@ def _rank(graph, i) -> Optional[int]:
     return graph.tensors[i].rank if i >= 0 else None
 
 
-def plan(graph, feature_level: int) -> dict:
-    """tensor index -> perm for every tensor whose operand is not in the ONNX layout."""
+def plan(graph, feature_level: int, keeps: Optional[dict] = None) -> dict:
+    """tensor index -> perm for every tensor whose operand is not in the ONNX layout; `keeps` maps output
+    tensors that take the layout of another tensor (a channel shuffle's output, its source's)."""
+    keeps = keeps or {}
     perms: dict = {}
     consumers: dict = {}
     for node in graph.nodes:
@@ -121,7 +123,9 @@ def plan(graph, feature_level: int) -> dict:
         outs = [o for o in node.outputs if o >= 0]
         if not node.inputs or node.inputs[0] < 0:  # malformed: its converter reports it
             continue
-        if node.op in SPATIAL:
+        if outs and outs[0] in keeps:
+            perm = perms.get(keeps[outs[0]])
+        elif node.op in SPATIAL:
             perm = NHWC if _rank(graph, node.inputs[0]) == 4 else None
         elif node.op in FOLLOW or node.op in REDUCE:
             src = node.inputs[ACTIVATION_INPUTS.get(node.op, (0,))[0]]

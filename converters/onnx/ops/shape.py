@@ -6,6 +6,7 @@ import numpy as np
 
 from nnapi import OperandType, OperationCode as Op
 
+from ... import shuffle
 from ...registry import Reason, Unsupported
 from ..common import OPSET_MAX, axis_attr, const_ints, ints, onnx_op
 from .. import layout
@@ -37,7 +38,12 @@ def reshape_to_output(node, ctx) -> None:
 
 @onnx_op("Reshape", "Flatten", "Squeeze", "Unsqueeze", versions=(7, OPSET_MAX))
 def reshape(node, ctx):
-    """Reshape, Flatten, Squeeze, Unsqueeze: RESHAPE to the inferred output shape."""
+    """Reshape, Flatten, Squeeze, Unsqueeze: RESHAPE to the inferred output shape; the end of a channel
+    shuffle chain (converters/shuffle.py) as CHANNEL_SHUFFLE in its source's layout."""
+    sh = ctx.shuffle_at(node)
+    if sh is not None:
+        shuffle.emit(ctx, sh, ctx.operand(sh.source), ctx.axis(sh.source, sh.axis), ctx.output(node.outputs[0]))
+        return
     reshape_to_output(node, ctx)
 
 

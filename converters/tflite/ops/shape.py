@@ -14,6 +14,7 @@ import numpy as np
 
 from nnapi import OperandCode as C, OperationCode as Op
 
+from ... import shuffle
 from ...registry import Reason, Unsupported, converter
 from .common import name, otype, reshape, temp
 from .movement_util import (check_types, concat, int_list, norm_axis, pairs, slice_static, static_shape, static_value,
@@ -38,10 +39,21 @@ def _target_shape(ctx, node) -> list[int]:
     return list(static_shape(ctx, out))
 
 
+def channel_shuffle(node, ctx) -> bool:
+    """Emit the channel shuffle that this reshape ends (converters/shuffle.py), if it ends one."""
+    sh = ctx.shuffle_at(node)
+    if sh is None:
+        return False
+    shuffle.emit(ctx, sh, ctx.operand(sh.source), sh.axis, ctx.output(node.outputs[0]))
+    return True
+
+
 @converter("tflite", "RESHAPE", versions=(1, 1))
 def reshape_(node, ctx):
-    """RESHAPE to a constant or statically known shape."""
+    """RESHAPE to a constant or statically known shape (a channel shuffle's end: CHANNEL_SHUFFLE)."""
     check_types(ctx, node)
+    if channel_shuffle(node, ctx):
+        return
     shape = _target_shape(ctx, node) or [1]  # a scalar result is held as [1]
     reshape(ctx, ctx.operand(node.inputs[0]), ctx.output(node.outputs[0]), shape)
 
@@ -50,6 +62,8 @@ def reshape_(node, ctx):
 def squeeze(node, ctx):
     """SQUEEZE (level 2); RESHAPE to the static result below it."""
     check_types(ctx, node)
+    if channel_shuffle(node, ctx):
+        return
     x, out = node.inputs[0], node.outputs[0]
     rank = true_rank(ctx, x)
     axes = {norm_axis(a, rank, "SQUEEZE squeeze_dims") for a in node.attrs.get("squeeze_dims") or []}
@@ -76,6 +90,8 @@ def squeeze(node, ctx):
 def expand_dims(node, ctx):
     """EXPAND_DIMS (level 3); RESHAPE to the static result below it."""
     check_types(ctx, node)
+    if channel_shuffle(node, ctx):
+        return
     x, out = node.inputs[0], node.outputs[0]
     axis = int_list(ctx, node.inputs[1], "EXPAND_DIMS axis")
     if len(axis) != 1:
