@@ -33,6 +33,15 @@ def stored(code: C, data: np.ndarray) -> np.ndarray:
     return data
 
 
+def broadcast_data(data: np.ndarray, dims, what: str) -> np.ndarray:
+    """np.broadcast_to(data, dims), or Unsupported(INVALID) naming `what` when the shapes do not broadcast."""
+    try:
+        return np.broadcast_to(data, tuple(dims))
+    except ValueError:
+        raise Unsupported(Reason.INVALID, f"{what} of shape {list(np.shape(data))} does not broadcast to "
+                                          f"{list(dims)}") from None
+
+
 def int8_from_stored(data: np.ndarray) -> np.ndarray:
     """Undo `stored` for an int8 source tensor held as uint8."""
     return (data.astype(np.int16) - 128).astype(np.int8)
@@ -290,6 +299,8 @@ class ConversionContext:
     def const(self, array: np.ndarray, code: Optional[C] = None, name: str = "", scale: float = 0.0,
               zero_point: int = 0) -> int:
         array = np.asarray(array)
+        if array.size == 0:
+            self._refuse_empty(name)
         if code is None:
             code = {np.dtype(np.float32): C.TENSOR_FLOAT32, np.dtype(np.int32): C.TENSOR_INT32,
                     np.dtype(np.float16): C.TENSOR_FLOAT16, np.dtype(np.bool_): C.TENSOR_BOOL8}[array.dtype]
@@ -297,6 +308,18 @@ class ConversionContext:
         idx = self.model.add_operand(OperandType(code, dims, scale, zero_point), name=name or None)
         self.model.set_operand_value(idx, np.ascontiguousarray(array).reshape(dims))
         return idx
+
+    def _refuse_empty(self, name: str) -> None:
+        """Unsupported for a node that would need an empty constant (NNAPI constants hold at least one
+        element): almost always shapes derived from a tensor of unknown rank."""
+        node = self.node
+        label = node.label() if node is not None else "this node"
+        for i in (list(node.inputs) + list(node.outputs)) if node is not None else []:
+            if i >= 0 and self.tensor(i).shape is None:
+                raise Unsupported(Reason.DYNAMIC_SHAPE, f"{label}: tensor {self.tensor(i).name!r} has unknown rank "
+                                                        f"(declare its shape, or pin the inputs)")
+        raise Unsupported(Reason.INVALID, f"{label}: it would need an empty constant{' ' + name if name else ''}, "
+                                          f"which NNAPI cannot hold")
 
     # -- operations ----------------------------------------------------------------
     def emit(self, code: Op, inputs: Sequence[int], outputs: Sequence[int]) -> int:

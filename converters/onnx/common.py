@@ -88,6 +88,14 @@ def axis_attr(ctx, node, i: int, default: int, name: str = "axis") -> int:
     return axis % max(rank, 1)
 
 
+def axes_of(ctx, node, i: int, axes, what: str = "axes") -> list:
+    """ONNX axes of tensor i normalised to 0..rank-1, sorted and distinct (INVALID when out of range)."""
+    rank = known_rank(ctx, i)
+    if any(not -rank <= a < rank for a in axes):
+        raise Unsupported(Reason.INVALID, f"{node.label()}: {what} {list(axes)} out of range for rank {rank}")
+    return sorted({a % rank for a in axes})
+
+
 def const_ints(ctx, node, k: int, what: str, default=None):
     """Integer list from constant input k (absent: default)."""
     i = node.inputs[k] if k < len(node.inputs) else -1

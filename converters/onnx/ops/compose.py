@@ -10,7 +10,7 @@ from nnapi import OperandCode as C
 from nnapi import OperationCode as Op
 from nnapi.ops import SPECS
 
-from ...context import stored
+from ...context import broadcast_data, stored
 from ...registry import Reason, Unsupported
 
 _SCALAR_DTYPES = {C.TENSOR_FLOAT32: np.float32, C.TENSOR_FLOAT16: np.float16, C.TENSOR_INT32: np.int32}
@@ -98,7 +98,7 @@ def broadcast_to(ctx, node, i: int, shape: tuple, perm=None, out: int | None = N
     if src_shape == tuple(shape) and out is None:
         return ctx.operand_as(i, perm)
     if ctx.is_const(ctx.resolve(i)) and out is None:
-        data = np.broadcast_to(ctx.const_value(ctx.resolve(i)), shape)
+        data = broadcast_data(ctx.const_value(ctx.resolve(i)), shape, f"{node.label()}: {ctx.tensor(i).name!r}")
         data = data if perm is None else np.transpose(data, perm)
         otype, _ = ctx.nnapi_type(ctx.resolve(i))
         return ctx.const(np.ascontiguousarray(stored(otype.code, data).astype(otype.dtype)), otype.code, scale=otype.scale,

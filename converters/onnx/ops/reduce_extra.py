@@ -14,7 +14,7 @@ from nnapi import OperandType
 from nnapi import OperationCode as Op
 
 from ...registry import Reason, Unsupported
-from ..common import OPSET_MAX, axis_attr, const_ints, ints, onnx_op
+from ..common import OPSET_MAX, axes_of, axis_attr, const_ints, ints, known_rank, onnx_op
 from .compose import Chain
 
 DIRECT = {"ReduceSum": Op.REDUCE_SUM, "ReduceMax": Op.REDUCE_MAX, "ReduceMin": Op.REDUCE_MIN,
@@ -29,7 +29,7 @@ INDEX_NOTE = "int64 -> int32: NNAPI indices are int32"
 
 def reduce_axes(node, ctx, x: int):
     """Sorted ONNX axes of a reduction, or None for noop_with_empty_axes with no axes."""
-    rank = len(ctx.source_shape(x))
+    rank = known_rank(ctx, x)
     if node.version >= AXES_INPUT_FROM.get(node.op, 18):
         axes = const_ints(ctx, node, 1, "axes")
     else:
@@ -39,8 +39,9 @@ def reduce_axes(node, ctx, x: int):
             return None
         axes = list(range(rank))
     if rank > 4:
-        raise Unsupported(Reason.RANK, f"{node.label()}: NNAPI reductions take rank 4 at most (rank {rank})")
-    return sorted({a % rank for a in axes})
+        raise Unsupported(Reason.RANK, f"{node.label()}: NNAPI reductions take rank 4 at most (rank {rank}, "
+                                       f"{ctx.tensor(x).name!r} {list(ctx.source_shape(x))})")
+    return axes_of(ctx, node, x, axes)
 
 
 def _reduce(ctx, code, src: int, out: int, x: int, axes, keep: bool) -> None:

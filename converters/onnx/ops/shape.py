@@ -8,7 +8,7 @@ from nnapi import OperandType, OperationCode as Op
 
 from ... import shuffle
 from ...registry import Reason, Unsupported
-from ..common import OPSET_MAX, axis_attr, const_ints, ints, onnx_op
+from ..common import OPSET_MAX, axes_of, axis_attr, const_ints, ints, known_rank, onnx_op
 from .. import layout
 
 
@@ -51,8 +51,11 @@ def reshape(node, ctx):
 def transpose(node, ctx):
     """Transpose as one TRANSPOSE composed with the input's layout (nothing when they cancel)."""
     x, y = node.inputs[0], node.outputs[0]
-    rank = len(ctx.source_shape(x))
+    rank = known_rank(ctx, x)
     perm = tuple(ints(node, "perm", list(range(rank - 1, -1, -1))))
+    if sorted(perm) != list(range(rank)):
+        raise Unsupported(Reason.INVALID, f"{node.label()}: perm {list(perm)} is not a permutation of the "
+                                          f"{rank} axes of {ctx.tensor(x).name!r}")
     nn_perm = layout.compose(ctx.perm_of(x), perm, rank)
     if layout.is_identity(nn_perm) and not ctx.is_const(x) and y not in ctx.graph.outputs:
         ctx.share(y, ctx.operand(x))  # the input's layout already is the transposed order
@@ -116,8 +119,8 @@ def _slice_bounds(dim: int, start: int, end: int, step: int):
 def slice_(node, ctx):
     """Slice (constant starts/ends/axes/steps) as STRIDED_SLICE on the remapped axes."""
     x, y = node.inputs[0], node.outputs[0]
+    rank = known_rank(ctx, x)
     shape = ctx.source_shape(x)
-    rank = len(shape)
     if node.version < 10:
         starts, ends = ints(node, "starts"), ints(node, "ends")
         axes, steps = ints(node, "axes", list(range(len(starts)))), [1] * len(starts)
@@ -175,7 +178,7 @@ def gather(node, ctx):
 def pad(node, ctx):
     """Pad: constant mode as PAD (zero) / PAD_V2 (other value), reflect as MIRROR_PAD."""
     x, y = node.inputs[0], node.outputs[0]
-    rank = len(ctx.source_shape(x))
+    rank = known_rank(ctx, x)
     mode = node.attrs.get("mode", "constant")
     if node.version < 11:
         pads, value = ints(node, "pads"), float(node.attrs.get("value", 0.0))
@@ -184,8 +187,13 @@ def pad(node, ctx):
         v = node.inputs[2] if len(node.inputs) > 2 else -1
         value = float(np.asarray(ctx.const_value(v, "constant_value")).reshape(-1)[0]) if v >= 0 else 0.0
     axes = const_ints(ctx, node, 3, "axes", None) if node.version >= 18 else None
+    if axes:
+        axes_of(ctx, node, x, axes)  # in range; pads follow the given order
     axes = [a % rank for a in axes] if axes else list(range(rank))
     n = len(axes)
+    if pads is None or len(pads) != 2 * n:
+        raise Unsupported(Reason.INVALID, f"{node.label()}: pads {pads} do not hold a begin and an end for each of "
+                                          f"the {n} padded axes")
     full = [[0, 0] for _ in range(rank)]
     for k, a in enumerate(axes):
         full[a] = [pads[k], pads[k + n]]
