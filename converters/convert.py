@@ -16,6 +16,7 @@ from .context import ConversionContext
 from .folding import fold_source
 from .registry import Reason, Supported, Unsupported, lookup
 from .shape_pass import resolve_node_shapes
+from .squeeze_pass import squeeze_graph
 from .source_graph import SourceGraph, SourceModel, SourceNode
 
 
@@ -147,6 +148,10 @@ def prepare_source(source: SourceModel, input_shapes=None) -> None:
     if source.format == "tflite":  # ONNX shapes come from onnx's own shape inference (the reader)
         after = lambda node, ctx: resolve_node_shapes(node, ctx, run_converter)  # noqa: E731
     fold_source(source, lambda g: new_context(source, g, 8, input_shapes), after)
+    if not getattr(source, "squeezed", False):  # rank > 4 tensors with unit axes: rank 4 (squeeze_pass.py)
+        source.squeezed = True
+        for graph in source.graphs:
+            squeeze_graph(graph, source.format)
 
 
 def check_node(source: SourceModel, g: int, node: SourceNode, feature_level: int, input_shapes=None):
@@ -157,7 +162,7 @@ def check_node(source: SourceModel, g: int, node: SourceNode, feature_level: int
     try:
         emitted = run_converter(node, ctx)
     except Unsupported as u:
-        return u
+        return with_rank_note(u, source.graphs[g], node)
     model = ctx.model
     level = 1
     for k in emitted:
@@ -169,11 +174,33 @@ def check_node(source: SourceModel, g: int, node: SourceNode, feature_level: int
             u = Unsupported(spec_reason(problems[0]), problems[0])
             if u.reason is Reason.FEATURE_LEVEL:
                 u.feature_level_needed = spec.min_level(model, k)
-            return u
+            return with_rank_note(u, source.graphs[g], node)
         level = max(level, spec.min_level(model, k))
     for opnd in model.operands:
         level = max(level, opnd.type.code.feature_level)
     return Supported(level, [model.operations[k].code.name for k in emitted])
+
+
+MAX_RANK = 4  # NNAPI operations take tensors of rank 4 at most
+
+
+def with_rank_note(u: Unsupported, graph: SourceGraph, node: SourceNode) -> Unsupported:
+    """A rank refusal names the node's tensors beyond NNAPI's rank 4 and their dimensions (the squeeze pass
+    already dropped every unit axis it could, so these truly need the rank)."""
+    if u.reason is not Reason.RANK:
+        return u
+    big = [graph.tensors[i] for i in list(node.inputs) + list(node.outputs)
+           if 0 <= i < len(graph.tensors) and (graph.tensors[i].rank or 0) > MAX_RANK]
+    notes = []
+    for t in big:
+        units = sum(1 for d in t.shape if d == 1)
+        why = (f"{units} unit axes, {len(t.shape) - MAX_RANK} would have to go" if units < len(t.shape) - MAX_RANK
+               else "its unit axes cannot be dropped exactly (a node that reads or writes it needs them, or it is a "
+                    "model input or output)")
+        notes.append(f"{t.name!r} {list(t.shape)}: {why}")
+    if notes:
+        u.detail = f"{u.detail} (beyond NNAPI's rank {MAX_RANK}: " + "; ".join(notes) + ")"
+    return u
 
 
 def _node_result(g: int, node: SourceNode, graph: SourceGraph, verdict) -> NodeResult:

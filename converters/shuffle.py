@@ -38,7 +38,8 @@ class Shuffle:
     groups: int
 
 
-def _perm(graph, node, fmt: str) -> Optional[tuple]:
+def transpose_perm(graph, node, fmt: str) -> Optional[tuple]:
+    """The constant permutation of a transpose node (ONNX attribute, TFLite input 1), or None."""
     if fmt == "onnx":
         rank = graph.tensors[node.inputs[0]].rank
         perm = node.attrs.get("perm")
@@ -93,7 +94,7 @@ def plan(graph, fmt: str, shape_of: Callable) -> dict:
             continue
         x, y1, y3 = head.inputs[0], head.outputs[0], tail.outputs[0]
         shapes = [tuple(shape_of(t)) for t in (x, y1, y3)]
-        perm = _perm(graph, mid, fmt)
+        perm = transpose_perm(graph, mid, fmt)
         if perm is None or any(not s or not all(s) for s in shapes) or shapes[0] != shapes[2] or len(shapes[0]) > 4:
             continue
         hit = _shuffle_of(shapes[0], shapes[1], perm)

@@ -32,7 +32,8 @@ def reshape_to_output(node, ctx) -> None:
         raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: output shape {shape} has several unknown "
                                                 f"extents (pin the inputs with input_shapes)")
     if len(shape) > 4:
-        raise Unsupported(Reason.RANK, f"{node.label()}: RESHAPE output rank {len(shape)} > 4")
+        raise Unsupported(Reason.RANK, f"{node.label()}: RESHAPE output {ctx.tensor(y).name!r} has rank {len(shape)}, "
+                                       f"NNAPI takes 4 at most")
     ctx.emit_form(Op.RESHAPE, "default", [ctx.output(y)], input=ctx.operand_data(x), shape=_i32(ctx, shape))
 
 
