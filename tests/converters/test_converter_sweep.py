@@ -114,7 +114,7 @@ def test_every_converter_refuses_degenerate_shapes_cleanly(fmt):
             domain, structures = _structures(fmt, op, conv, version)
             for (sname, shape), (n_in, n_out), const_rest, dtype, attrs in itertools.product(
                     SHAPES.items(), structures, (False, *CONSTS), (np.float32, np.int32), attr_sets):
-                if n_in == 1 and const_rest:
+                if (n_in == 1 and const_rest) or (dtype is np.int32 and const_rest == "weights"):
                     continue
                 case = (f"{op} v{version} {sname} inputs={n_in}{' const ' + const_rest if const_rest else ''} "
                         f"outputs={n_out} {dtype.__name__} {attrs}")

@@ -83,3 +83,11 @@ def test_squeezed_partition_boundaries_pass_partial_parity(tmp_path):
     d = check(str(path), feature_level=1, partial=True).as_dict()
     assert d["passed"] and len(d["partitions"]) == 2
     assert all(p["passed"] for p in d["partitions"])
+
+
+def test_coverage_reports_the_source_shapes_of_squeezed_tensors():
+    from converters.coverage import build_report
+    from converters.onnx import read
+    report = build_report(read(onnx_chain()), 8)
+    relu = next(n for n in report["nodes"] if n["op"] == "Relu")
+    assert relu["supported"] and relu["outputs"][0]["shape"] == [1, 1, 3, 4, 5]

@@ -13,8 +13,14 @@ from ..common import OPSET_MAX, axes_of, const_ints, ints, known_rank, onnx_op
 def reduce_mean(node, ctx):
     """ReduceMean (axes attribute or input, keepdims) as MEAN."""
     x = node.inputs[0]
-    rank = known_rank(ctx, x)
     axes = ints(node, "axes") if node.version < 18 else const_ints(ctx, node, 1, "axes")
+    if axes and ctx.tensor(x).shape is None and ctx.perm_of(x) is None:
+        # unknown rank in the ONNX layout: MEAN takes the axes as given (it normalises negative ones itself)
+        ctx.emit_form(Op.MEAN, "default", [ctx.output(node.outputs[0])], input=ctx.operand(x),
+                      axes=ctx.const(np.asarray(sorted(set(axes)), np.int32)),
+                      keep_dims=ctx.i32(int(node.attrs.get("keepdims", 1))))
+        return
+    rank = known_rank(ctx, x)
     if not axes:
         if node.attrs.get("noop_with_empty_axes", 0):
             ctx.forward(x, node.outputs[0])
