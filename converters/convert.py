@@ -147,11 +147,14 @@ def prepare_source(source: SourceModel, input_shapes=None) -> None:
     after = None
     if source.format == "tflite":  # ONNX shapes come from onnx's own shape inference (the reader)
         after = lambda node, ctx: resolve_node_shapes(node, ctx, run_converter)  # noqa: E731
+    if getattr(source, "prepared", False):
+        return
+    source.prepared = True
     fold_source(source, lambda g: new_context(source, g, 8, input_shapes), after)
-    if not getattr(source, "squeezed", False):  # rank > 4 tensors with unit axes: rank 4 (squeeze_pass.py)
-        source.squeezed = True
-        for graph in source.graphs:
-            squeeze_graph(graph, source.format)
+    for graph in source.graphs:
+        squeeze_graph(graph, source.format)  # rank > 4 tensors with unit axes: rank 4 (squeeze_pass.py)
+        # plans and support verdicts cached while folding saw the shapes before these passes
+        graph.__dict__.pop("_plans", None)
 
 
 def check_node(source: SourceModel, g: int, node: SourceNode, feature_level: int, input_shapes=None):

@@ -179,8 +179,6 @@ def squeeze_graph(graph, fmt: str) -> int:
         tensor.squeezed_from = tuple(tensor.shape)
         tensor.shape = tuple(d for a, d in enumerate(tensor.shape) if a not in axes)
         tensor.shape_signature = None
-    if drop:
-        graph.__dict__.pop("_plans", None)  # plans made before the rewrite saw the old ranks
     return len(drop)
 
 

@@ -63,18 +63,25 @@ def test_a_transpose_that_is_not_a_shuffle_is_not_one():
     assert not any("CHANNEL_SHUFFLE" in n.nnapi_ops for n in r.nodes)
 
 
-def tflite_shuffle(n=1, hw=(3, 5), c=12, groups=4, quantized=False):
-    """RESHAPE [N, H, W, g, C/g] -> TRANSPOSE (0, 1, 2, 4, 3) -> RESHAPE [N, H, W, C], then ADD."""
+def tflite_shuffle(n=1, hw=(3, 5), c=12, groups=4, quantized=False, dynamic_batch=False):
+    """RESHAPE [N, H, W, g, C/g] -> TRANSPOSE (0, 1, 2, 4, 3) -> RESHAPE [N, H, W, C], then ADD; with
+    `dynamic_batch` the batch is -1 in every signature and reshape target (TFLite's `shape` holds 1)."""
     g = GraphBuilder()
     kind, q = ("UINT8", dict(scale=0.05, zero_point=128)) if quantized else ("FLOAT32", {})
-    x = g.input("x", [n, *hw, c], kind, **q)
-    r5 = g.tensor("r5", [n, *hw, groups, c // groups], kind, **q)
-    g.op("RESHAPE", [x, g.const("s5", np.int32([n, *hw, groups, c // groups]))], [r5])
-    t5 = g.tensor("t5", [n, *hw, c // groups, groups], kind, **q)
+    b = -1 if dynamic_batch else n
+
+    def tensor(name, shape):
+        sig = [b, *shape[1:]] if dynamic_batch else None
+        return g.tensor(name, [1 if dynamic_batch else n, *shape[1:]], kind, shape_signature=sig, **q)
+    x = tensor("x", [n, *hw, c])
+    g.sg.inputs.append(x)
+    r5 = tensor("r5", [n, *hw, groups, c // groups])
+    g.op("RESHAPE", [x, g.const("s5", np.int32([b, *hw, groups, c // groups]))], [r5])
+    t5 = tensor("t5", [n, *hw, c // groups, groups])
     g.op("TRANSPOSE", [r5, g.const("perm", np.int32([0, 1, 2, 4, 3]))], [t5])
-    s = g.tensor("shuffled", [n, *hw, c], kind, **q)
-    g.op("RESHAPE", [t5, g.const("s4", np.int32([n, *hw, c]))], [s])
-    y = g.tensor("y", [n, *hw, c], kind, **q)
+    s = tensor("shuffled", [n, *hw, c])
+    g.op("RESHAPE", [t5, g.const("s4", np.int32([b, *hw, c]))], [s])
+    y = tensor("y", [n, *hw, c])
     g.op("ADD", [s, x], [y], "AddOptions")
     g.output(y)
     return g.finish()
@@ -87,3 +94,9 @@ def test_tflite_shuffle_is_channel_shuffle(quantized):
     assert [o.code.name for o in r.model.operations] == ["CHANNEL_SHUFFLE", "ADD"]
     r = assert_matches_litert(data, 2)
     assert "CHANNEL_SHUFFLE" not in [o.code.name for o in r.model.operations]
+
+
+def test_tflite_shuffle_with_a_dynamic_batch_is_found_once_the_batch_is_pinned():
+    data = tflite_shuffle(dynamic_batch=True)
+    r = assert_matches_litert(data, 8, input_shapes={"x": (2, 3, 5, 12)})
+    assert [o.code.name for o in r.model.operations] == ["CHANNEL_SHUFFLE", "ADD"]
