@@ -3,11 +3,18 @@
 JSON fields (stable): model, ours_ms_median, ours_ms_spread, reference, reference_ms_median,
 reference_ms_spread, ratio (ours / reference), macs, gflops (achieved by the executor),
 planned_peak_bytes (the executor's peak of live intermediate bytes), arena_bytes (the buffers the plan
-shares among intermediates), peak_rss_bytes."""
+shares among intermediates), peak_rss_bytes, threads (both sides), blas ({"library", "version",
+"threads"}: the executor's BLAS as threadpoolctl reports it, held to `threads` while timing).
+
+With profile=True: profile [{"operation_index", "nnapi_op", "source_node", "output_shape", "ms", "share",
+"cumulative_share", "macs"}] (slowest first; ms is the median over the profiled runs), by_op
+[{"nnapi_op", "count", "ms", "share"}] and profile_total_ms (the sum of the per-operation medians, to
+set against ours_ms_median)."""
 from __future__ import annotations
 
 import resource
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
 
@@ -17,7 +24,7 @@ import nnapi
 
 from .load import detect_format, importer
 from .macs import graph_macs
-from .runners import MissingDependency, litert_interpreter, random_source_inputs, to_nnapi_inputs
+from .runners import LITERT_REFERENCES, MissingDependency, litert_interpreter, random_source_inputs, to_nnapi_inputs
 
 
 def timeit_ms(fn, runs: int, warmup: int) -> list[float]:
@@ -37,8 +44,26 @@ def _spread(times) -> float:
     return float(q3 - q1)
 
 
+@contextmanager
+def blas_threads(threads: int):
+    """Hold the executor's BLAS (numpy's) to `threads` threads; yields what it is and runs."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+    with threadpool_limits(limits=threads, user_api="blas"):
+        info = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+        yield {"library": info[0].get("internal_api") if info else None,
+               "version": info[0].get("version") if info else None,
+               "threads": info[0].get("num_threads") if info else None}
+
+
 def bench(path: str, vs: Optional[str] = None, threads: int = 1, runs: int = 20, warmup: int = 3,
-          input_shapes=None, feature_level: int = 8) -> dict:
+          input_shapes=None, feature_level: int = 8, profile: bool = False) -> dict:
+    with blas_threads(threads) as blas:
+        out = _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile)
+    out["blas"] = blas
+    return out
+
+
+def _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile) -> dict:
     from executor.planner import planned_peak_bytes
     from executor.runtime import RunState, compile_model
     fmt = detect_format(path)
@@ -65,6 +90,8 @@ def bench(path: str, vs: Optional[str] = None, threads: int = 1, runs: int = 20,
            "macs": macs, "gflops": (2 * macs / (np.median(ours) * 1e6)) if macs else 0.0,
            "planned_peak_bytes": planned_peak_bytes(compiled), "arena_bytes": compiled.plan.arena_bytes, "runs": runs, "warmup": warmup,
            "threads": threads}
+    if profile:
+        out.update(_profile(compiled, nn_ins, runs, warmup, result, source))
     if vs and source is not None:
         ref = _reference_fn(fmt, path, vs, ins, threads)
         rt = timeit_ms(ref, runs, warmup)
@@ -74,11 +101,63 @@ def bench(path: str, vs: Optional[str] = None, threads: int = 1, runs: int = 20,
     return out
 
 
+def _profile(compiled, nn_ins, runs: int, warmup: int, result, source) -> dict:
+    """Per-operation medians over profiled runs (separate from the timed runs: timing each step costs a little)."""
+    from executor.runtime import Profile, RunState
+    prof = Profile(compiled)
+    state = RunState(nnapi.DEFAULT_LOOP_TIMEOUT_S)
+    for _ in range(warmup):
+        compiled.run(nn_ins, state)
+    state.profile = prof
+    for _ in range(runs):
+        compiled.run(nn_ins, state)
+    model = compiled.model
+    node_of = result.operation_nodes if result is not None else []
+    node_macs = graph_macs(source.main) if source is not None else []
+    charged = set()   # a source node's MACs are charged to the first of its operations that multiplies
+    rows = []
+    for k, op in enumerate(model.operations):
+        ms = float(np.median(prof.seconds.get(k, [0.0]))) * 1e3
+        node = node_of[k] if k < len(node_of) else None
+        macs = 0
+        if node is not None and node not in charged and node_macs and node_macs[node] and op.code.name in _MAC_OPS:
+            macs, _ = node_macs[node], charged.add(node)
+        label = None
+        if node is not None:
+            n = source.main.nodes[node]
+            label = f"{n.index} {n.op}" + (f" {n.name!r}" if n.name else "")
+        rows.append({"operation_index": k, "nnapi_op": op.code.name, "source_node": label,
+                     "output_shape": list(model.operands[op.outputs[0]].type.dimensions or []) if op.outputs else [],
+                     "ms": ms, "macs": int(macs)})
+    total = sum(r["ms"] for r in rows) or 1.0
+    rows.sort(key=lambda r: -r["ms"])
+    cumulative = 0.0
+    for r in rows:
+        r["share"] = r["ms"] / total
+        cumulative += r["share"]
+        r["cumulative_share"] = cumulative
+    by_op: dict = {}
+    for r in rows:
+        e = by_op.setdefault(r["nnapi_op"], {"nnapi_op": r["nnapi_op"], "count": 0, "ms": 0.0, "share": 0.0})
+        e["count"] += 1
+        e["ms"] += r["ms"]
+        e["share"] += r["share"]
+    return {"profile": rows, "by_op": sorted(by_op.values(), key=lambda e: -e["ms"]),
+            "profile_total_ms": sum(r["ms"] for r in rows)}
+
+
+# NNAPI operations that do a source node's multiply-accumulates
+_MAC_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "GROUPED_CONV_2D", "TRANSPOSE_CONV_2D", "FULLY_CONNECTED",
+            "BATCH_MATMUL", "LSTM", "UNIDIRECTIONAL_SEQUENCE_LSTM", "BIDIRECTIONAL_SEQUENCE_LSTM", "RNN",
+            "UNIDIRECTIONAL_SEQUENCE_RNN", "BIDIRECTIONAL_SEQUENCE_RNN", "QUANTIZED_16BIT_LSTM", "QUANTIZED_LSTM",
+            "SVDF"}
+
+
 def _reference_fn(fmt: str, path: str, vs: str, ins, threads: int):
     data = Path(path).read_bytes()
     if fmt == "tflite":
-        if vs not in ("litert", "litert-ref"):
-            raise ValueError(f"--vs {vs} cannot run a .tflite model (use litert or litert-ref)")
+        if vs not in LITERT_REFERENCES:
+            raise ValueError(f"--vs {vs} cannot run a .tflite model (use {', '.join(LITERT_REFERENCES)})")
         it = litert_interpreter(data, vs, threads)
         it.allocate_tensors()
         for d, x in zip(it.get_input_details(), ins):

@@ -136,20 +136,31 @@ def run_model(model, inputs: list[np.ndarray]) -> list[np.ndarray]:
 
 
 def cmd_run(args) -> int:
+    from nnapi.state import carry, initial_values, non_state_inputs
     model = _load_nnapi(args.model)
+    if args.steps < 1:
+        raise CliError(f"--steps {args.steps}: at least 1 step")
+    state = initial_values(model)  # {state input position: value} of the next execution
+    given = None
     if args.inputs:
         try:
             data = np.load(args.inputs, allow_pickle=False)
         except (OSError, ValueError) as e:
             raise CliError(f"{args.inputs}: cannot read inputs ({e})")
         names = [model.operands[i].name or f"input{k}" for k, i in enumerate(model.inputs)]
-        missing = [n for n in names if n not in data and f"input{names.index(n)}" not in data]
+        keys = {k: n if n in data else f"input{k}" for k, n in enumerate(names)}
+        missing = [names[k] for k in non_state_inputs(model) if keys[k] not in data]
         if missing:
             raise CliError(f"{args.inputs}: missing arrays for inputs {missing} (have {sorted(data.files)})")
-        inputs = [np.asarray(data[n] if n in data else data[f"input{k}"]) for k, n in enumerate(names)]
-    else:
-        inputs = random_inputs(model, args.seed)
-    outputs = run_model(model, inputs)
+        given = {k: np.asarray(data[key]) for k, key in keys.items() if key in data}
+        state.update({k: v for k, v in given.items() if k in state})  # a state input named: its first value
+    for step in range(args.steps):
+        fresh = given if given is not None else dict(enumerate(random_inputs(model, args.seed + step)))
+        outputs = run_model(model, [state[k] if k in state else fresh[k] for k in range(len(model.inputs))])
+        state = carry(model, outputs)
+    if args.steps > 1 or model.state:
+        print(f"after {args.steps} step(s); state carried: "
+              + (", ".join(f"{v.variable!r} (output {v.output} -> input {v.input})" for v in model.state) or "none"))
     keys = npz_output_keys([model.operands[o].name for o in model.outputs])
     for key, arr in zip(keys, outputs):
         stats = f"min {arr.min():.6g} max {arr.max():.6g} mean {arr.astype(np.float64).mean():.6g}" if arr.size else "empty"
@@ -229,6 +240,9 @@ def cmd_convert(args) -> int:
               f"feature level {m.min_feature_level()} (target {args.feature_level})")
         for name, how in result.io_rewrites.items():
             print(f"  note: model input/output {name!r}: {how}")
+        for v in m.state:
+            print(f"  note: state {v.variable!r}: output {v.output} -> input {v.input} between executions "
+                  f"(initial value stored in the file)")
         return EXIT_OK
     if not args.partial:
         print(f"nnapi convert: {len(result.unsupported)} of {len(result.nodes)} nodes cannot be converted at "
@@ -243,7 +257,9 @@ def _write_partitions(result, out: Path, args) -> int:
     from nnapi.serialize import atomic_write, to_bytes
     graph = result.source.main
     files, manifest = [], {"model": str(args.model), "feature_level": args.feature_level, "partitions": [],
-                           "fallback_nodes": [], "io_rewrites": result.io_rewrites}
+                           "fallback_nodes": [], "io_rewrites": result.io_rewrites,
+                           "state": [{**v, "initial": v["initial"].tolist(), "dtype": v["initial"].dtype.name}
+                                     for v in result.state]}
     blobs = []
     for k, p in enumerate(result.partitions):
         name = f"{out.stem}.part{k}{out.suffix or '.nnapi'}"
@@ -307,25 +323,31 @@ def cmd_coverage(args) -> int:
 
 
 def _map_with_progress(fn, arg_tuples, jobs: int) -> list:
-    """Run fn over the arguments (in worker processes when jobs > 1), showing progress on a terminal."""
+    """Run fn over the arguments (in worker processes when jobs > 1), with a tqdm bar on a terminal."""
     total = len(arg_tuples)
-    show = sys.stderr.isatty() and total > 1
     results = [None] * total
-    if jobs <= 1 or total <= 1:
-        for k, a in enumerate(arg_tuples):
-            results[k] = fn(*a)
-            if show:
-                print(f"\r[{k + 1}/{total}] {a[0]}", end="", file=sys.stderr, flush=True)
-    else:
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(fn, *a): k for k, a in enumerate(arg_tuples)}
-            for done, fut in enumerate(as_completed(futures), 1):
-                results[futures[fut]] = fut.result()
-                if show:
-                    print(f"\r[{done}/{total}]", end="", file=sys.stderr, flush=True)
-    if show:
-        print(file=sys.stderr)
+    bar = None
+    if sys.stderr.isatty() and total > 1:
+        from tqdm import tqdm
+        bar = tqdm(total=total, unit="model", file=sys.stderr, leave=False)
+    try:
+        if jobs <= 1 or total <= 1:
+            for k, a in enumerate(arg_tuples):
+                results[k] = fn(*a)
+                if bar is not None:
+                    bar.set_postfix_str(Path(a[0]).name)
+                    bar.update(1)
+        else:
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                futures = {pool.submit(fn, *a): k for k, a in enumerate(arg_tuples)}
+                for fut in as_completed(futures):
+                    results[futures[fut]] = fut.result()
+                    if bar is not None:
+                        bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
     return results
 
 
@@ -335,13 +357,22 @@ def cmd_parity(args) -> int:
     from .runners import MissingDependency
     from .source_graph import SourceError
     shapes = _input_shapes(args)
-    show = sys.stderr.isatty()
-    progress = (lambda msg: print(f"\r{msg}", end="", file=sys.stderr, flush=True)) if show else None
+    bar = None
+
+    def progress(k: int, total: int) -> None:   # a bar on a terminal for several samples, nothing otherwise
+        nonlocal bar
+        if bar is None and total > 1 and sys.stderr.isatty() and args.format != "json":
+            from tqdm import tqdm
+            bar = tqdm(total=total, desc="parity", unit="sample", file=sys.stderr, leave=False)
+        if bar is not None:
+            bar.update(1)
     try:
         report = parity.check(args.model, converted=args.converted, feature_level=args.feature_level,
                               reference=args.reference, inputs=args.inputs, seed=args.seed, samples=args.samples,
                               layerwise=args.layerwise, partial=args.partial, input_shapes=shapes,
-                              atol=args.atol, rtol=args.rtol, max_lsb=args.max_lsb, progress=progress)
+                              atol=args.atol, rtol=args.rtol, max_lsb=args.max_lsb, progress=progress,
+                              tolerance=args.tolerance, spread_factor=args.spread_factor,
+                              preprocess=args.preprocess, steps=args.steps, local=args.local or None)
     except MissingDependency as e:
         raise CliError(str(e), EXIT_MISSING_DEPENDENCY) from None
     except parity.ParityError as e:
@@ -349,8 +380,8 @@ def cmd_parity(args) -> int:
     except SourceError as e:
         raise CliError(str(e), EXIT_INVALID) from None
     finally:
-        if show:
-            print("\r", end="", file=sys.stderr)
+        if bar is not None:
+            bar.close()
     _write_output(render(report, args.format), args.output)
     return EXIT_OK if report.passed else EXIT_MISMATCH
 
@@ -361,7 +392,9 @@ def cmd_bench(args) -> int:
     from .source_graph import SourceError
     shapes = _input_shapes(args)
     try:
-        r = bench(args.model, args.vs, args.threads, args.runs, args.warmup, shapes)
+        if args.threads < 1 or args.runs < 1 or args.warmup < 0:
+            raise CliError("--threads and --runs must be at least 1, --warmup at least 0")
+        r = bench(args.model, args.vs, args.threads, args.runs, args.warmup, shapes, profile=args.profile)
     except MissingDependency as e:
         raise CliError(str(e), EXIT_MISSING_DEPENDENCY) from None
     except (SourceError, ValueError) as e:
@@ -374,9 +407,26 @@ def cmd_bench(args) -> int:
                    f"ratio {r['ratio']:.2f}x" if r["reference"] else "")
                 + f"; {r['macs']:,} MACs, {r['gflops']:.2f} GFLOP/s; planned peak {r['planned_peak_bytes']:,} B "
                   f"(shared buffers {r['arena_bytes']:,} B), "
-                  f"peak RSS {r['peak_rss_bytes'] / 2**20:.1f} MiB")
+                  f"peak RSS {r['peak_rss_bytes'] / 2**20:.1f} MiB; executor BLAS {r['blas']['library']} "
+                  f"{r['blas']['threads']} thread(s)")
+        if args.profile:
+            text += "\n" + _profile_text(r)
     _write_output(text, args.output)
     return EXIT_OK
+
+
+def _profile_text(r: dict, top: int = 15) -> str:
+    lines = [f"per operation (median of {r['runs']} profiled runs; total {r['profile_total_ms']:.3f} ms):",
+             f"  {'ms':>9} {'share':>6} {'cum':>6}  {'#':>4} {'operation':<24} {'output':<20} source node"]
+    for e in r["profile"][:top]:
+        lines.append(f"  {e['ms']:9.4f} {e['share']:6.1%} {e['cumulative_share']:6.1%}  {e['operation_index']:>4} "
+                     f"{e['nnapi_op']:<24} {str(e['output_shape']):<20} {e['source_node'] or ''}")
+    if len(r["profile"]) > top:
+        lines.append(f"  ... {len(r['profile']) - top} more operations")
+    lines.append("per operation type:")
+    for e in r["by_op"]:
+        lines.append(f"  {e['ms']:9.4f} {e['share']:6.1%}  {e['count']:>4} x {e['nnapi_op']}")
+    return "\n".join(lines)
 
 
 def cmd_export(args) -> int:
@@ -447,7 +497,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("model", help="the .nnapi model")
     s.add_argument("--inputs", metavar="FILE.npz", help="input arrays keyed by input operand name, or input0, input1, ... (default: seeded random "
                         "inputs in each input's natural range)")
-    s.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
+    s.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0; step k uses seed + k)")
+    s.add_argument("--steps", type=int, default=1, metavar="K",
+                   help="run K consecutive executions, each state output of a stateful model fed to its state input "
+                        "in the next (the first gets the initial values stored in the model; default 1)")
     s.add_argument("-o", "--output", metavar="FILE.npz", help="write the outputs to an .npz file, keyed by output name (or output0, ...); "
                         "a name an earlier output already took gets _1, _2, ... appended")
     s.set_defaults(func=cmd_run)
@@ -496,13 +549,43 @@ def build_parser() -> argparse.ArgumentParser:
                    help="check this already-converted file instead of converting afresh")
     s.add_argument("--feature-level", type=int, default=8, choices=range(1, 9), metavar="N",
                    help="conversion target NNAPI feature level 1-8 (default 8)")
-    s.add_argument("--reference", choices=["litert", "litert-ref", "onnxruntime"],
+    s.add_argument("--reference", choices=["litert", "litert-ref", "litert-xnnpack", "onnxruntime",
+                                                "onnxruntime-optimized"],
                    help="reference runtime (default: litert = LiteRT built-in kernels without XNNPACK for "
-                        ".tflite, onnxruntime for .onnx; litert-ref = LiteRT's reference kernels)")
-    s.add_argument("--inputs", metavar="FILE.npz", help="input arrays by input name (default: seeded random)")
+                        ".tflite, onnxruntime (no graph optimisations) for .onnx; litert-ref = LiteRT's reference "
+                        "kernels; litert-xnnpack = LiteRT's default CPU path with XNNPACK, which also runs MediaPipe's "
+                        "Convolution2DTransposeBias; onnxruntime-optimized = onnxruntime with every graph "
+                        "optimisation)")
+    s.add_argument("--tolerance", choices=["fixed", "spread"],
+                   help="fixed: the rules below; spread: also allow --spread-factor times the framework's own "
+                        "spread, the largest difference between its kernel sets on the same inputs (LiteRT built-in, "
+                        "reference and XNNPACK kernels; onnxruntime unoptimised and optimised). Default: spread for float "
+                        "models with more than 50 operations, whose rounding compounds past the fixed rule; fixed "
+                        "otherwise. The report says which applied and why")
+    s.add_argument("--spread-factor", type=float, default=2.0, metavar="F",
+                   help="with spread tolerance: allowed = F x spread + the fixed rule (default 2)")
+    s.add_argument("--inputs", metavar="FILE.npz|DIR",
+                   help="real inputs instead of seeded random ones: an .npz of arrays by input name (an extra "
+                        "leading axis on every array makes each index a sample), or a folder of images for a model "
+                        "with one image input (sorted by name; see --preprocess)")
+    s.add_argument("--preprocess", metavar="KEY=VAL,...",
+                   help="how images become the input: scale=S (pixels 0..255 times S, default 1/255), mean=M and "
+                        "std=D (then (x - mean) / std; per channel as 0.485:0.456:0.406), layout=nhwc|nchw "
+                        "(default from the input's shape), order=rgb|bgr (default rgb). Example: "
+                        "--preprocess scale=1/255,mean=0.485:0.456:0.406,std=0.229:0.224:0.225")
     s.add_argument("--seed", type=int, default=0, help="seed of the first random sample (default 0)")
     s.add_argument("--samples", type=int, default=1, metavar="K", help="number of seeded random samples (default 1)")
+    s.add_argument("--steps", type=int, default=1, metavar="K",
+                   help="consecutive invocations per sample, a stateful model's state carried from one to the next "
+                        "(LiteRT keeps its variables: one interpreter invoked K times; default 1)")
     s.add_argument("--layerwise", action="store_true", help="find the first NNAPI operation that diverges")
+    s.add_argument("--local", action="store_true",
+                   help="judge every NNAPI operation on its own: fed the framework's tensors for its inputs, "
+                        "compared with the framework's outputs (LiteRT's reference kernels for .tflite, whose "
+                        "arithmetic NNAPI's quantized operations share; onnxruntime for .onnx). This is the "
+                        "default verdict for quantized models (each operation within one stored unit; the "
+                        "end-to-end drift is reported beside it); --max-lsb makes the end-to-end error the rule "
+                        "again. JSON: local, verdict")
     s.add_argument("--partial", action="store_true", help="check each NNAPI partition of a partly supported model")
     s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
                    help="pin an input's dimensions, e.g. input=1,224,224,3 (repeatable)")
@@ -526,9 +609,15 @@ def build_parser() -> argparse.ArgumentParser:
                     "json -o bench.json. Exit 0 ok, 2 unsupported nodes, 3 invalid model, 4 reference not "
                     "installed.")
     s.add_argument("model", help=".tflite, .onnx or .nnapi model")
-    s.add_argument("--vs", choices=["litert", "litert-ref", "onnxruntime"], help="reference runtime to time against (default: none)")
-    s.add_argument("--threads", type=int, default=1, help="reference threads (default 1)")
+    s.add_argument("--vs", choices=["litert", "litert-ref", "litert-xnnpack", "onnxruntime"],
+                   help="reference runtime to time against (default: none)")
+    s.add_argument("--threads", type=int, default=1, metavar="T",
+                   help="threads on both sides: the reference's, and the executor's BLAS (held with threadpoolctl; "
+                        "the JSON's blas field says which library and how many threads) (default 1)")
     s.add_argument("--runs", type=int, default=20, metavar="N", help="timed runs (default 20)")
+    s.add_argument("--profile", action="store_true",
+                   help="also time every NNAPI operation (over --runs separate runs) and list the slowest, with a "
+                        "summary per operation type; JSON fields profile, by_op, profile_total_ms")
     s.add_argument("--warmup", type=int, default=3, metavar="W", help="untimed warm-up runs (default 3)")
     s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
                    help="pin an input's dimensions, e.g. input=1,224,224,3 (repeatable)")

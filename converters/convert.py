@@ -7,8 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+import numpy as np
+
 import nnapi
-from nnapi import NnapiError
+from nnapi import NnapiError, OperandCode as C, OperandType
 from nnapi.ops import SPECS
 from nnapi.shapes import fill_unknown_dimensions
 
@@ -64,7 +66,10 @@ class ConversionResult:
     partitions: list = field(default_factory=list)
     fallback_nodes: list = field(default_factory=list)
     io_rewrites: dict = field(default_factory=dict)  # tensor name -> boundary conversion
+    state: list = field(default_factory=list)  # {"variable", "input", "output", "initial"} (tensor names)
     operand_perm: dict = field(default_factory=dict)  # NNAPI operand -> perm: operand = transpose(tensor, perm)
+    operation_nodes: list = field(default_factory=list)  # main NNAPI operation index -> source node index
+    localization: str = ""   # parity of a saved model: how its operands were matched to source tensors
 
     @property
     def complete(self) -> bool:
@@ -142,15 +147,25 @@ def check_input_shapes(source: SourceModel, input_shapes) -> None:
                                   f"{list(known)} (-1 marks the dynamic ones)")
 
 
+# importers may register passes over the source model (e.g. TFLite resource variables -> state), run once
+# after constant folding; a pass returns True when it made tensors constant (folding then runs again)
+SOURCE_PASSES: dict = {}
+
+
 def prepare_source(source: SourceModel, input_shapes=None) -> None:
-    """Fold what is known before run time (once per source model)."""
+    """Fold what is known before run time, resolve TFLite's dynamic extents (shape_pass.py), run the format's
+    source passes and drop unit axes beyond rank 4 (squeeze_pass.py), once per source model."""
     after = None
     if source.format == "tflite":  # ONNX shapes come from onnx's own shape inference (the reader)
         after = lambda node, ctx: resolve_node_shapes(node, ctx, run_converter)  # noqa: E731
-    if getattr(source, "prepared", False):
-        return
-    source.prepared = True
     fold_source(source, lambda g: new_context(source, g, 8, input_shapes), after)
+    if getattr(source, "passes_done", False):
+        return
+    source.passes_done = True
+    changed = [p(source) for p in SOURCE_PASSES.get(source.format, [])]
+    if any(changed):
+        source.folded = False
+        fold_source(source, lambda g: new_context(source, g, 8, input_shapes), after)
     for graph in source.graphs:
         squeeze_graph(graph, source.format)  # rank > 4 tensors with unit axes: rank 4 (squeeze_pass.py)
         # plans and support verdicts cached while folding saw the shapes before these passes
@@ -160,10 +175,12 @@ def prepare_source(source: SourceModel, input_shapes=None) -> None:
 def check_node(source: SourceModel, g: int, node: SourceNode, feature_level: int, input_shapes=None):
     """Supported(min level, emitted op names) or Unsupported for one node at `feature_level`."""
     if node.folded:
-        return Supported(1, [], "folded into constants at conversion")
+        return Supported(1, [], node.fold_note or "folded into constants at conversion")
     ctx = new_context(source, g, feature_level, input_shapes)
     try:
         emitted = run_converter(node, ctx)
+        if g == source.main_index:
+            _check_graph_inputs(node, ctx)
     except Unsupported as u:
         return with_rank_note(u, source.graphs[g], node)
     model = ctx.model
@@ -206,6 +223,19 @@ def with_rank_note(u: Unsupported, graph: SourceGraph, node: SourceNode) -> Unsu
     return u
 
 
+def _check_graph_inputs(node: SourceNode, ctx: ConversionContext) -> None:
+    """Unsupported when the node reads a model input NNAPI has no operand type for, even one its converter
+    did not need (a Reshape whose output shape is declared, say): the converted model would have to take
+    it as an input, so the node is refused instead of the whole model."""
+    for t in node.inputs:
+        if t >= 0 and t in ctx.graph.inputs and not ctx.graph.tensors[t].is_constant:
+            try:
+                ctx.nnapi_type(t)
+            except Unsupported as u:
+                raise Unsupported(u.reason, f"{node.label()}: model input {ctx.graph.tensors[t].name!r} cannot be "
+                                            f"an NNAPI model input: {u.detail}") from None
+
+
 def _node_result(g: int, node: SourceNode, graph: SourceGraph, verdict) -> NodeResult:
     names = lambda idx: [graph.tensors[i].name if i >= 0 else None for i in idx]  # noqa: E731
     r = NodeResult(g, node.index, node.op, node.version, node.name, names(node.inputs), names(node.outputs),
@@ -244,7 +274,8 @@ def partition(graph: SourceGraph, results: list) -> tuple[list, list]:
         if all(graph.nodes[k].folded for k in nodes):
             continue  # only constants: nothing for NNAPI to run
         inside = set(nodes)
-        produced = {t for k in nodes for t in graph.nodes[k].outputs}
+        live = [k for k in nodes if not graph.nodes[k].folded]  # folded nodes write constants or nothing
+        produced = {t for k in live for t in graph.nodes[k].outputs}
         inputs, seen = [], set()
         for k in nodes:
             for t in graph.nodes[k].inputs:
@@ -252,8 +283,9 @@ def partition(graph: SourceGraph, results: list) -> tuple[list, list]:
                     seen.add(t)
                     inputs.append(t)
         used_outside = {t for n in graph.nodes if n.index not in inside for t in n.inputs}
-        outputs = [t for k in nodes for t in graph.nodes[k].outputs  # (t < 0: an omitted optional output)
-                   if t >= 0 and (t in used_outside or t in graph.outputs) and not graph.tensors[t].is_constant]
+        used_outside.update(graph.model_outputs)
+        outputs = [t for k in live for t in graph.nodes[k].outputs  # (t < 0: an omitted optional output)
+                   if t >= 0 and t in used_outside and not graph.tensors[t].is_constant]
         if not outputs:
             continue  # dead code: nothing reads what it computes (an NNAPI model needs an output)
         out.append(Partition(nodes, inputs, outputs))
@@ -269,15 +301,16 @@ def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: 
     if subgraph_models is not None:
         ctx.subgraph_models = subgraph_models
     partition = inputs is not None
-    inputs = list(graph.inputs) if inputs is None else inputs
-    outputs = list(graph.outputs) if outputs is None else outputs
+    inputs = graph.model_inputs if inputs is None else inputs
+    outputs = graph.model_outputs if outputs is None else outputs
     for t in inputs:
         try:
             ctx.operand(t)  # model inputs first, in the source order
         except Unsupported as e:
             # a partition's boundary tensor that NNAPI cannot take (e.g. int8 without quantization): fine as
             # long as no converted node reads it -- a node that did would have failed its own check
-            if not partition:
+            read = any(t in graph.nodes[k].inputs for k in node_indexes) or t in outputs
+            if not partition and (read or g != source.main_index or not _stand_in(ctx, t, e.detail)):
                 raise ConversionError(f"{graph.name}: input tensor {graph.tensors[t].name!r} cannot be an NNAPI "
                                       f"model input: {e.detail}") from None
     inputs = [t for t in inputs if t in ctx.operand_of]
@@ -286,6 +319,7 @@ def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: 
         if not graph.nodes[k].folded:
             emitted = run_converter(graph.nodes[k], ctx)
             emitted_by.extend(graph.nodes[k] for _ in emitted)
+    ctx.emitted_by = emitted_by
     missing = [t for t in ctx.free_inputs if t not in inputs]
     if missing:
         names = ", ".join(repr(graph.tensors[t].name) for t in missing)
@@ -298,6 +332,7 @@ def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: 
     fill_unknown_dimensions(model)
     try:
         model.identify_inputs_and_outputs([ctx.operand_of[t] for t in inputs], [ctx.operand_of[t] for t in outputs])
+        model.set_state(model_state(graph, model, inputs, outputs))
         model.finish()
     except NnapiError as e:
         # every node passed its own check, so the source's tensor shapes/types disagree between nodes
@@ -308,6 +343,36 @@ def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: 
         raise ConversionError(f"{graph.name}: {source_of(problems[0], emitted_by)}the converted model does not fit "
                               f"feature level {feature_level}: " + "; ".join(problems[:5]))
     return model, ctx
+
+
+def model_state(graph: SourceGraph, model: nnapi.Model, inputs: list, outputs: list) -> list:
+    """The graph's state variables whose input and output tensors are both among the model's, with
+    the initial value in the input operand's stored form."""
+    from nnapi.state import StateVariable
+
+    from .context import stored
+    out = []
+    for s in graph.state:
+        if s.input in inputs and s.output in outputs:
+            k = inputs.index(s.input)
+            code = model.operands[model.inputs[k]].type.code
+            out.append(StateVariable(s.variable, k, outputs.index(s.output), stored(code, s.initial)))
+    return out
+
+
+# NNAPI types that stand in for a model input no node reads, by numpy kind (the caller's values are cast)
+STAND_IN_TYPES = {"f": C.TENSOR_FLOAT32, "i": C.TENSOR_INT32, "u": C.TENSOR_INT32, "b": C.TENSOR_BOOL8}
+
+
+def _stand_in(ctx: ConversionContext, t: int, why: str) -> bool:
+    """Declare model input t, which NNAPI has no type for and no node reads (valid ONNX), as the nearest
+    NNAPI type so the converted model keeps the source's inputs; False when there is none (strings)."""
+    code = STAND_IN_TYPES.get(np.dtype(ctx.graph.tensors[t].dtype).kind)
+    if code is None:
+        return False
+    ctx.bind_output(t, OperandType(code, ctx.shape(t)), note=f"unused by the model and declared {code.name} "
+                                                             f"(its own type has no NNAPI counterpart: {why})")
+    return True
 
 
 def source_of(problem: str, emitted_by: list) -> str:
@@ -344,15 +409,18 @@ def convert_source(source: SourceModel, feature_level: int = 8, input_shapes=Non
     nodes = check_graph(source, feature_level, input_shapes)
     result = ConversionResult(source, feature_level, nodes)
     graph = source.main
+    result.state = [{"variable": s.variable, "input": graph.tensors[s.input].name,
+                     "output": graph.tensors[s.output].name, "initial": s.initial} for s in graph.state]
     if result.complete:
         model, ctx = build_model(source, source.main_index, list(range(len(graph.nodes))), feature_level,
                                  input_shapes)
         result.model = model
         result.operand_map = {o: (t, graph.tensors[t].name) for o, t in ctx.tensor_of.items()}
         result.operand_perm = dict(ctx.operand_perm)
+        result.operation_nodes = [n.index for n in ctx.emitted_by]
         result.io_rewrites = {graph.tensors[t].name: v for t, v in ctx.io_rewrites.items()
-                              if t in graph.inputs or t in graph.outputs}
-        result.partitions = [Partition(list(range(len(graph.nodes))), list(graph.inputs), list(graph.outputs),
+                              if t in graph.model_inputs or t in graph.model_outputs}
+        result.partitions = [Partition(list(range(len(graph.nodes))), graph.model_inputs, graph.model_outputs,
                                        model, result.operand_map)]
         return result
     parts, fallback = partition(graph, nodes)

@@ -73,6 +73,8 @@ def model_dict(model: Model) -> dict:
             "operations": [{"index": k, "op": op.code.name, "inputs": list(op.inputs), "outputs": list(op.outputs),
                             "params": operation_params(m, k)} for k, op in enumerate(m.operations)],
         })
+    if model.state:  # pairs of input/output positions carried between executions (nnapi/state.py)
+        out["state"] = [{"variable": v.variable, "input": v.input, "output": v.output} for v in model.state]
     return out
 
 
@@ -102,4 +104,6 @@ def model_text(model: Model) -> str:
         for op in sg["operations"]:
             params = ", ".join(f"{k}={v}" for k, v in op["params"].items())
             lines.append(f"    [{op['index']}] {op['op']}({params}) {op['inputs']} -> {op['outputs']}")
+    for v in d.get("state", []):
+        lines.append(f"state {v['variable']!r}: output {v['output']} -> input {v['input']} between executions")
     return "\n".join(lines)

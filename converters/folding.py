@@ -8,7 +8,7 @@ folded node emits no NNAPI operation.
 A folder is `fn(node, ctx) -> list of output arrays`, registered per source
 format and op; it raises Unsupported when the node is not foldable (e.g. an
 input known only at run time), and the node is then converted normally. Nodes
-writing a graph output are not folded (NNAPI models cannot output constants).
+writing a graph output (or a state output) are not folded (NNAPI models cannot output constants).
 """
 from __future__ import annotations
 
@@ -39,8 +39,8 @@ def fold_source(source: SourceModel, make_context: Callable, after: Optional[Cal
     for g, graph in enumerate(source.graphs):
         for node in graph.nodes:
             fn = FOLDERS.get((source.format, node.op))
-            if fn is None or any(t in graph.outputs for t in node.outputs):
-                if after is not None:
+            if fn is None or node.folded or any(t in graph.model_outputs for t in node.outputs):
+                if after is not None and not node.folded:
                     after(node, make_context(g))
                 continue
             try:

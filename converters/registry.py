@@ -19,6 +19,7 @@ class Reason(str, enum.Enum):
     """Why a node cannot be converted (stable codes for reports)."""
 
     UNSUPPORTED_OPERATOR = "unsupported_operator"
+    CUSTOM_OPERATOR = "custom_operator"      # a TFLite custom operator (CUSTOM:<name>) NNAPI cannot express
     OPERATOR_VERSION = "operator_version"
     OPERAND_TYPE = "operand_type"
     QUANTIZATION_TYPE = "quantization_type"
@@ -80,6 +81,8 @@ def converter(fmt: str, *ops: str, versions: tuple = (1, 1 << 30), family: str =
 
 def lookup(fmt: str, op: str, version: int) -> Converter:
     conv = REGISTRY.get((fmt, op))
+    if conv is None and fmt == "tflite" and op.startswith("CUSTOM:"):
+        raise Unsupported(Reason.CUSTOM_OPERATOR, f"custom operator {op[len('CUSTOM:'):]} has no NNAPI converter")
     if conv is None:
         raise Unsupported(Reason.UNSUPPORTED_OPERATOR, f"{op} has no NNAPI converter")
     if not conv.accepts(version):

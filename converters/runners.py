@@ -3,6 +3,7 @@ models with the executor, on the same inputs."""
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Optional, Sequence
 
 import numpy as np
@@ -12,6 +13,9 @@ from .context import int8_from_stored, stored
 
 class MissingDependency(Exception):
     """A reference runtime is not installed; the message has the pip command."""
+
+
+LITERT_REFERENCES = ("litert", "litert-ref", "litert-xnnpack")
 
 
 class ReferenceFailed(Exception):
@@ -28,23 +32,29 @@ def litert_interpreter(model_bytes: bytes, reference: str = "litert", threads: i
         from ai_edge_litert.interpreter import Interpreter, OpResolverType
     except ImportError:
         raise MissingDependency("LiteRT is not installed: pip install ai-edge-litert") from None
-    resolver = (OpResolverType.BUILTIN_REF if reference == "litert-ref"
-                else OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    # litert: built-in kernels, XNNPACK off; litert-ref: reference kernels; litert-xnnpack: LiteRT's
+    # default CPU path (XNNPACK applied), the only one that runs MediaPipe's Convolution2DTransposeBias
+    resolver = {"litert-ref": OpResolverType.BUILTIN_REF, "litert-xnnpack": OpResolverType.AUTO}.get(
+        reference, OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
     try:
-        return Interpreter(model_content=bytes(model_bytes), experimental_op_resolver_type=resolver,
-                           num_threads=threads, experimental_preserve_all_tensors=preserve_all_tensors)
+        with warnings.catch_warnings():  # LiteRT warns that preserving tensors under XNNPACK is for debugging
+            warnings.simplefilter("ignore", UserWarning)
+            return Interpreter(model_content=bytes(model_bytes), experimental_op_resolver_type=resolver,
+                               num_threads=threads, experimental_preserve_all_tensors=preserve_all_tensors)
     except (ValueError, RuntimeError) as e:
         raise ReferenceFailed(f"LiteRT could not load the model: {str(e).strip().splitlines()[0][:300]}") from None
 
 
-def _invoke(it, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Run LiteRT interpreter `it` on `inputs` (inputs resized to their shapes); copies of its outputs."""
+def _invoke(it, inputs: Sequence[np.ndarray], allocate: bool = True) -> list[np.ndarray]:
+    """Run LiteRT interpreter `it` on `inputs` (inputs resized to their shapes); copies of its outputs.
+    `allocate=False` invokes an interpreter allocated before as it is (its variables kept)."""
     details = it.get_input_details()
     try:
-        for d, x in zip(details, inputs):
-            if tuple(d["shape"]) != tuple(np.shape(x)):
-                it.resize_tensor_input(d["index"], list(np.shape(x)))
-        it.allocate_tensors()
+        if allocate:
+            for d, x in zip(details, inputs):
+                if tuple(d["shape"]) != tuple(np.shape(x)):
+                    it.resize_tensor_input(d["index"], list(np.shape(x)))
+            it.allocate_tensors()
         for d, x in zip(details, inputs):
             it.set_tensor(d["index"], np.asarray(x, dtype=d["dtype"]))
         it.invoke()
@@ -57,12 +67,18 @@ def run_litert(model_bytes: bytes, inputs: Sequence[np.ndarray], reference: str 
     return _invoke(litert_interpreter(model_bytes, reference), inputs)
 
 
-def to_nnapi_inputs(result, inputs: Sequence[np.ndarray], model=None) -> list[np.ndarray]:
-    """Apply the boundary conversions the converter documented (int8 -> uint8 below level 4)."""
+def to_nnapi_inputs(result, inputs: Sequence[np.ndarray], model=None, state: Optional[dict] = None) \
+        -> list[np.ndarray]:
+    """Apply the boundary conversions the converter documented (int8 -> uint8 below level 4). For a model
+    with state (nnapi/state.py), `inputs` are the source model's and the state inputs come from `state`
+    ({input position: value}, as nnapi.state.carry gives it), by default their initial values."""
+    from nnapi.state import full_inputs, initial_values, non_state_inputs
     model = model or result.model
+    with_state = bool(model.state) and len(inputs) < len(model.inputs)
+    operands = [model.inputs[k] for k in non_state_inputs(model)] if with_state else model.inputs
     perms = getattr(result, "operand_perm", {}) or {}
     out = []
-    for k, x in zip(model.inputs, inputs):
+    for k, x in zip(operands, inputs):
         t = model.operands[k].type
         x = np.asarray(x)
         if k in perms:
@@ -74,7 +90,7 @@ def to_nnapi_inputs(result, inputs: Sequence[np.ndarray], model=None) -> list[np
                 x.size == int(np.prod(t.dimensions)):
             x = x.reshape(t.dimensions)  # a partition input whose unit axes were dropped (squeeze_pass.py)
         out.append(x.astype(t.dtype) if x.dtype != t.dtype else x)
-    return out
+    return full_inputs(model, out, initial_values(model) if state is None else state) if with_state else out
 
 
 def from_nnapi_outputs(source_dtypes: Sequence, outputs: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -144,14 +160,36 @@ def run_traced(model, inputs: Sequence[np.ndarray]) -> tuple[list[np.ndarray], d
     return [None if v is None else v.array for v in outs], main
 
 
+# tensors holding handles (resource variables, hash tables, TensorList variants): LiteRT's get_tensor
+# crashes the process on them, and they hold no values to compare
+_HANDLE_TYPES = ("RESOURCE", "VARIANT")
+
+
 def litert_all_tensors(model_bytes: bytes, inputs: Sequence[np.ndarray], reference: str = "litert",
                        graph=None) -> tuple[list[np.ndarray], dict]:
     """LiteRT outputs and every tensor of the main subgraph (preserve_all_tensors): {tensor index: array}."""
+    return litert_steps(model_bytes, [inputs], reference, graph)[0]
+
+
+def litert_steps(model_bytes: bytes, steps: Sequence[Sequence[np.ndarray]], reference: str = "litert",
+                 graph=None) -> list[tuple[list[np.ndarray], dict]]:
+    """`litert_all_tensors` for consecutive invocations of one interpreter on the inputs of each step, its
+    resource variables carried from one to the next: per step (outputs, {tensor index: array})."""
     it = litert_interpreter(model_bytes, reference, preserve_all_tensors=True)
-    outs = _invoke(it, inputs)
+    return [_all_tensors(it, _invoke(it, inputs, allocate=k == 0), graph, reference)
+            for k, inputs in enumerate(steps)]
+
+
+def _all_tensors(it, outs: list, graph, reference: str) -> tuple[list[np.ndarray], dict]:
     tensors = {}
-    count = len(graph.tensors) if graph is not None else len(it.get_tensor_details())
-    for i in range(count):
+    if graph is not None:
+        indexes = [t.index for t in graph.tensors if getattr(t, "tflite_type", None) not in _HANDLE_TYPES]
+    else:
+        indexes = [d["index"] for d in it.get_tensor_details() if d["dtype"] != np.object_]
+    if reference == "litert-xnnpack":
+        written = set(_xnnpack_written(it, max(indexes, default=-1) + 1))
+        indexes = [i for i in indexes if i in written]
+    for i in indexes:
         try:
             tensors[i] = it.get_tensor(i).copy()
         except ValueError:
@@ -159,10 +197,22 @@ def litert_all_tensors(model_bytes: bytes, inputs: Sequence[np.ndarray], referen
     return outs, tensors
 
 
+def _xnnpack_written(it, count: int) -> list:
+    """The tensors XNNPACK leaves defined: the model's inputs and outputs and the inputs and outputs of
+    its DELEGATE kernels (a tensor computed inside a delegated partition is never written)."""
+    keep = {int(d["index"]) for d in (*it.get_input_details(), *it.get_output_details())}
+    for op in it._get_ops_details():  # noqa: SLF001 (LiteRT's only listing of the delegate kernels)
+        if op["op_name"] == "DELEGATE":
+            keep.update(int(t) for t in (*op["inputs"], *op["outputs"]))
+    return sorted(t for t in keep if 0 <= t < count)
+
+
 def run_onnxruntime(model, inputs: Sequence[np.ndarray], graph=None,
-                    extra_outputs: Sequence[str] = (), threads: int = 1) -> tuple[list[np.ndarray], dict]:
+                    extra_outputs: Sequence[str] = (), threads: int = 1,
+                    optimized: bool = False) -> tuple[list[np.ndarray], dict]:
     """onnxruntime CPU outputs, plus named intermediate tensors exposed as extra graph outputs
-    ({tensor index: array} when `graph` is given). `model` is the model's bytes or its path (a path
+    ({tensor index: array} when `graph` is given); with every graph optimisation when `optimized`
+    (the `onnxruntime-optimized` reference), else with none (`onnxruntime`: each node as written). `model` is the model's bytes or its path (a path
     lets onnxruntime find external data beside the model). Raises ReferenceFailed when onnxruntime
     refuses the model or fails to run it."""
     try:
@@ -184,7 +234,8 @@ def run_onnxruntime(model, inputs: Sequence[np.ndarray], graph=None,
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        opts.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimized
+                                         else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
         sess = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
         feeds = {i.name: x for i, x in zip(sess.get_inputs(), inputs)}
         names = [o.name for o in sess.get_outputs()]

@@ -72,11 +72,22 @@ class SourceNode:
     name: str = ""
     subgraphs: dict = field(default_factory=dict)  # attribute name -> subgraph index (IF/WHILE bodies)
     folded: bool = False             # computed at conversion time (converters/folding.py): emits nothing
+    fold_note: str = ""              # why a folded node emits nothing, when not plain constant folding
     custom_options: Optional[bytes] = None   # TFLite custom operators' options (a flexbuffer)
     intermediates: list = field(default_factory=list)  # TFLite intermediate tensors (integer LSTM scales)
 
     def label(self) -> str:
         return f"node {self.index} ({self.op}{' ' + repr(self.name) if self.name else ''})"
+
+
+@dataclass
+class StateTensors:
+    """A variable carried between invocations (TFLite resource variables; converters/tflite/variables.py):
+    tensor `input` holds its value before an invocation, tensor `output` after it."""
+    variable: str
+    input: int
+    output: int
+    initial: np.ndarray              # the value before the first invocation, in the tensor's dtype
 
 
 @dataclass
@@ -86,6 +97,18 @@ class SourceGraph:
     nodes: list
     inputs: list
     outputs: list
+    state: list = field(default_factory=list)   # StateTensors: extra model inputs/outputs after these
+
+    @property
+    def model_inputs(self) -> list:
+        """The tensors an NNAPI model of the whole graph takes: the inputs, then the state inputs."""
+        return list(self.inputs) + [s.input for s in self.state]
+
+    @property
+    def model_outputs(self) -> list:
+        """The tensors it returns: the outputs, then each state output not already among them."""
+        out = list(self.outputs)
+        return out + [t for t in dict.fromkeys(s.output for s in self.state) if t not in out]
 
 
 @dataclass

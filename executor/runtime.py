@@ -21,7 +21,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from nnapi.codes import Lifetime, OperandCode, ResultCode
+from nnapi.codes import DEFAULT_LOOP_TIMEOUT_S, Lifetime, OperandCode, ResultCode
 from nnapi.errors import NnapiError, op_failed
 from nnapi.operand import Operand, OperandType
 from nnapi.validate import execution_order
@@ -88,11 +88,23 @@ class Step:
 
 
 class RunState:
-    """Per-execution settings shared by nested subgraph runs (loop deadline, tracing)."""
+    """Per-execution settings shared by nested subgraph runs (loop deadline, tracing, profiling).
 
-    def __init__(self, loop_timeout_s: float, trace: Optional[dict] = None):
+    `profile`, when given, collects the seconds of each step of the model it profiles (a nested IF/WHILE
+    body's time counts in its IF/WHILE step)."""
+
+    def __init__(self, loop_timeout_s: float, trace: Optional[dict] = None, profile: Optional["Profile"] = None):
         self.loop_timeout_s = loop_timeout_s
         self.trace = trace
+        self.profile = profile
+
+
+class Profile:
+    """Per-operation wall time of one compiled model's runs: seconds[operation index] = [s, s, ...]."""
+
+    def __init__(self, compiled: "CompiledModel"):
+        self.root = compiled
+        self.seconds: dict = {}
 
 
 class OpContext:
@@ -285,6 +297,30 @@ class CompiledModel:
             self._arena.views[slot].clear()
         return buf[:need].view(dt).reshape(shape)
 
+    def run_operation(self, k: int, arrays: dict) -> list:
+        """Operation k on its own, with `arrays` ({operand: array}) for its non-constant inputs (constants
+        come from the model, omitted operands stay absent); copies of its output arrays. Parity's local
+        check feeds each operation the source framework's tensors this way."""
+        step = next((s for s in self.steps if s.index == k), None)
+        if step is None:
+            raise NnapiError(ResultCode.BAD_DATA, f"operation {k} does not exist")
+        ins = []
+        for i in step.inputs:
+            if i in self.constants or not 0 <= i < len(self.model.operands):
+                ins.append(self.constants.get(i))
+            elif i in arrays:
+                opnd, a = self.model.operands[i], np.asarray(arrays[i])
+                ins.append(Value(a, self._shaped_type(i, a.shape) if opnd.type.is_tensor else opnd.type,
+                                 opnd.channel_quant))
+            elif self.model.operands[i].lifetime == Lifetime.NO_VALUE:
+                ins.append(None)
+            else:
+                raise NnapiError(ResultCode.BAD_DATA, f"operation {k}: no value given for input operand {i}")
+        state = RunState(DEFAULT_LOOP_TIMEOUT_S, trace={})   # tracing: outputs in fresh arrays, not the plan's
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+            results = step.run(OpContext(self, step, ins, state))
+        return [None if r is None else np.array(r.array if isinstance(r, Value) else r, copy=True) for r in results]
+
     def subgraph(self, model) -> "CompiledModel":
         sub = self._cache.get(id(model))
         if sub is None:
@@ -325,11 +361,17 @@ class CompiledModel:
         for idx, v in zip(self._input_slots, inputs):
             env[idx] = v
         trace = state.trace
+        profile = state.profile.seconds if state.profile is not None and state.profile.root is self else None
         last = self._last
         for step, ins, outs, frees in self._program:
             ctx = OpContext(self, step, [env[i] for i in ins], state)
             try:
-                results = step.run(ctx)
+                if profile is None:
+                    results = step.run(ctx)
+                else:
+                    t0 = time.perf_counter()
+                    results = step.run(ctx)
+                    profile.setdefault(step.index, []).append(time.perf_counter() - t0)
             except NnapiError:
                 raise
             except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError, OverflowError,

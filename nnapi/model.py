@@ -77,6 +77,7 @@ class Model:
         self._finished = False
         self._io_identified = False
         self._writer: dict[int, int] = {}  # operand index -> operation index
+        self.state: list = []  # nnapi.state.StateVariable pairs of inputs and outputs (see nnapi/state.py)
 
     # -- state ---------------------------------------------------------------
     @property
@@ -202,6 +203,15 @@ class Model:
                                f"operation {self._writer[i]}", operand=i)
         self.inputs, self.outputs = tuple(int(i) for i in inputs), tuple(int(o) for o in outputs)
         self._io_identified = True
+
+    def set_state(self, entries) -> None:
+        """Declare state carried between executions: nnapi.state.StateVariable (variable, input
+        position, output position, initial value). After identify_inputs_and_outputs."""
+        self._check_mutable("set_state")
+        if not self._io_identified:
+            raise bad_state("set_state: identify the model inputs and outputs first")
+        from .state import check_state
+        self.state = check_state(self, entries)
 
     def relax_computation_float32_to_float16(self, allow: bool) -> None:
         self._check_mutable("relax_computation_float32_to_float16")

@@ -18,7 +18,11 @@ Metadata JSON: {"format": "nnapi-model", "version": 1, "main": 0,
 "operands": [{"code", "dims", "scale", "zero_point", "name", "lifetime",
 "channel_quant": null | {"scales", "channel_dim"},
 "value": null | {"offset", "length"}, "subgraph": null | index}],
-"operations": [{"code", "inputs", "outputs"}]}]}.
+"operations": [{"code", "inputs", "outputs"}]}]}, and, for a model that carries state
+between executions (nnapi/state.py), "state": [{"variable", "input", "output",
+"initial": {"offset", "length"}}] (input/output: positions in the main subgraph's inputs
+and outputs; initial: the stored bytes of the input operand's type, in the blob). Files
+without "state" are stateless; readers that predate it ignore the key.
 
 `load` checks every size against the file before reading or allocating, maps
 the blob with mmap instead of copying it, builds the models through the public
@@ -96,8 +100,17 @@ def to_bytes(model: Model) -> bytes:
             "operations": [{"code": int(op.code), "inputs": list(op.inputs), "outputs": list(op.outputs)}
                            for op in m.operations],
         })
-    meta = json.dumps({"format": "nnapi-model", "version": FORMAT_VERSION, "main": 0,
-                       "subgraphs": subgraphs}, separators=(",", ":")).encode()
+    doc = {"format": "nnapi-model", "version": FORMAT_VERSION, "main": 0, "subgraphs": subgraphs}
+    if model.state:
+        doc["state"] = []
+        for v in model.state:
+            data = np.ascontiguousarray(v.initial).tobytes()
+            offset = _align(len(blob))
+            blob.extend(b"\0" * (offset - len(blob)))
+            blob.extend(data)
+            doc["state"].append({"variable": v.variable, "input": v.input, "output": v.output,
+                                 "initial": {"offset": offset, "length": len(data)}})
+    meta = json.dumps(doc, separators=(",", ":")).encode()
     blob_offset = _align(HEADER_SIZE + len(meta))
     digest = hashlib.sha256(meta + bytes(blob)).digest()
     header = HEADER.pack(MAGIC, FORMAT_VERSION, 0, len(meta), blob_offset, len(blob), digest)
@@ -255,9 +268,34 @@ def _build(doc: dict, blob, where: str) -> Model:
                             [int(x) for x in op["outputs"]])
         m.identify_inputs_and_outputs([int(x) for x in sg["inputs"]], [int(x) for x in sg["outputs"]])
         m.relax_computation_float32_to_float16(bool(sg.get("relaxed", False)))
+        if k == main and doc.get("state"):
+            m.set_state(_state(doc["state"], m, blob))
         m.finish()
         building.discard(k)
         built[k] = m
         return m
 
-    return build(int(doc.get("main", 0)))
+    main = int(doc.get("main", 0))
+    return build(main)
+
+
+def _state(entries, model: Model, blob) -> list:
+    """The StateVariable entries of the metadata, their initial values read from the blob."""
+    from .state import StateVariable
+    if not isinstance(entries, list):
+        raise bad_data("state must be a list")
+    out = []
+    for k, e in enumerate(entries):
+        pos_in, pos_out = int(e["input"]), int(e["output"])
+        if not 0 <= pos_in < len(model.inputs):
+            raise bad_data(f"state {k}: input position {pos_in} out of range")
+        otype = model.operands[model.inputs[pos_in]].type
+        off, length = int(e["initial"]["offset"]), int(e["initial"]["length"])
+        if blob is None:
+            raise bad_data(f"state {k}: initial value but the file has no blob")
+        blob.check_range(off, length, f"state {k} initial value")
+        if otype.dtype is None or length % otype.dtype.itemsize:
+            raise bad_data(f"state {k}: {length} bytes do not fit input {otype.describe()}")
+        initial = np.frombuffer(bytes(blob.view(off, length)), otype.dtype)
+        out.append(StateVariable(_name(e["variable"], f"state {k} variable"), pos_in, pos_out, initial))
+    return out

@@ -162,6 +162,7 @@ class SourceWriter:
         self.emit()
         self._create()
         self._io_functions()
+        self._state_functions()
         self._compile_and_run()
         return "\n".join(self.lines) + "\n"
 
@@ -395,6 +396,34 @@ class SourceWriter:
             self.emit("    }")
             self.emit("}")
 
+    def _state_functions(self) -> None:
+        """The state pairs (nnapi/state.py): input/output indexes, names and initial values."""
+        p, m = self.prefix, self.model
+        for k, v in enumerate(m.state):
+            ctype, items = c_array(m.operands[m.inputs[v.input]].type, np.ascontiguousarray(v.initial).tobytes())
+            self.emit()
+            self.emit(f"static const {ctype} state_initial_{k}[] = {{ {comment(v.variable)}")
+            for line in wrap_items(items, " " * 4):
+                self.emit(line)
+            self.emit("};")
+        for fn, ret, default, value in (
+                ("state_input", "uint32_t", "UINT32_MAX", lambda k, v: f"{v.input}u"),
+                ("state_output", "uint32_t", "UINT32_MAX", lambda k, v: f"{v.output}u"),
+                ("state_initial", "const void*", "NULL", lambda k, v: f"state_initial_{k}"),
+                ("state_name", "const char*", "NULL", lambda k, v: string_literal(v.variable))):
+            self.emit()
+            self.emit(f"{ret} {p}_{fn}(uint32_t state) {{")
+            if m.state:
+                self.emit("    switch (state) {")
+                for k, v in enumerate(m.state):
+                    self.emit(f"    case {k}: return {value(k, v)};")
+                self.emit(f"    default: return {default};")
+                self.emit("    }")
+            else:
+                self.emit("    (void)state;")
+                self.emit(f"    return {default};")
+            self.emit("}")
+
     def _compile_and_run(self) -> None:
         p, P = self.prefix, self.prefix.upper()
         self.emit()
@@ -477,6 +506,15 @@ def header_text(model: Model, prefix: str, layout: Layout) -> str:
             t = model.operands[i].type
             io.append(f" *   {j}: {comment_text(string_literal(model.operands[i].name or ''))}, "
                       f"{comment_text(t.describe())}, {t.byte_size() or 'set at run time'}")
+    if model.state:
+        io.append(" *")
+        io.append(" * State carried between runs (NNAPI has no variables; index: variable, output -> input):")
+        io.extend(f" *   {k}: {comment_text(string_literal(v.variable))}, output {v.output} -> input {v.input}"
+                  for k, v in enumerate(model.state))
+        io.append(f" * Before the first {p}_run, fill input {p}_state_input(s) with the "
+                  f"{p}_input_bytes({p}_state_input(s))")
+        io.append(f" * bytes at {p}_state_initial(s); after each run, copy output {p}_state_output(s) into "
+                  f"it for the next.")
     io_text = "\n".join(io)
     macro_rows = [
         ("FEATURE_LEVEL", str(level), "NNAPI feature level the model needs"),
@@ -484,6 +522,7 @@ def header_text(model: Model, prefix: str, layout: Layout) -> str:
         ("INPUT_COUNT", f"{len(model.inputs)}u", "model inputs"),
         ("OUTPUT_COUNT", f"{len(model.outputs)}u", "model outputs"),
         ("SUBGRAPH_COUNT", f"{n_sub}u", "referenced models (IF/WHILE bodies)"),
+        ("STATE_COUNT", f"{len(model.state)}u", "state variables (input/output pairs carried between runs)"),
         ("WEIGHTS_SIZE", f"{len(layout.weights)}u", f"exact size of {p}_weights.bin in bytes"),
     ]
     width = max(len(f"#define {P}_{n} {v}") for n, v, _ in macro_rows) + 1
@@ -576,6 +615,16 @@ size_t {p}_input_bytes(uint32_t index);
 size_t {p}_output_bytes(uint32_t index);
 const char* {p}_input_name(uint32_t index);
 const char* {p}_output_name(uint32_t index);
+
+/*
+ * State variable `state` (0 .. {P}_STATE_COUNT - 1): the input that takes its value before a run, the
+ * output that gives its value after it, its value before the first run ({p}_input_bytes of that input),
+ * and its source name. UINT32_MAX / NULL past the end.
+ */
+uint32_t {p}_state_input(uint32_t state);
+uint32_t {p}_state_output(uint32_t state);
+const void* {p}_state_initial(uint32_t state);
+const char* {p}_state_name(uint32_t state);
 
 #ifdef __cplusplus
 }}

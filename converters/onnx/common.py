@@ -70,18 +70,19 @@ def ints(node, name: str, default=None) -> list:
     return [int(x) for x in v] if v is not None else None
 
 
-def known_rank(ctx, i: int) -> int:
-    """Tensor i's rank, or DYNAMIC_SHAPE when the model leaves it unknown (an axis cannot be placed)."""
-    if ctx.tensor(i).shape is None:
-        raise Unsupported(Reason.DYNAMIC_SHAPE, f"{ctx.node.label() if ctx.node else 'node'}: tensor "
-                                                f"{ctx.tensor(i).name!r} has unknown rank; declare its shape (or run "
-                                                f"onnx shape inference with the input shapes pinned)")
-    return len(ctx.source_shape(i))
+def known_rank(ctx, node, i: int) -> tuple:
+    """Tensor i's shape (0 for unknown extents); Unsupported when even its rank is unknown (an axis cannot be
+    placed)."""
+    shape = ctx.source_shape(i)
+    if not shape:  # (rank 0 reads as [1])
+        raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: tensor {ctx.tensor(i).name!r} has an unknown rank "
+                                                f"(pin the inputs with input_shapes)")
+    return tuple(shape)
 
 
 def axis_attr(ctx, node, i: int, default: int, name: str = "axis") -> int:
     """Attribute `name` of node as an axis of tensor i, in 0..rank-1 (INVALID when out of range)."""
-    rank = known_rank(ctx, i)
+    rank = len(known_rank(ctx, node, i))
     axis = int(node.attrs.get(name, default))
     if not -max(rank, 1) <= axis < max(rank, 1):
         raise Unsupported(Reason.INVALID, f"{node.label()}: {name} {axis} is out of range for rank {rank}")
@@ -90,7 +91,7 @@ def axis_attr(ctx, node, i: int, default: int, name: str = "axis") -> int:
 
 def axes_of(ctx, node, i: int, axes, what: str = "axes") -> list:
     """ONNX axes of tensor i normalised to 0..rank-1, sorted and distinct (INVALID when out of range)."""
-    rank = known_rank(ctx, i)
+    rank = len(known_rank(ctx, node, i))
     if any(not -rank <= a < rank for a in axes):
         raise Unsupported(Reason.INVALID, f"{node.label()}: {what} {list(axes)} out of range for rank {rank}")
     return sorted({a % rank for a in axes})

@@ -123,8 +123,8 @@ class _Reader:
             opsets[o.domain or ""] = int(o.version)
         if "ai.onnx" in opsets:
             opsets.setdefault("", opsets["ai.onnx"])
-        if "" not in opsets:
-            raise SourceError(f"{self.where}: the model imports no default ONNX opset")
+        # a model of only ai.onnx.ml (or training-domain) nodes imports no default opset: valid ONNX, and its
+        # nodes are then refused one by one (no converter serves those domains)
         self.subgraphs: list = []  # If/Loop bodies: graphs 1.. of the SourceModel
         if not self.proto.graph.output:
             raise SourceError(f"{self.where}: the graph has no outputs")

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..convert import ConversionResult, convert_source
+from ..convert import SOURCE_PASSES, ConversionResult, convert_source
 from ..source_graph import SourceError
 from .reader import read_tflite
+from .variables import lower_variables
 
 read = read_tflite
 
@@ -36,5 +37,7 @@ def convert(path_or_bytes, feature_level: int = 8, input_shapes: Optional[dict] 
     source = select_signature(read_tflite(path_or_bytes), signature)
     return convert_source(source, feature_level, input_shapes, partial)
 
+
+SOURCE_PASSES["tflite"] = [lower_variables]  # resource variables -> state inputs and outputs
 
 from . import ops  # noqa: E402,F401  (registers the TFLite converters)

@@ -101,14 +101,15 @@ class GraphBuilder:
         self.sg.outputs.extend(indexes)
 
     # -- operators -------------------------------------------------------------
-    def _opcode(self, op: str, version: int) -> int:
-        key = (op, version)
+    def _opcode(self, op: str, version: int, custom_code: Optional[str] = None) -> int:
+        key = (op, version, custom_code)
         if key not in self.root.opcodes:
             oc = schema.OperatorCodeT()
             code = getattr(schema.BuiltinOperator, op)
             oc.builtinCode = code
             oc.deprecatedBuiltinCode = min(code, 127)
             oc.version = version
+            oc.customCode = custom_code
             self.root.opcodes[key] = len(self.root.opcode_list)
             self.root.opcode_list.append(oc)
         return self.root.opcodes[key]
@@ -131,6 +132,19 @@ class GraphBuilder:
                 setattr(opts, attr, v)
             o.builtinOptionsType = getattr(schema.BuiltinOptions, options)
             o.builtinOptions = opts
+        self.sg.operators.append(o)
+        return len(self.sg.operators) - 1
+
+    def custom(self, custom_code: str, inputs: Sequence[int], outputs: Sequence[int], options: bytes = b"",
+               version: int = 1) -> int:
+        """Add a custom operator (CUSTOM with `custom_code`); `options` are its raw custom option bytes
+        (a flexbuffer or a C parameter struct, as the operator defines)."""
+        o = schema.OperatorT()
+        o.opcodeIndex = self._opcode("CUSTOM", version, custom_code)
+        o.inputs, o.outputs = list(inputs), list(outputs)
+        if options:
+            o.customOptions = list(bytes(options))
+            o.customOptionsFormat = schema.CustomOptionsFormat.FLEXBUFFERS
         self.sg.operators.append(o)
         return len(self.sg.operators) - 1
 

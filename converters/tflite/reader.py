@@ -31,9 +31,11 @@ _SKIP_METHODS = {"Init", "GetRootAs"}
 _READ_ERRORS = (struct.error, IndexError, ValueError, TypeError, AttributeError, UnicodeDecodeError,
                 OverflowError, RecursionError)
 MAX_DIM = 1 << 31
-# Inputs (and outputs) every TFLite kernel of these builtins requires (the
-# NumInputs/NumOutputs checks of their Prepare functions); an operator with
-# fewer is malformed, whatever converter handles it.
+# The arity of each builtin's signature (the NumInputs/NumOutputs checks of its LiteRT kernel's
+# Prepare): an operator with fewer inputs or outputs is malformed, whatever converter handles it.
+# Most builtins write at least one output; the ones below do not have to (CALL_ONCE runs a
+# subgraph, ASSIGN_VARIABLE and HASHTABLE_IMPORT write state, IF and WHILE may return nothing),
+# and a custom operator's signature is its kernel's business.
 _MIN_INPUTS = {
     **dict.fromkeys(("ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "POW", "SQUARED_DIFFERENCE",
                      "FLOOR_DIV", "FLOOR_MOD", "LESS", "GREATER", "EQUAL", "NOT_EQUAL", "LESS_EQUAL",
@@ -42,12 +44,21 @@ _MIN_INPUTS = {
                      "REDUCE_ANY", "REDUCE_ALL", "PAD", "PADV2", "MIRROR_PAD", "TRANSPOSE", "GATHER", "SPLIT",
                      "RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR", "ARG_MAX", "ARG_MIN", "TOPK_V2", "TILE",
                      "EXPAND_DIMS", "FILL", "BATCH_MATMUL", "EMBEDDING_LOOKUP", "REVERSE_V2",
-                     "BROADCAST_TO", "GATHER_ND"), 2),
+                     "BROADCAST_TO", "GATHER_ND", "ASSIGN_VARIABLE"), 2),
     **dict.fromkeys(("TRANSPOSE_CONV", "SLICE", "SPLIT_V", "BATCH_TO_SPACE_ND", "SPACE_TO_BATCH_ND", "SELECT",
-                     "SELECT_V2", "HASHTABLE_LOOKUP"), 3),
+                     "SELECT_V2", "HASHTABLE_LOOKUP", "HASHTABLE_FIND", "HASHTABLE_IMPORT"), 3),
+    **dict.fromkeys(("READ_VARIABLE", "HASHTABLE_SIZE", "IF"), 1),
     "STRIDED_SLICE": 4,
 }
-_MIN_OUTPUTS = {"TOPK_V2": 2, "HASHTABLE_LOOKUP": 2}
+_MIN_OUTPUTS = {"TOPK_V2": 2, "HASHTABLE_LOOKUP": 2,
+                **dict.fromkeys(("CALL_ONCE", "ASSIGN_VARIABLE", "HASHTABLE_IMPORT", "IF", "WHILE"), 0)}
+
+
+def _arity(name: str) -> tuple[int, int]:
+    """(fewest inputs, fewest outputs) of builtin `name`'s signature."""
+    if name.startswith(("CUSTOM:", "UNKNOWN_BUILTIN_")):
+        return 0, 0
+    return _MIN_INPUTS.get(name, 0), _MIN_OUTPUTS.get(name, 1)
 
 
 def _snake(name: str) -> str:
@@ -162,10 +173,11 @@ def _tensor(sg, j: int, buffers: list, where: str, label: str) -> SourceTensor:
                           f"the file has {len(buffers)} buffers")
     raw = buffers[b] if b < len(buffers) else None
     data = None
-    if raw is not None and raw.size:
-        if dtype is None:
-            raise SourceError(f"{where}: {label} tensor {j} ({name!r}) has constant data of unsupported type "
-                              f"{TENSOR_TYPE_NAMES.get(ttype, ttype)}")
+    if raw is not None and raw.size and dtype is None:
+        # a type numpy has no dtype for (STRING, INT4, ...): the raw bytes, which converters refuse by type
+        data = raw.view(np.uint8)
+        data.flags.writeable = False
+    elif raw is not None and raw.size:
         itemsize = np.dtype(dtype).itemsize
         count = math.prod(shape) if shape else 1
         if t.Sparsity() is None and raw.size != count * itemsize:
@@ -248,7 +260,7 @@ def _read_model(model, data: bytes, where: str, path, ctx) -> SourceModel:
                 node.custom_options = bytes(op.CustomOptionsAsNumpy())
             node.intermediates = check_indexes(op.IntermediatesAsNumpy() if op.IntermediatesLength() else [],
                                                f"{label} operator {k} intermediates", False)
-            need_in, need_out = _MIN_INPUTS.get(name, 0), max(1, _MIN_OUTPUTS.get(name, 1))
+            need_in, need_out = _arity(name)
             if len(node.inputs) < need_in or len(node.outputs) < need_out:
                 raise SourceError(f"{where}: {label} operator {k} ({name}) has {len(node.inputs)} inputs and "
                                   f"{len(node.outputs)} outputs; it needs at least {need_in} and {need_out}")

@@ -18,3 +18,48 @@ def test_bench_json_fields(tmp_path):
         assert key in r
     assert r["reference"] == "litert" and r["ratio"] > 0
     assert r["planned_peak_bytes"] == 2 * 1 * 3 * 5 * 2 * 4  # two float32 1x3x5x2 intermediates alive at once
+
+
+def test_bench_profile_covers_every_operation(tmp_path):
+    from pathlib import Path
+
+    import nnapi
+    from converters import tflite
+    from converters.macs import graph_macs
+    sample = Path(__file__).resolve().parents[2] / "samples" / "mobilenet_float.tflite"
+    out = tmp_path / "bench.json"
+    assert main(["bench", str(sample), "--profile", "--runs", "3", "--warmup", "1", "--format", "json",
+                 "-o", str(out)]) == 0
+    r = json.loads(out.read_text())
+    model = tflite.convert(str(sample)).model
+    assert sorted(e["operation_index"] for e in r["profile"]) == list(range(len(model.operations)))
+    assert [e["nnapi_op"] for e in sorted(r["profile"], key=lambda e: e["operation_index"])] == \
+        [op.code.name for op in model.operations]
+    ms = [e["ms"] for e in r["profile"]]
+    assert ms == sorted(ms, reverse=True) and all(m >= 0 for m in ms)       # slowest first
+    assert abs(sum(e["share"] for e in r["profile"]) - 1) < 1e-9
+    assert abs(r["profile"][-1]["cumulative_share"] - 1) < 1e-9
+    assert abs(r["profile_total_ms"] - sum(ms)) < 1e-9
+    # every multiply-accumulate of the source graph is charged to exactly one operation
+    assert sum(e["macs"] for e in r["profile"]) == sum(graph_macs(tflite.read(str(sample)).main)) == r["macs"]
+    assert all(e["source_node"] for e in r["profile"])
+    by_op = {e["nnapi_op"]: e["count"] for e in r["by_op"]}
+    assert sum(by_op.values()) == len(model.operations)
+    assert by_op == {c: [op.code.name for op in model.operations].count(c) for c in by_op}
+    assert isinstance(model.operations[0].code, nnapi.OperationCode)
+
+
+def test_bench_holds_the_executor_blas_to_the_thread_count(tmp_path):
+    from threadpoolctl import threadpool_info
+    src = tmp_path / "m.tflite"
+    three_op_model(src)
+    before = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    for threads in sorted({1, min(2, max(before or [1]))}):   # a one-core BLAS cannot take 2
+        out = tmp_path / f"bench{threads}.json"
+        assert main(["bench", str(src), "--threads", str(threads), "--runs", "2", "--format", "json",
+                     "-o", str(out)]) == 0
+        r = json.loads(out.read_text())
+        assert r["threads"] == threads and r["blas"]["threads"] == threads and r["blas"]["library"]
+    # the limit is lifted afterwards
+    assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] == before
+    assert main(["bench", str(src), "--threads", "0"]) == 3

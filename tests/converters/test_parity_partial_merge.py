@@ -48,9 +48,10 @@ def test_partition_statistics_cover_every_sample():
 def test_partition_record_keeps_the_documented_fields():
     merged = check(INT8, feature_level=1, samples=2, partial=True).as_dict()
     fields = {"name", "shape", "dtype", "max_abs_error", "max_rel_error", "mean_abs_error", "cosine",
-              "lsb_histogram", "exact_fraction", "passed", "allowed"}
+              "lsb_histogram", "exact_fraction", "passed", "allowed", "tolerance", "spread", "top1_agreement",
+              "top5_agreement", "classified_rows", "spread_ratio"}
     for part in merged["partitions"]:
-        assert set(part) == {"index", "nodes", "passed", "outputs"}
+        assert set(part) == {"index", "nodes", "passed", "outputs", "fed"}
         for out in part["outputs"]:
             assert set(out) == fields
     assert "partition 0" in render(check(INT8, feature_level=1, samples=2, partial=True), "html")

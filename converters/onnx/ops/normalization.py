@@ -13,7 +13,7 @@ from ..layout import NHWC
 
 def channel_const(ctx, x: int, values: np.ndarray, name: str) -> int:
     """A float constant broadcasting `values` along tensor x's channel axis (ONNX axis 1) in its layout."""
-    rank = known_rank(ctx, x)
+    rank = len(known_rank(ctx, ctx.node, x))
     if rank < 2:
         raise Unsupported(Reason.RANK, f"{ctx.node.label()}: {ctx.tensor(x).name!r} has rank {rank}; the channel "
                                        f"axis 1 needs rank 2 or more")

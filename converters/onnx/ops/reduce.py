@@ -20,7 +20,7 @@ def reduce_mean(node, ctx):
                       axes=ctx.const(np.asarray(sorted(set(axes)), np.int32)),
                       keep_dims=ctx.i32(int(node.attrs.get("keepdims", 1))))
         return
-    rank = known_rank(ctx, x)
+    rank = len(known_rank(ctx, node, x))
     if not axes:
         if node.attrs.get("noop_with_empty_axes", 0):
             ctx.forward(x, node.outputs[0])

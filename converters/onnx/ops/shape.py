@@ -52,7 +52,7 @@ def reshape(node, ctx):
 def transpose(node, ctx):
     """Transpose as one TRANSPOSE composed with the input's layout (nothing when they cancel)."""
     x, y = node.inputs[0], node.outputs[0]
-    rank = known_rank(ctx, x)
+    rank = len(known_rank(ctx, node, x))
     perm = tuple(ints(node, "perm", list(range(rank - 1, -1, -1))))
     if sorted(perm) != list(range(rank)):
         raise Unsupported(Reason.INVALID, f"{node.label()}: perm {list(perm)} is not a permutation of the "
@@ -76,21 +76,29 @@ def concat(node, ctx):
 
 @onnx_op("Split", versions=(7, OPSET_MAX))
 def split(node, ctx):
-    """Split: SPLIT for equal parts, else one SLICE per output."""
+    """Split: SPLIT for equal parts, else one SLICE per output (the `split` attribute before opset 13, the
+    input after; without it equal parts, the last one smaller for num_outputs (opset 18))."""
     x = node.inputs[0]
-    shape = ctx.source_shape(x)
+    shape = known_rank(ctx, node, x)
     axis = axis_attr(ctx, node, x, 0)
     outs = [o for o in node.outputs if o >= 0]
     sizes = ints(node, "split") if node.version < 13 else const_ints(ctx, node, 1, "split")
+    n = len(node.outputs)
     if sizes is None and shape[axis]:
-        n = len(node.outputs)
         step = -(-shape[axis] // n)
         sizes = [min(step, shape[axis] - k * step) for k in range(n)]
+    if sizes is not None and (len(sizes) != n or any(v < 0 for v in sizes)
+                              or shape[axis] and sum(sizes) != shape[axis]):
+        raise Unsupported(Reason.INVALID, f"{node.label()}: split {sizes} for {n} outputs of an axis of extent "
+                                          f"{shape[axis]}")
+    if sizes is not None and 0 in sizes and len(set(sizes)) > 1:  # (a SLICE of extent 0)
+        raise Unsupported(Reason.INVALID, f"{node.label()}: split {sizes} has an empty part (NNAPI has no empty "
+                                          f"tensors)")
     a = ctx.axis(x, axis)
     src = ctx.operand(x)
-    if sizes is None or len(set(sizes)) == 1 and len(outs) == len(node.outputs):
+    if sizes is None or len(set(sizes)) == 1 and len(outs) == n:
         ctx.emit_form(Op.SPLIT, "default", [ctx.output(o) for o in node.outputs], input=src, axis=ctx.i32(a),
-                      num_splits=ctx.i32(len(node.outputs)))
+                      num_splits=ctx.i32(n))
         return
     start = 0
     for o, size in zip(node.outputs, sizes):
@@ -120,7 +128,7 @@ def _slice_bounds(dim: int, start: int, end: int, step: int):
 def slice_(node, ctx):
     """Slice (constant starts/ends/axes/steps) as STRIDED_SLICE on the remapped axes."""
     x, y = node.inputs[0], node.outputs[0]
-    rank = known_rank(ctx, x)
+    rank = len(known_rank(ctx, node, x))
     shape = ctx.source_shape(x)
     if node.version < 10:
         starts, ends = ints(node, "starts"), ints(node, "ends")
@@ -179,7 +187,7 @@ def gather(node, ctx):
 def pad(node, ctx):
     """Pad: constant mode as PAD (zero) / PAD_V2 (other value), reflect as MIRROR_PAD."""
     x, y = node.inputs[0], node.outputs[0]
-    rank = known_rank(ctx, x)
+    rank = len(known_rank(ctx, node, x))
     mode = node.attrs.get("mode", "constant")
     if node.version < 11:
         pads, value = ints(node, "pads"), float(node.attrs.get("value", 0.0))

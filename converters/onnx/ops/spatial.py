@@ -71,6 +71,10 @@ def _check_sampling(node, ctx, out_hw, in_hw) -> None:
     k = 1 if node.version < 11 else 2
     scales_in = node.inputs[k] if k < len(node.inputs) else -1
     sizes_in = node.inputs[3] if node.version >= 11 and len(node.inputs) > 3 else -1
+    if scales_in >= 0 and sizes_in < 0 and not ctx.is_const(scales_in):
+        raise Unsupported(Reason.NON_CONSTANT_OPERAND, f"{node.label()}: scales {ctx.tensor(scales_in).name!r} are "
+                                                       f"given at run time; ONNX samples with the scale, NNAPI with "
+                                                       f"the size ratio, the same only for scales known to fit")
     if scales_in >= 0 and sizes_in < 0 and ctx.is_const(scales_in) and ctx.const_value(scales_in).size:
         scales = [float(v) for v in ctx.const_value(scales_in).ravel()]
         axes = node.attrs.get("axes") or list(range(len(scales)))

@@ -94,9 +94,31 @@ def _with_copied_outputs(model: nnapi.Model, label: str) -> nnapi.Model:
     return m
 
 
+# operators whose effect outlives the subgraph that runs them (writes of variables and tables, custom kernels)
+_EFFECTS = ("ASSIGN_VARIABLE", "CALL_ONCE", "HASHTABLE_IMPORT")
+
+
+def _check_no_effects(ctx, node, keys, seen=None) -> None:
+    """A control-flow operator with no outputs can be left out only when its subgraphs change nothing."""
+    seen = set() if seen is None else seen
+    for key in keys:
+        k = node.subgraphs.get(key)
+        if k is None or k in seen:
+            continue
+        seen.add(k)
+        for n in ctx.graphs[k].nodes:
+            if n.op in _EFFECTS or n.op.startswith("CUSTOM:"):
+                raise Unsupported(Reason.UNSUPPORTED_OPERATOR, f"{node.op} with no outputs runs {n.op} in subgraph "
+                                                               f"{ctx.graphs[k].name!r}, an effect NNAPI cannot keep")
+            _check_no_effects(ctx, n, list(n.subgraphs), seen)
+
+
 @converter("tflite", "IF", versions=(1, 1))
 def if_(node, ctx):
     """outputs = then_subgraph(inputs) if cond else else_subgraph(inputs)."""
+    if not node.outputs:
+        _check_no_effects(ctx, node, ("then_subgraph_index", "else_subgraph_index"))
+        return  # nothing observable: it emits nothing (NNAPI's IF needs an output)
     cond = node.inputs[0]
     t = ctx.tensor(cond)
     if np.dtype(t.dtype) != np.bool_ or int(np.prod(ctx.shape(cond))) != 1 or len(ctx.shape(cond)) != 1:

@@ -77,8 +77,8 @@ def squeeze(node, ctx):
     if any(shape[a] != 1 for a in axes):
         raise Unsupported(Reason.INVALID, f"SQUEEZE of {name(ctx, x)}: dimensions {sorted(axes)} are not all 1")
     src = ctx.operand(x)
-    # SQUEEZE has no int32 form; RESHAPE to the static result does the same (int32 from level 6)
-    if ctx.feature_level >= 2 and otype(ctx, src).code != C.TENSOR_INT32:
+    # SQUEEZE has no int32 or bool form; RESHAPE to the static result does the same (see reshape)
+    if ctx.feature_level >= 2 and otype(ctx, src).code not in (C.TENSOR_INT32, C.TENSOR_BOOL8):
         ctx.emit_form(Op.SQUEEZE, "default", [ctx.output(out)], input=src,
                       axes=ctx.const(np.asarray(sorted(axes), np.int32)))
     else:
@@ -98,7 +98,7 @@ def expand_dims(node, ctx):
         raise Unsupported(Reason.INVALID, f"EXPAND_DIMS axis has {len(axis)} values, expected 1")
     rank = true_rank(ctx, x)
     a = norm_axis(axis[0], rank + 1, "EXPAND_DIMS axis")
-    if ctx.feature_level >= 3:
+    if ctx.feature_level >= 3 and ctx.tensor(x).dtype != np.bool_:  # no bool form: RESHAPE (see reshape)
         ctx.emit_form(Op.EXPAND_DIMS, "default", [ctx.output(out)], input=ctx.operand(x), axis=ctx.i32(a))
         return
     shape = list(static_shape(ctx, x))[:rank]

@@ -1,0 +1,125 @@
+"""Local parity (`nnapi parity --local`): every NNAPI operation judged on its own.
+
+Each operation is fed the source framework's tensors for its inputs (where an input mirrors a source
+tensor; an operand the converter made internally gets the executor's own value), run alone by the
+executor (`CompiledModel.run_operation`), and its outputs are compared with the framework's tensors.
+A quantized model's error then shows where it arises instead of how it compounds: the default verdict
+for quantized models is that every operation is within one stored unit of the framework kernels that
+share NNAPI's arithmetic (LiteRT's reference kernels for TFLite).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from .context import stored
+
+# the framework kernels whose arithmetic NNAPI's quantized operations are defined as
+LOCAL_REFERENCES = {"tflite": "litert-ref", "onnx": "onnxruntime"}
+
+
+def _nnapi_layout(result, operand: int, value: np.ndarray) -> np.ndarray:
+    """A source tensor as the NNAPI operand holds it (layout permutation, int8 storage, rank-0 as [1])."""
+    model = result.model
+    t = model.operands[operand].type
+    perm = result.operand_perm.get(operand)
+    x = np.asarray(value)
+    if perm is not None:
+        x = np.ascontiguousarray(np.transpose(x, perm))
+    x = stored(t.code, x)
+    dims = tuple(t.dimensions or ())
+    if t.is_tensor and x.shape != dims and dims and 0 not in dims and x.size == int(np.prod(dims)):
+        x = x.reshape(dims)
+    return x.astype(t.dtype) if t.dtype is not None and x.dtype != t.dtype else x
+
+
+def local_check(result, trace: dict, ref_tensors: dict, tol: dict, dq_steps: dict, reference: str,
+                previous: Optional[list] = None) -> list:
+    """Per NNAPI operation that writes a source tensor: its error when fed the framework's inputs.
+    `previous` (the same list from earlier samples or steps) is folded in: worst case per operation."""
+    from executor.runtime import compile_model
+    from nnapi.validate import execution_order
+
+    from .parity import _rank0_as_source, _to_source_layout, compare, tolerance_for
+    model, graph = result.model, result.source.main
+    compiled = compile_model(model)
+    constant = {i for i, o in enumerate(model.operands) if o.is_constant or o.lifetime.name == "NO_VALUE"}
+    by_op = {e["operation_index"]: e for e in previous or []}
+    node_of = result.operation_nodes or []
+    for k in execution_order(model):
+        op = model.operations[k]
+        arrays = {}
+        for i in op.inputs:
+            if i < 0 or i in constant:
+                continue
+            t = result.operand_map.get(i, (None,))[0]
+            if t is not None and ref_tensors.get(t) is not None:
+                arrays[i] = _nnapi_layout(result, i, ref_tensors[t])
+            elif i in trace:
+                arrays[i] = trace[i]
+        if any(i >= 0 and i not in constant and i not in arrays for i in op.inputs):
+            continue
+        try:
+            outs = compiled.run_operation(k, arrays)
+        except Exception:  # noqa: BLE001 - a framework tensor this operation cannot take (shape): not judged
+            continue
+        for o, got in zip(op.outputs, outs):
+            t_index = result.operand_map.get(o, (None,))[0]
+            ref = ref_tensors.get(t_index) if t_index is not None else None
+            if ref is None or got is None:
+                continue
+            tensor = graph.tensors[t_index]
+            mine = _to_source_layout(result, o, got, tensor.dtype)
+            if mine.size == ref.size:
+                mine = mine.reshape(ref.shape)
+            quantized = tensor.quant is not None and ref.dtype.kind in "iu"
+            par = compare(tensor.name, ref, _rank0_as_source(mine, ref), quantized, model.relaxed,
+                          tolerance_for(tol, dq_steps, t_index))
+            units = par.max_abs_error if quantized else None
+            node = node_of[k] if k < len(node_of) else None
+            entry = {"operation_index": k, "nnapi_op": op.code.name, "source_tensor": tensor.name,
+                     "source_node": None if node is None else f"{node} {graph.nodes[node].op}",
+                     "reference": reference, "max_abs_error": par.max_abs_error, "max_units": units,
+                     "allowed": par.allowed, "passed": par.passed}
+            old = by_op.get(k)
+            if old is not None:   # an earlier sample or step: keep the worst error and every failure
+                entry["passed"] = entry["passed"] and old["passed"]
+                if old["max_abs_error"] > entry["max_abs_error"]:
+                    entry.update(max_abs_error=old["max_abs_error"], max_units=old["max_units"],
+                                 allowed=old["allowed"])
+            by_op[k] = entry
+            break   # one entry per operation: its first output that mirrors a source tensor
+    return [by_op[k] for k in sorted(by_op)]
+
+
+def drift_summary(outputs: list) -> dict:
+    """The end-to-end figures reported next to a local verdict: the largest stored-unit error, the lowest
+    cosine and, for classifier-shaped outputs, the lowest top-1 / top-5 agreement."""
+    quantized = [o for o in outputs if o.lsb_histogram is not None]
+    top1 = [o.top1_agreement for o in outputs if o.top1_agreement is not None]
+    top5 = [o.top5_agreement for o in outputs if o.top5_agreement is not None]
+    return {"max_units": max((o.max_abs_error for o in quantized), default=None),
+            "max_abs_error": max((o.max_abs_error for o in outputs), default=None),
+            "cosine": min((o.cosine for o in outputs), default=None),
+            "top1_agreement": min(top1) if top1 else None, "top5_agreement": min(top5) if top5 else None}
+
+
+def drift_line(local: list, drift: dict, samples: int) -> str:
+    """One line: e.g. 'every operation within 1 unit; drift 7 units at the outputs from compounding
+    (cosine 0.9998, top-1 agreement 100% over 20 samples)'."""
+    worst = max((e["max_units"] for e in local if e["max_units"] is not None), default=0)
+    failing = [e for e in local if not e["passed"]]
+    head = (f"every operation within {worst:g} unit(s) of {local[0]['reference']}" if local and not failing else
+            f"{len(failing)} operation(s) beyond their tolerance, first operation {failing[0]['operation_index']} "
+            f"({failing[0]['nnapi_op']} writing {failing[0]['source_tensor']!r}: {failing[0]['max_abs_error']:g})"
+            if failing else "no operation could be judged locally")
+    bits = []
+    if drift.get("cosine") is not None:
+        bits.append(f"cosine {drift['cosine']:.6f}")
+    if drift.get("top1_agreement") is not None:
+        bits.append(f"top-1 agreement {drift['top1_agreement']:.0%}")
+    bits.append(f"over {samples} sample(s)")
+    units = drift.get("max_units")
+    size = f"{units:g} unit(s)" if units is not None else f"{drift.get('max_abs_error') or 0:.3g}"
+    return f"{head}; end-to-end drift {size} at the outputs from compounding ({', '.join(bits)})"

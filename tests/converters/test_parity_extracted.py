@@ -1,0 +1,91 @@
+"""Partition parity when the framework cannot run the whole model: partitions as extracted sub-models."""
+import numpy as np
+from ai_edge_litert import schema_py_generated as schema
+
+from converters.extract import tflite_submodel
+from converters.parity import check
+from converters.runners import run_litert
+from converters.tflite.authoring import GraphBuilder
+
+GAIN = np.linspace(0.5, 2.0, 8, dtype=np.float32).reshape(1, 8)
+
+
+def custom_in_the_middle(path):
+    """x -> ADD 1 -> CUSTOM 'NoSuchOp' (LiteRT has no kernel: it cannot run the model) -> MUL gain -> y."""
+    g = GraphBuilder()
+    x = g.input("x", [1, 8])
+    one = g.const("one", np.ones((1, 8), np.float32))
+    a = g.tensor("added", [1, 8])
+    g.op("ADD", [x, one], [a], "AddOptions")
+    c = g.tensor("customised", [1, 8])
+    oc = schema.OperatorCodeT()
+    oc.builtinCode = oc.deprecatedBuiltinCode = schema.BuiltinOperator.CUSTOM
+    oc.customCode, oc.version = "NoSuchOp", 1
+    g.root.opcode_list.append(oc)
+    o = schema.OperatorT()
+    o.opcodeIndex, o.inputs, o.outputs = len(g.root.opcode_list) - 1, [a], [c]
+    g.sg.operators.append(o)
+    gain = g.const("gain", GAIN)
+    y = g.tensor("y", [1, 8])
+    g.op("MUL", [c, gain], [y], "MulOptions")
+    g.output(y)
+    data = g.finish()
+    path.write_bytes(data)
+    return data
+
+
+def test_a_submodel_runs_just_its_nodes(tmp_path):
+    data = custom_in_the_middle(tmp_path / "m.tflite")
+    x = np.arange(8, dtype=np.float32).reshape(1, 8)
+    (first,) = run_litert(tflite_submodel(data, 0, [0], [0], [2]), [x])
+    np.testing.assert_array_equal(first, x + 1)                    # by hand: ADD of ones
+    (last,) = run_litert(tflite_submodel(data, 0, [2], [3], [5]), [x])
+    np.testing.assert_array_equal(last, x * GAIN)
+
+
+def test_partial_parity_checks_each_partition_as_a_submodel(tmp_path):
+    path = tmp_path / "m.tflite"
+    custom_in_the_middle(path)
+    r = check(str(path), partial=True, samples=2).as_dict()
+    assert "NoSuchOp" in r["whole_model_run"]
+    assert r["passed"] and len(r["partitions"]) == 2
+    first, second = r["partitions"]
+    assert first["nodes"] == [0] and second["nodes"] == [2]
+    assert "the model's inputs" in first["fed"]
+    assert "seeded random values for 'customised'" in second["fed"]
+    assert [o["name"] for o in first["outputs"]] == ["added"] and [o["name"] for o in second["outputs"]] == ["y"]
+    assert all(o["max_abs_error"] <= 1e-6 for p in r["partitions"] for o in p["outputs"])
+
+
+def custom_converted_in_the_middle(path):
+    """x -> ADD 1 -> CUSTOM Convolution2DTransposeBias (the converter makes it TRANSPOSE_CONV_2D; LiteRT's
+    built-in kernels have none) -> MUL 2 -> y: converted whole, yet LiteRT `litert` cannot run it."""
+    rng = np.random.default_rng(0)
+    g = GraphBuilder()
+    x = g.input("x", [1, 3, 3, 2])
+    a = g.tensor("added", [1, 3, 3, 2])
+    g.op("ADD", [x, g.const("one", np.ones((1, 3, 3, 2), np.float32))], [a], "AddOptions")
+    w = g.const("w", rng.standard_normal((2, 2, 2, 2)).astype(np.float32))
+    b = g.const("b", rng.standard_normal(2).astype(np.float32))
+    c = g.tensor("upsampled", [1, 5, 5, 2])
+    g.custom("Convolution2DTransposeBias", [a, w, b], [c], np.asarray([1, 2, 2], "<i4").tobytes())  # SAME, 2, 2
+    y = g.tensor("y", [1, 5, 5, 2])
+    g.op("MUL", [c, g.const("two", np.full((1, 1, 1, 2), 2, np.float32))], [y], "MulOptions")
+    g.output(y)
+    path.write_bytes(g.finish())
+
+
+def test_a_complete_conversion_is_checked_segment_by_segment_where_the_framework_lacks_a_custom_op(tmp_path):
+    from converters import tflite
+    path = tmp_path / "m.tflite"
+    custom_converted_in_the_middle(path)
+    assert tflite.convert(str(path)).complete
+    r = check(str(path)).as_dict()
+    assert "Convolution2DTransposeBias" in r["whole_model_run"]
+    assert r["passed"] and [p["nodes"] for p in r["partitions"]] == [[0], [2]]
+    assert all(p["segment"] and "executor's values" in p["fed"] for p in r["partitions"])
+    assert [o["name"] for o in r["partitions"][0]["outputs"]] == ["added"]
+    assert [o["name"] for o in r["partitions"][1]["outputs"]] == ["y"]
+    # against XNNPACK, which has the custom kernel, the whole model is compared as usual
+    whole = check(str(path), reference="litert-xnnpack").as_dict()
+    assert whole["passed"] and "whole_model_run" not in whole and whole["outputs"][0]["name"] == "y"

@@ -1,0 +1,46 @@
+"""Local parity: every NNAPI operation fed the framework's tensors; the default verdict for quantized models."""
+import numpy as np
+
+import nnapi
+from converters import tflite
+from converters.parity import check
+
+from .test_parity_tolerance import _sample, _with_constant
+
+
+def test_quantized_models_are_judged_operation_by_operation_against_the_reference_kernels():
+    r = check(_sample("mobilenet_int8.tflite")).as_dict()
+    assert r["verdict"]["rule"] == "local" and r["verdict"]["local_reference"] == "litert-ref"
+    model = tflite.convert(_sample("mobilenet_int8.tflite")).model
+    judged = {e["operation_index"] for e in r["local"]}
+    assert judged and judged <= set(range(len(model.operations)))
+    assert all(e["max_units"] is not None and e["passed"] and e["reference"] == "litert-ref" for e in r["local"])
+    assert r["passed"] and "end-to-end drift" in r["verdict"]["summary"]
+    assert set(r["verdict"]["drift"]) == {"max_units", "max_abs_error", "cosine", "top1_agreement", "top5_agreement"}
+
+
+def test_an_altered_quantized_weight_fails_at_its_own_operation(tmp_path):
+    model = tflite.convert(_sample("mobilenet_int8.tflite")).model
+    (w,) = [i for i, o in enumerate(model.operands) if o.name == "pw1/w"]
+    (user,) = [k for k, op in enumerate(model.operations) if w in op.inputs]
+    path = tmp_path / "m.nnapi"
+    nnapi.save(model, path)
+    loaded = nnapi.load(path)
+    weights = np.asarray(loaded.operands[w].value).copy()
+    weights.reshape(-1)[: weights.size // 4] = np.clip(weights.reshape(-1)[: weights.size // 4].astype(np.int16) + 40,
+                                                       -127, 127)
+    nnapi.save(_with_constant(loaded, w, weights), path)
+    r = check(_sample("mobilenet_int8.tflite"), converted=str(path)).as_dict()
+    assert not r["passed"]
+    failing = [e for e in r["local"] if not e["passed"]]
+    assert failing and failing[0]["operation_index"] == user
+    # the operations before it are fed the framework's tensors, so they still pass
+    assert all(e["passed"] for e in r["local"] if e["operation_index"] < user)
+
+
+def test_max_lsb_makes_the_end_to_end_error_the_rule_and_float_models_keep_it():
+    r = check(_sample("mobilenet_int8.tflite"), max_lsb=1).as_dict()
+    assert r["verdict"]["rule"] == "end-to-end" and "local" not in r
+    f = check(_sample("mobilenet_float.tflite"), local=True).as_dict()
+    assert f["verdict"]["rule"] == "end-to-end" and f["local"]
+    assert all(e["max_units"] is None and e["passed"] for e in f["local"])
