@@ -48,6 +48,10 @@ def int8_from_stored(data: np.ndarray) -> np.ndarray:
 
 
 class ConversionContext:
+    # True for contexts whose converters' wrapper applies the graph plans (absorbed nodes) itself, in its own
+    # order (OnnxContext.convert_node); else the driver skips absorbed nodes (converters/convert.py)
+    applies_plans_itself = False
+
     def __init__(self, graph: SourceGraph, model: nnapi.Model, feature_level: int,
                  input_shapes: Optional[dict] = None, fmt: str = "tflite", graphs: Sequence[SourceGraph] = (),
                  subgraph_models: Optional[dict] = None):

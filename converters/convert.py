@@ -103,7 +103,7 @@ def run_converter(node: SourceNode, ctx: ConversionContext) -> list:
     conv = lookup(ctx.fmt, node.op, node.version)
     before = len(ctx.model.operations)
     ctx.node = node
-    if ctx.absorbed(node):  # a plan's other node emits what this one computes
+    if not ctx.applies_plans_itself and ctx.absorbed(node):  # a plan's other node emits what this one computes
         return []
     try:
         conv.convert(node, ctx)

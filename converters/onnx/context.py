@@ -36,6 +36,8 @@ INDEX_NOTE = "int64 -> int32: NNAPI indices are int32"
 
 
 class OnnxContext(ConversionContext):
+    applies_plans_itself = True  # convert_node
+
     def __init__(self, graph, model, feature_level, input_shapes=None, fmt="onnx", graphs=(),
                  subgraph_models=None):
         super().__init__(graph, model, feature_level, input_shapes, fmt, graphs, subgraph_models)
