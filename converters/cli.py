@@ -33,6 +33,20 @@ def _load_nnapi(path: str):
     return nnapi.load(p)
 
 
+def check_output_folder(command: str, out: str | None) -> None:
+    """The folder an -o path goes into must exist: checked before any work, so a typo in the path is
+    one clear error (exit 3) instead of a finished computation with nowhere to go. `export` writes the
+    folder itself, so there it is the folder's parent that must exist."""
+    if not out:
+        return
+    parent = Path(out).parent
+    what = "the folder that would hold the export folder" if command == "export" else "the output folder"
+    if not parent.exists():
+        raise CliError(f"-o {out}: {what} {str(parent)!r} does not exist (create it first)")
+    if not parent.is_dir():
+        raise CliError(f"-o {out}: {str(parent)!r} is not a folder")
+
+
 def _write_output(text: str, out: str | None) -> None:
     if out:
         from nnapi.serialize import atomic_write
@@ -707,6 +721,7 @@ def main(argv=None) -> int:
     from .convert import ConversionError
     from .source_graph import SourceError
     try:
+        check_output_folder(args.command, getattr(args, "output", None))
         return args.func(args)
     except CliError as e:
         print(f"nnapi {args.command}: error: {e}", file=sys.stderr)

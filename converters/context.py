@@ -33,12 +33,25 @@ def stored(code: C, data: np.ndarray) -> np.ndarray:
     return data
 
 
+def broadcast_data(data: np.ndarray, dims, what: str) -> np.ndarray:
+    """np.broadcast_to(data, dims), or Unsupported(INVALID) naming `what` when the shapes do not broadcast."""
+    try:
+        return np.broadcast_to(data, tuple(dims))
+    except ValueError:
+        raise Unsupported(Reason.INVALID, f"{what} of shape {list(np.shape(data))} does not broadcast to "
+                                          f"{list(dims)}") from None
+
+
 def int8_from_stored(data: np.ndarray) -> np.ndarray:
     """Undo `stored` for an int8 source tensor held as uint8."""
     return (data.astype(np.int16) - 128).astype(np.int8)
 
 
 class ConversionContext:
+    # True for contexts whose converters' wrapper applies the graph plans (absorbed nodes) itself, in its own
+    # order (OnnxContext.convert_node); else the driver skips absorbed nodes (converters/convert.py)
+    applies_plans_itself = False
+
     def __init__(self, graph: SourceGraph, model: nnapi.Model, feature_level: int,
                  input_shapes: Optional[dict] = None, fmt: str = "tflite", graphs: Sequence[SourceGraph] = (),
                  subgraph_models: Optional[dict] = None):
@@ -59,6 +72,12 @@ class ConversionContext:
         self.notes: list[str] = []               # what the user should know about this node's conversion
         self.node: Optional[SourceNode] = None
         self.subgraph_models = subgraph_models if subgraph_models is not None else {}
+        # graph-level plans, shared by every context of this graph, feature level and pinned shapes (constant
+        # folding turns tensors into constants: plan again after it)
+        cache = graph.__dict__.setdefault("_plans", {})
+        folded = sum(n.folded for n in graph.nodes)
+        key = (fmt, feature_level, folded, tuple(sorted((k, tuple(v)) for k, v in self.input_shapes.items())))
+        self.plans = cache.setdefault(key, {"support": {}})
 
     # -- source tensors -----------------------------------------------------------
     def tensor(self, i: int) -> SourceTensor:
@@ -211,6 +230,58 @@ class ConversionContext:
     def temp(self, otype: OperandType, name: str) -> int:
         return self.model.add_operand(otype, name=name)
 
+    # -- graph plans -------------------------------------------------------------------
+    @property
+    def shuffles(self) -> dict:
+        """tail node -> shuffle.Shuffle: the channel shuffles of this graph (converters/shuffle.py)."""
+        if "shuffles" not in self.plans:
+            from . import shuffle
+            self.plans["shuffles"] = shuffle.plan(self.graph, self.fmt, self.shape)
+        return self.plans["shuffles"]
+
+    def shuffle_at(self, node):
+        """The channel shuffle that node ends, when the whole chain converts in one partition; else None."""
+        sh = self.shuffles.get(node.index)
+        return sh if sh is not None and self.intact({sh.head, sh.middle, sh.tail}) else None
+
+    def absorbed(self, node) -> bool:
+        """True when a plan folds this node into another (it then emits nothing)."""
+        for sh in self.shuffles.values():
+            if node.index in (sh.head, sh.middle):
+                return self.supported(sh.tail) and self.intact({sh.head, sh.middle, sh.tail})
+        return False
+
+    def intact(self, members) -> bool:
+        """Every node between the first and last of a group's members (exclusive) converts, so the group
+        cannot be cut by a CPU-fallback node (partitions are runs of consecutive nodes)."""
+        return all(self.supported(k) for k in range(min(members) + 1, max(members)) if k not in members)
+
+    def supported(self, k: int) -> bool:
+        """Whether node k of this graph converts at this feature level (the driver's check, cached)."""
+        from . import convert as driver
+        from .registry import Supported
+        from .source_graph import SourceModel
+        memo, active = self.plans["support"], self.plans.setdefault("active", set())
+        if k in memo:
+            return memo[k]
+        if k in active:  # a plan that depends on itself is not taken
+            self.plans["guessed"] = True
+            return False
+        outer, self.plans["guessed"] = self.plans.get("guessed", False), False
+        active.add(k)
+        try:
+            g = next(n for n, gr in enumerate(self.graphs) if gr is self.graph)
+            source = SourceModel(self.fmt, self.graphs)
+            verdict = isinstance(driver.check_node(source, g, self.graph.nodes[k], self.feature_level,
+                                                   self.input_shapes), Supported)
+        finally:
+            active.discard(k)
+        guessed = self.plans["guessed"]
+        self.plans["guessed"] = outer or guessed
+        if not guessed or not active:  # a verdict that read an unfinished one is not final (order-dependent)
+            memo[k] = verdict
+        return verdict
+
     # -- constants -----------------------------------------------------------------
     def scalar(self, code: C, value) -> int:
         key = (code, value if not isinstance(value, float) else np.float32(value).tobytes())
@@ -233,6 +304,8 @@ class ConversionContext:
     def const(self, array: np.ndarray, code: Optional[C] = None, name: str = "", scale: float = 0.0,
               zero_point: int = 0) -> int:
         array = np.asarray(array)
+        if array.size == 0:
+            self._refuse_empty(name)
         if code is None:
             code = {np.dtype(np.float32): C.TENSOR_FLOAT32, np.dtype(np.int32): C.TENSOR_INT32,
                     np.dtype(np.float16): C.TENSOR_FLOAT16, np.dtype(np.bool_): C.TENSOR_BOOL8}[array.dtype]
@@ -240,6 +313,18 @@ class ConversionContext:
         idx = self.model.add_operand(OperandType(code, dims, scale, zero_point), name=name or None)
         self.model.set_operand_value(idx, np.ascontiguousarray(array).reshape(dims))
         return idx
+
+    def _refuse_empty(self, name: str) -> None:
+        """Unsupported for a node that would need an empty constant (NNAPI constants hold at least one
+        element): almost always shapes derived from a tensor of unknown rank."""
+        node = self.node
+        label = node.label() if node is not None else "this node"
+        for i in (list(node.inputs) + list(node.outputs)) if node is not None else []:
+            if i >= 0 and self.tensor(i).shape is None:
+                raise Unsupported(Reason.DYNAMIC_SHAPE, f"{label}: tensor {self.tensor(i).name!r} has unknown rank "
+                                                        f"(declare its shape, or pin the inputs)")
+        raise Unsupported(Reason.INVALID, f"{label}: it would need an empty constant{' ' + name if name else ''}, "
+                                          f"which NNAPI cannot hold")
 
     # -- operations ----------------------------------------------------------------
     def emit(self, code: Op, inputs: Sequence[int], outputs: Sequence[int]) -> int:

@@ -17,6 +17,8 @@ from nnapi.shapes import fill_unknown_dimensions
 from .context import ConversionContext
 from .folding import fold_source
 from .registry import Reason, Supported, Unsupported, lookup
+from .shape_pass import resolve_node_shapes
+from .squeeze_pass import squeeze_graph
 from .source_graph import SourceGraph, SourceModel, SourceNode
 
 
@@ -101,13 +103,19 @@ def run_converter(node: SourceNode, ctx: ConversionContext) -> list:
     conv = lookup(ctx.fmt, node.op, node.version)
     before = len(ctx.model.operations)
     ctx.node = node
+    if not ctx.applies_plans_itself and ctx.absorbed(node):  # a plan's other node emits what this one computes
+        return []
     try:
         conv.convert(node, ctx)
     except NnapiError as e:
         raise Unsupported(Reason.INVALID, f"the converter built an invalid operation: {e.message}") from None
-    except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError, OverflowError) as e:
-        # a malformed node the converter did not anticipate: report it on this node, keep the rest going
-        raise Unsupported(Reason.INVALID, f"{node.label()} cannot be converted ({type(e).__name__}: {e})") from None
+    except (Unsupported, MemoryError):
+        raise
+    except Exception as e:  # noqa: BLE001
+        # a converter bug (a case it did not anticipate): reported on this node, the rest goes on; the
+        # registry sweep (tests/converters/test_converter_sweep.py) keeps every converter from reaching it
+        raise Unsupported(Reason.INVALID, f"{node.label()}: internal error in the {node.op} converter "
+                                          f"({type(e).__name__}: {e}); please report this with the model") from None
     return list(range(before, len(ctx.model.operations)))
 
 
@@ -145,15 +153,23 @@ SOURCE_PASSES: dict = {}
 
 
 def prepare_source(source: SourceModel, input_shapes=None) -> None:
-    """Fold what is known before run time and run the format's source passes (once per source model)."""
-    fold_source(source, lambda g: new_context(source, g, 8, input_shapes))
+    """Fold what is known before run time, resolve TFLite's dynamic extents (shape_pass.py), run the format's
+    source passes and drop unit axes beyond rank 4 (squeeze_pass.py), once per source model."""
+    after = None
+    if source.format == "tflite":  # ONNX shapes come from onnx's own shape inference (the reader)
+        after = lambda node, ctx: resolve_node_shapes(node, ctx, run_converter)  # noqa: E731
+    fold_source(source, lambda g: new_context(source, g, 8, input_shapes), after)
     if getattr(source, "passes_done", False):
         return
     source.passes_done = True
     changed = [p(source) for p in SOURCE_PASSES.get(source.format, [])]
     if any(changed):
         source.folded = False
-        fold_source(source, lambda g: new_context(source, g, 8, input_shapes))
+        fold_source(source, lambda g: new_context(source, g, 8, input_shapes), after)
+    for graph in source.graphs:
+        squeeze_graph(graph, source.format)  # rank > 4 tensors with unit axes: rank 4 (squeeze_pass.py)
+        # plans and support verdicts cached while folding saw the shapes before these passes
+        graph.__dict__.pop("_plans", None)
 
 
 INT16_ACTIVATIONS = ("NNAPI has no 16-bit quantized activations (only an LSTM's cell state is int16), so "
@@ -188,7 +204,7 @@ def _check_node(source: SourceModel, g: int, node: SourceNode, feature_level: in
         if g == source.main_index:
             _check_graph_inputs(node, ctx)
     except Unsupported as u:
-        return u
+        return with_rank_note(u, source.graphs[g], node)
     model = ctx.model
     level = 1
     for k in emitted:
@@ -200,11 +216,33 @@ def _check_node(source: SourceModel, g: int, node: SourceNode, feature_level: in
             u = Unsupported(spec_reason(problems[0]), problems[0])
             if u.reason is Reason.FEATURE_LEVEL:
                 u.feature_level_needed = spec.min_level(model, k)
-            return u
+            return with_rank_note(u, source.graphs[g], node)
         level = max(level, spec.min_level(model, k))
     for opnd in model.operands:
         level = max(level, opnd.type.code.feature_level)
     return Supported(level, [model.operations[k].code.name for k in emitted], "; ".join(ctx.notes))
+
+
+MAX_RANK = 4  # NNAPI operations take tensors of rank 4 at most
+
+
+def with_rank_note(u: Unsupported, graph: SourceGraph, node: SourceNode) -> Unsupported:
+    """A rank refusal names the node's tensors beyond NNAPI's rank 4 and their dimensions (the squeeze pass
+    already dropped every unit axis it could, so these truly need the rank)."""
+    if u.reason is not Reason.RANK:
+        return u
+    big = [graph.tensors[i] for i in list(node.inputs) + list(node.outputs)
+           if 0 <= i < len(graph.tensors) and (graph.tensors[i].rank or 0) > MAX_RANK]
+    notes = []
+    for t in big:
+        units = sum(1 for d in t.shape if d == 1)
+        why = (f"{units} unit axes, {len(t.shape) - MAX_RANK} would have to go" if units < len(t.shape) - MAX_RANK
+               else "its unit axes cannot be dropped exactly (a node that reads or writes it needs them, or it is a "
+                    "model input or output)")
+        notes.append(f"{t.name!r} {list(t.shape)}: {why}")
+    if notes:
+        u.detail = f"{u.detail} (beyond NNAPI's rank {MAX_RANK}: " + "; ".join(notes) + ")"
+    return u
 
 
 def _check_graph_inputs(node: SourceNode, ctx: ConversionContext) -> None:

@@ -32,8 +32,9 @@ def _tensor_info(graph, i: int) -> dict:
     if i < 0:
         return {"name": None}
     t = graph.tensors[i]
+    shape = t.squeezed_from or t.shape  # the source model's shape, also where the squeeze pass dropped unit axes
     info = {"name": t.name, "dtype": np.dtype(t.dtype).name,
-            "shape": None if t.shape is None else list(t.shape), "constant": t.is_constant}
+            "shape": None if shape is None else list(shape), "constant": t.is_constant}
     if t.quant is not None:
         info["quantization"] = ({"per_channel_axis": t.quant.axis} if t.quant.per_channel
                                 else {"scale": t.quant.scale, "zero_point": t.quant.zero_point})

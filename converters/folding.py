@@ -12,7 +12,7 @@ writing a graph output (or a state output) are not folded (NNAPI models cannot o
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -30,8 +30,9 @@ def folder(fmt: str, *ops: str):
     return deco
 
 
-def fold_source(source: SourceModel, make_context: Callable) -> None:
-    """Fold every foldable node of every graph once (idempotent)."""
+def fold_source(source: SourceModel, make_context: Callable, after: Optional[Callable] = None) -> None:
+    """Fold every foldable node of every graph once (idempotent); `after(node, ctx)` runs on each node
+    that is not folded, in execution order (e.g. the shape pass, whose shapes later folders read)."""
     if getattr(source, "folded", False):
         return
     source.folded = True
@@ -39,12 +40,16 @@ def fold_source(source: SourceModel, make_context: Callable) -> None:
         for node in graph.nodes:
             fn = FOLDERS.get((source.format, node.op))
             if fn is None or node.folded or any(t in graph.model_outputs for t in node.outputs):
+                if after is not None and not node.folded:
+                    after(node, make_context(g))
                 continue
             try:
                 values = fn(node, make_context(g))
             except (Unsupported, ValueError, IndexError, KeyError, TypeError, ZeroDivisionError, OverflowError):
-                continue  # not foldable, or malformed: its converter checks it and reports it on the node
+                values = None  # not foldable, or malformed: its converter checks it and reports it on the node
             if values is None or len(values) != len(node.outputs):
+                if after is not None:
+                    after(node, make_context(g))
                 continue
             for t, value in zip(node.outputs, values):
                 arr = np.array(value)  # an owned copy: folded data never aliases another tensor's

@@ -42,6 +42,7 @@ class SourceTensor:
     shape_signature: Optional[tuple] = None  # TFLite: -1 where the model leaves a dimension dynamic
     unsupported_type: Optional[str] = None   # a source type with no numpy/NNAPI equivalent (e.g. INT4)
     symbols: Optional[tuple] = None          # ONNX: per axis, the dim_param naming an unknown extent (or None)
+    squeezed_from: Optional[tuple] = None    # the shape before unit axes were dropped (converters/squeeze_pass.py)
 
     @property
     def is_constant(self) -> bool:

@@ -160,7 +160,8 @@ def write_folder(out: Path, files: dict) -> None:
     """Write `files` as the folder `out`, atomically (temporary sibling folder + rename)."""
     out = Path(out)
     _check_target(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    if not out.parent.is_dir():
+        raise ExportError(f"{out}: the folder {str(out.parent)!r} that would hold it does not exist")
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     old = None
     try:

@@ -33,6 +33,16 @@ def accepted(node) -> bool:
             and (node.domain or "") in _domains((conv.min_version, conv.max_version)))
 
 
+@functools.lru_cache(maxsize=None)
+def required_attributes(op: str, version: int, domain: str) -> tuple:
+    """The attributes the ONNX schema of op (at that opset) requires; () when onnx has no schema for it."""
+    try:
+        schema = onnx.defs.get_schema(op, version, domain)
+    except onnx.defs.SchemaError:
+        return ()
+    return tuple(sorted(n for n, a in schema.attributes.items() if a.required))
+
+
 def onnx_op(*ops: str, versions: tuple = (7, OPSET_MAX)):
     """Register `fn(node, ctx)` for ONNX `ops` at opsets `versions` (inclusive); the context applies the
     layout and fusion plans around it (OnnxContext.convert_node)."""
@@ -44,6 +54,11 @@ def onnx_op(*ops: str, versions: tuple = (7, OPSET_MAX)):
             if (node.domain or "") not in domains:  # e.g. a "Conv" of another vendor's domain
                 raise Unsupported(Reason.UNSUPPORTED_OPERATOR, f"{node.label()}: {node.op} of domain "
                                                                f"{node.domain!r} has no NNAPI converter")
+            missing = [a for a in required_attributes(node.op, node.version, node.domain or "")
+                       if a not in node.attrs]
+            if missing:
+                raise Unsupported(Reason.INVALID, f"{node.label()}: required attribute(s) {', '.join(missing)} "
+                                                  f"missing")
             ctx.convert_node(node, fn)
         converter("onnx", *ops, versions=versions)(run)
         return fn
@@ -53,6 +68,33 @@ def onnx_op(*ops: str, versions: tuple = (7, OPSET_MAX)):
 def ints(node, name: str, default=None) -> list:
     v = node.attrs.get(name, default)
     return [int(x) for x in v] if v is not None else None
+
+
+def known_rank(ctx, node, i: int) -> tuple:
+    """Tensor i's shape (0 for unknown extents); Unsupported when even its rank is unknown (an axis cannot be
+    placed)."""
+    shape = ctx.source_shape(i)
+    if not shape:  # (rank 0 reads as [1])
+        raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: tensor {ctx.tensor(i).name!r} has an unknown rank "
+                                                f"(pin the inputs with input_shapes)")
+    return tuple(shape)
+
+
+def axis_attr(ctx, node, i: int, default: int, name: str = "axis") -> int:
+    """Attribute `name` of node as an axis of tensor i, in 0..rank-1 (INVALID when out of range)."""
+    rank = len(known_rank(ctx, node, i))
+    axis = int(node.attrs.get(name, default))
+    if not -max(rank, 1) <= axis < max(rank, 1):
+        raise Unsupported(Reason.INVALID, f"{node.label()}: {name} {axis} is out of range for rank {rank}")
+    return axis % max(rank, 1)
+
+
+def axes_of(ctx, node, i: int, axes, what: str = "axes") -> list:
+    """ONNX axes of tensor i normalised to 0..rank-1, sorted and distinct (INVALID when out of range)."""
+    rank = len(known_rank(ctx, node, i))
+    if any(not -rank <= a < rank for a in axes):
+        raise Unsupported(Reason.INVALID, f"{node.label()}: {what} {list(axes)} out of range for rank {rank}")
+    return sorted({a % rank for a in axes})
 
 
 def const_ints(ctx, node, k: int, what: str, default=None):

@@ -16,6 +16,7 @@ Converters are registered with `common.onnx_op`, which runs them through
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 import numpy as np
@@ -35,22 +36,21 @@ INDEX_NOTE = "int64 -> int32: NNAPI indices are int32"
 
 
 class OnnxContext(ConversionContext):
+    applies_plans_itself = True  # convert_node
+
     def __init__(self, graph, model, feature_level, input_shapes=None, fmt="onnx", graphs=(),
                  subgraph_models=None):
         super().__init__(graph, model, feature_level, input_shapes, fmt, graphs, subgraph_models)
-        cache = graph.__dict__.setdefault("_onnx_plans", {})
-        # constant folding (converters/folding.py) turns tensors into constants: plan again after it
-        folded = sum(n.folded for n in graph.nodes)
-        key = (feature_level, folded, tuple(sorted((k, tuple(v)) for k, v in self.input_shapes.items())))
-        if key not in cache:
-            cache[key] = {"layout": layout.plan(graph, feature_level), "fusion": fusion.plan(graph), "support": {}}
-        self.plans = cache[key]
+        self.alias: dict = {}       # tensor -> tensor read/written instead (QDQ cores)
+        if "layout" not in self.plans:
+            self.plans["layout"] = layout.plan(graph, feature_level, self.shuffle_sources())
+            self.plans["fusion"] = fusion.plan(graph)
         self.layout: dict = self.plans["layout"]
         self.fusion: fusion.FusionPlan = self.plans["fusion"]
-        self.alias: dict = {}       # tensor -> tensor read/written instead (QDQ cores)
         self.internal: dict = {}    # graph output tensor -> its NHWC operand (read by later nodes)
         self._views: dict = {}      # (tensor, perm) -> operand holding that layout
         self._pending: list = []    # (NHWC temporary, final output, perm) transposes after the node
+        self._lifting = False       # converting a 1-D spatial op as 2-D (lifted)
 
     # -- layout ---------------------------------------------------------------------
     def resolve(self, i: int) -> int:
@@ -63,7 +63,73 @@ class OnnxContext(ConversionContext):
         return self.layout.get(self.resolve(i))
 
     def source_shape(self, i: int) -> tuple:
-        return super().shape(self.resolve(i))
+        shape = super().shape(self.resolve(i))
+        if self._lifting and self.tensor(i).rank == 3:
+            return shape[0], shape[1], 1, shape[2]
+        return shape
+
+    def const_value(self, i: int, what: str = "input") -> np.ndarray:
+        data = super().const_value(i, what)
+        if self._lifting and data.ndim == 3:  # 1-D weights [O, I, K] as [O, I, 1, K]
+            return data.reshape(data.shape[0], data.shape[1], 1, data.shape[2])
+        return data
+
+    # -- 1-D spatial ops as 2-D (H = 1) ---------------------------------------------------
+    def lifted(self, node):
+        """`node` read as its 2-D op with H = 1 when its input is rank 3 ([N, C, L] as [N, C, 1, L]): a copy
+        with 2-D window attributes; until the node is converted, source_shape, const_value, operand_as(x, NHWC)
+        and output() see the 4-D form, and the NLC operands RESHAPE to and from NHWC. Other nodes: itself."""
+        x = node.inputs[0] if node.inputs else -1
+        if x < 0 or node.op not in layout.LIFTS_1D or self.tensor(x).rank != 3:
+            return node
+        attrs = dict(node.attrs)
+        for key in ("kernel_shape", "strides", "dilations"):
+            if key in attrs:
+                attrs[key] = [1, *attrs[key]]
+        if "pads" in attrs:
+            pads = list(attrs["pads"])
+            if len(pads) != 2:
+                raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: pads {pads} are not 1-D")
+            attrs["pads"] = [0, pads[0], 0, pads[1]]
+        self._lifting = True
+        return dataclasses.replace(node, attrs=attrs)
+
+    def _unlifted(self, fn, *args):
+        lifting, self._lifting = self._lifting, False
+        try:
+            return fn(*args)
+        finally:
+            self._lifting = lifting
+
+    def _reshape_dims(self, dims) -> np.ndarray:
+        if sum(1 for d in dims if not d) > 1:
+            raise Unsupported(Reason.DYNAMIC_SHAPE, f"{self.node.label()}: a 1-D spatial op as 2-D needs all but one "
+                                                    f"extent known, has {list(dims)}")
+        return np.asarray([d or -1 for d in dims], np.int32)
+
+    def _lifted_input(self, i: int) -> int:
+        """The NHWC [N, 1, L, C] view of rank-3 tensor i (a RESHAPE of its NLC operand)."""
+        if (i, "lifted") in self._views:
+            return self._views[(i, "lifted")]
+        src = self._unlifted(self.operand_as, i, layout.NLC)
+        t = self.model.operands[src].type
+        n, length, c = t.dimensions
+        out = self.temp(OperandType(t.code, (n, 1, length, c), t.scale, t.zero_point), f"{self.tensor(i).name}/2d")
+        self.emit_form(Op.RESHAPE, "default", [out], input=src, shape=self.const(self._reshape_dims((n, 1, length, c))))
+        self._views[(i, "lifted")] = out
+        return out
+
+    def _lifted_output(self, i: int) -> int:
+        """A 4-D [N, 1, L, C] temporary for rank-3 output i, RESHAPEd into its NLC operand after the node."""
+        final = self._unlifted(self.output, i)
+        if self.perm_of(i) != layout.NLC:
+            raise Unsupported(Reason.RANK, f"{self.node.label()}: output {self.tensor(i).name!r} is not in the "
+                                           f"channels-last layout a 1-D spatial op writes")
+        t = self.model.operands[final].type
+        n, length, c = t.dimensions
+        temp = self.temp(OperandType(t.code, (n, 1, length, c), t.scale, t.zero_point), f"{self.tensor(i).name}/2d")
+        self._pending.insert(0, (temp, final, None))
+        return temp
 
     def int32_indices(self, i: int) -> bool:
         """Run-time int64 tensor i holds indices NNAPI computes as int32: an ArgMax/ArgMin/TopK index output,
@@ -134,6 +200,8 @@ class OnnxContext(ConversionContext):
         """An operand holding np.transpose(tensor i, want) (want None: the ONNX layout)."""
         i = self.resolve(i)
         want = None if want is None or layout.is_identity(want) else tuple(want)
+        if self._lifting and want == layout.NHWC and self.tensor(i).rank == 3 and not self.tensor(i).is_constant:
+            return self._lifted_input(i)
         if self.tensor(i).is_constant:
             return self.operand(i) if want is None else self.weight(i, want)
         have = self.perm_of(i)
@@ -205,6 +273,8 @@ class OnnxContext(ConversionContext):
 
     def output(self, i: int) -> int:
         i = self.resolve(i)
+        if self._lifting and self.tensor(i).rank == 3:
+            return self._lifted_output(i)
         perm = self.layout.get(i)
         if perm is None and self.tensor(i).shape is None and self._writes_nhwc(self.node):
             # the plan cannot give a tensor of unknown rank a layout, so NHWC data would pass as NCHW
@@ -237,7 +307,8 @@ class OnnxContext(ConversionContext):
         if node is None:
             return False
         if node.op in layout.SPATIAL:
-            return bool(node.inputs) and node.inputs[0] >= 0 and self.tensor(node.inputs[0]).rank == 4
+            return bool(node.inputs) and node.inputs[0] >= 0 and \
+                layout.spatial_perm(node.op, self.tensor(node.inputs[0]).rank) is not None
         if node.op not in layout.FOLLOW and node.op not in layout.BROADCAST and node.op not in layout.REDUCE:
             return False  # every other op sees (and writes) the ONNX layout
         return any(t >= 0 and self.layout.get(self.resolve(t)) is not None for t in node.inputs)
@@ -271,10 +342,9 @@ class OnnxContext(ConversionContext):
         return idx
 
     # -- fusion -----------------------------------------------------------------------
-    def intact(self, members) -> bool:
-        """Every node between the first and last of a fusion group's members (exclusive) converts, so the
-        group cannot be cut by a CPU-fallback node (partitions are runs of consecutive nodes)."""
-        return all(self.supported(k) for k in range(min(members) + 1, max(members)) if k not in members)
+    def shuffle_sources(self) -> dict:
+        """shuffle output tensor -> shuffled tensor: a shuffle keeps its source's layout (layout.plan)."""
+        return {self.graph.nodes[k].outputs[0]: sh.source for k, sh in self.shuffles.items()}
 
     def folded_bn(self, node):
         """The BatchNormalization node folded into this Conv, or None."""
@@ -310,31 +380,10 @@ class OnnxContext(ConversionContext):
         temp = self.temp_like(tensor)
         return temp, (lambda: self.emit_form(ACTIVATION_OPS[code], "default", [final], input=temp))
 
-    def supported(self, k: int) -> bool:
-        """Whether node k of this graph converts at this feature level (the driver's check, cached)."""
-        memo, active = self.plans["support"], self.plans.setdefault("active", set())
-        if k in memo:
-            return memo[k]
-        if k in active:  # a plan that depends on itself is not taken
-            self.plans["guessed"] = True
-            return False
-        outer, self.plans["guessed"] = self.plans.get("guessed", False), False
-        active.add(k)
-        try:
-            g = next(n for n, gr in enumerate(self.graphs) if gr is self.graph)
-            source = SourceModel("onnx", self.graphs)
-            verdict = isinstance(driver.check_node(source, g, self.graph.nodes[k], self.feature_level,
-                                                   self.input_shapes), Supported)
-        finally:
-            active.discard(k)
-        guessed = self.plans["guessed"]
-        self.plans["guessed"] = outer or guessed
-        if not guessed or not active:  # a verdict that read an unfinished one is not final (order-dependent)
-            memo[k] = verdict
-        return verdict
-
     def absorbed(self, node) -> bool:
         """True when a fusion plan folds this node into another (it then emits nothing)."""
+        if super().absorbed(node):
+            return True
         f, k = self.fusion, node.index
         if k in f.producer_of:
             p = f.producer_of[k]
@@ -363,9 +412,13 @@ class OnnxContext(ConversionContext):
             fn(node, self)
         finally:
             self.alias = {}
-        for temp, final, perm in self._pending:  # NHWC graph outputs back to the ONNX layout
+            self._lifting = False
+        for temp, final, perm in self._pending:  # lifted 1-D outputs; NHWC graph outputs back to the ONNX layout
             dims = self.model.operands[temp].type.dimensions
-            if layout.moves_only_unit_axes(perm, dims) and all(dims):
+            if perm is None:
+                shape = self._reshape_dims(self.model.operands[final].type.dimensions)
+                self.emit_form(Op.RESHAPE, "default", [final], input=temp, shape=self.const(shape))
+            elif layout.moves_only_unit_axes(perm, dims) and all(dims):
                 shape = np.asarray(self.model.operands[final].type.dimensions, np.int32)
                 self.emit_form(Op.RESHAPE, "default", [final], input=temp, shape=self.const(shape))
             else:

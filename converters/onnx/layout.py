@@ -12,6 +12,9 @@ importer runs the network in NHWC and never uses the NCHW layout flag:
   layout of their activation input, so a chain Conv -> BN -> Relu -> Add ->
   Concat -> pool needs no TRANSPOSE; their axis attributes are remapped with
   `axis_in` and constant operands are transposed at conversion.
+* 1-D spatial ops (LIFTS_1D) on rank-3 [N, C, L] tensors are the 2-D op with
+  H = 1: their tensors are NLC ([N, L, C], perm (0, 2, 1)), which RESHAPEs to
+  and from NHWC [N, 1, L, C] without moving data.
 * Every other op (Reshape, Flatten, Gemm, MatMul, Transpose, Gather, unknown
   ops) sees the ONNX layout: the context inserts one TRANSPOSE when its input
   is NHWC (a RESHAPE or nothing when the permutation only moves size-1 axes,
@@ -30,6 +33,13 @@ from __future__ import annotations
 from typing import Optional
 
 NHWC = (0, 2, 3, 1)
+NLC = (0, 2, 1)      # rank-3 [N, C, L] operands of 1-D spatial ops: channels last, so [N, 1, L, C] is a RESHAPE
+
+# spatial ops whose converters also take rank-3 (1-D) inputs, as the 2-D op with H = 1 (OnnxContext.lifted)
+LIFTS_1D = {"Conv", "QLinearConv", "AveragePool", "MaxPool", "GlobalAveragePool", "GlobalMaxPool",
+            "QLinearAveragePool"}
+# spatial ops that compute a rank-3 tensor in either layout: they keep their input's
+FOLLOW_1D = {"InstanceNormalization"}
 
 # ops whose NNAPI form needs NHWC 4-D activations (input 0 and output 0)
 SPATIAL = {"Conv", "ConvTranspose", "AveragePool", "MaxPool", "GlobalAveragePool", "GlobalMaxPool",
@@ -106,8 +116,17 @@ def _rank(graph, i) -> Optional[int]:
     return graph.tensors[i].rank if i >= 0 else None
 
 
-def plan(graph, feature_level: int) -> dict:
-    """tensor index -> perm for every tensor whose operand is not in the ONNX layout."""
+def spatial_perm(op: str, rank: Optional[int]) -> Optional[tuple]:
+    """The layout a spatial op computes in for an input of this rank (None: the ONNX layout)."""
+    if rank == 4:
+        return NHWC
+    return NLC if rank == 3 and op in LIFTS_1D else None
+
+
+def plan(graph, feature_level: int, keeps: Optional[dict] = None) -> dict:
+    """tensor index -> perm for every tensor whose operand is not in the ONNX layout; `keeps` maps output
+    tensors that take the layout of another tensor (a channel shuffle's output, its source's)."""
+    keeps = keeps or {}
     perms: dict = {}
     consumers: dict = {}
     for node in graph.nodes:
@@ -115,27 +134,33 @@ def plan(graph, feature_level: int) -> dict:
             consumers.setdefault(i, []).append(node)
     if feature_level < 2:  # no TRANSPOSE: 4-D inputs that feed a spatial op arrive NHWC
         for i in graph.inputs:
-            if _rank(graph, i) == 4 and any(n.op in SPATIAL and n.inputs[0] == i for n in consumers.get(i, [])):
-                perms[i] = NHWC
+            spatial = [spatial_perm(n.op, _rank(graph, i)) for n in consumers.get(i, [])
+                       if n.op in SPATIAL and n.inputs[0] == i]
+            if any(spatial):
+                perms[i] = next(p for p in spatial if p)
     for node in graph.nodes:
         outs = [o for o in node.outputs if o >= 0]
         if not node.inputs or node.inputs[0] < 0:  # malformed: its converter reports it
             continue
-        if node.op in SPATIAL:
-            perm = NHWC if _rank(graph, node.inputs[0]) == 4 else None
+        if outs and outs[0] in keeps:
+            perm = perms.get(keeps[outs[0]])
+        elif node.op in FOLLOW_1D and _rank(graph, node.inputs[0]) == 3:
+            perm = perms.get(node.inputs[0])
+        elif node.op in SPATIAL:
+            perm = spatial_perm(node.op, _rank(graph, node.inputs[0]))
         elif node.op in FOLLOW or node.op in REDUCE:
             src = node.inputs[ACTIVATION_INPUTS.get(node.op, (0,))[0]]
             perm = perms.get(src)
             if node.op in ("Softmax", "LogSoftmax") and perm is not None and node.version < 13:
                 # coerce-to-2D semantics: the flattened trailing axes may come in any order, the leading not
-                axis = node.attrs.get("axis", 1) % 4
-                perm = perm if axis == 3 or tuple(perm[:axis]) == tuple(range(axis)) else None
+                axis = node.attrs.get("axis", 1) % len(perm)
+                perm = perm if axis == len(perm) - 1 or tuple(perm[:axis]) == tuple(range(axis)) else None
             if node.op in REDUCE and perm is not None:
                 axes = node.attrs.get("axes")
                 if axes is None and len(node.inputs) > 1 and node.inputs[1] >= 0 \
                         and graph.tensors[node.inputs[1]].is_constant:
                     axes = graph.tensors[node.inputs[1]].data.tolist()
-                perm = reduced(perm, axes, 4, bool(node.attrs.get("keepdims", 1)))
+                perm = reduced(perm, axes, len(perm), bool(node.attrs.get("keepdims", 1)))
         elif node.op in BROADCAST:
             idx = ACTIVATION_INPUTS.get(node.op, range(len(node.inputs)))
             rank = max(((_rank(graph, node.inputs[k]) or 0) for k in idx

@@ -94,3 +94,24 @@ def test_usage_errors_exit_3_not_2(capsys):
             main(argv)
         assert e.value.code == 3
     assert "usage: nnapi" in capsys.readouterr().err
+
+
+def test_missing_output_folder_is_a_clear_error_and_nothing_is_written(tmp_path, capsys):
+    tflite = str(ROOT / "samples" / "demo.tflite")
+    missing = tmp_path / "missing" / "dir"
+    commands = [["convert", tflite, "-o", str(missing / "out.nnapi")],
+                ["convert", tflite, "--partial", "-o", str(missing / "out.nnapi")],
+                ["coverage", tflite, "-o", str(missing / "c.json")],
+                ["parity", tflite, "-o", str(missing / "p.json")],
+                ["run", str(DEMO), "-o", str(missing / "o.npz")],
+                ["inspect", str(DEMO), "-o", str(missing / "i.txt")],
+                ["bench", str(DEMO), "--runs", "1", "--warmup", "0", "-o", str(missing / "b.json")],
+                ["export", str(DEMO), "-o", str(missing / "exp")]]
+    for argv in commands:
+        assert main(argv) == 3, argv
+        err = capsys.readouterr().err
+        assert "does not exist" in err and str(missing) in err and "internal error" not in err, (argv, err)
+    assert not (tmp_path / "missing").exists()
+    (tmp_path / "file").write_text("x")
+    assert main(["inspect", str(DEMO), "-o", str(tmp_path / "file" / "i.txt")]) == 3
+    assert "is not a folder" in capsys.readouterr().err

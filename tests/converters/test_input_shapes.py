@@ -65,3 +65,49 @@ def test_pin_contradicting_a_static_input_is_reported(tmp_path):
         convert(ROOT / "samples" / "mobilenet_float.tflite", input_shapes={"image": (1, 16, 16, 3)})
     assert main(["convert", str(ROOT / "samples" / "mobilenet_float.tflite"), "-o", str(tmp_path / "m.nnapi"),
                  "--input-shape", "image=1,32,32,3"]) == 0  # the same shape pinned is fine
+
+
+def _framed_signal(squeeze_dims=(-3,)):
+    """melspectrogram-like: a [-1, -1] signal framed by a strided CONV_2D between EXPAND_DIMS and SQUEEZE;
+    every intermediate's `shape` holds TFLite's placeholder 1 where its signature is -1."""
+    g = GraphBuilder()
+    x = g.input("signal", [1, 1], shape_signature=[-1, -1])
+    a1, a3 = g.const("a1", np.int32([1])), g.const("a3", np.int32([3]))
+    e1 = g.tensor("e1", [1, 1, 1], shape_signature=[-1, 1, -1])
+    g.op("EXPAND_DIMS", [x, a1], [e1])
+    e3 = g.tensor("e3", [1, 1, 1, 1], shape_signature=[-1, 1, -1, 1])
+    g.op("EXPAND_DIMS", [e1, a3], [e3])
+    w = g.const("w", np.random.default_rng(0).standard_normal((3, 1, 4, 1)).astype(np.float32))
+    b = g.const("b", np.zeros(3, np.float32))
+    c = g.tensor("frames", [1, 1, 1, 3], shape_signature=[-1, 1, -1, 3])
+    g.op("CONV_2D", [e3, w, b], [c], "Conv2DOptions", padding="VALID", stride_w=2, stride_h=1)
+    s = g.tensor("squeezed", [1, 1, 3], shape_signature=[-1, -1, 3])
+    g.op("SQUEEZE", [c], [s], "SqueezeOptions", squeeze_dims=list(squeeze_dims))
+    y = g.tensor("power", [1, 1, 3], shape_signature=[-1, -1, 3])
+    g.op("MUL", [s, s], [y], "MulOptions")
+    g.output(y)
+    return g.finish()
+
+
+def test_placeholder_extents_resolve_from_the_pinned_input(tmp_path):
+    path = tmp_path / "framed.tflite"
+    path.write_bytes(_framed_signal())
+    r = convert(path, input_shapes={"signal": (1, 16)})
+    assert r.complete, [n.reason for n in r.unsupported]
+    dims = {o.name: o.type.dimensions for o in r.model.operands if o.name}
+    assert dims["frames"] == (1, 1, 7, 3) and dims["squeezed"] == (1, 7, 3) and dims["power"] == (1, 7, 3)
+    d = check(str(path), input_shapes={"signal": (1, 16)}, samples=2).as_dict()
+    assert d["passed"] and d["outputs"][0]["shape"] == [1, 7, 3]
+
+
+def test_squeeze_of_a_static_unit_axis_converts_without_pins(tmp_path):
+    r = convert(_framed_signal())
+    assert r.complete, [n.reason for n in r.unsupported]
+    squeeze = next(o for o in r.model.operands if o.name == "squeezed")
+    assert squeeze.type.dimensions == (0, 0, 3)
+
+
+def test_squeeze_of_a_dynamic_axis_is_refused_with_the_axis():
+    r = convert(_framed_signal(squeeze_dims=(0, 1)))
+    (n,) = r.unsupported
+    assert n.op == "SQUEEZE" and n.reason_code == "dynamic_shape" and "[0]" in n.reason

@@ -94,3 +94,25 @@ def test_topk(k, largest):
 
 
 # (TopK on other axes: tests/converters/test_onnx_index_ops.py)
+
+
+def test_reduce_mean_of_unknown_rank_keeps_negative_axes():
+    """An input of unknown rank: MEAN gets the ONNX axes as given, so axis -1 stays the last axis whatever
+    the rank turns out to be."""
+    import numpy as np
+    from onnx import helper as h
+
+    from converters.onnx import convert
+    from converters.onnx.authoring import make_model
+    from converters.onnx.runner import run_converted
+    from converters.runners import run_onnxruntime
+    data = make_model([h.make_node("ReduceMean", ["x"], ["y"], axes=[-1], keepdims=1)],
+                      [("x", np.float32, None)], [("y", np.float32, None)], opset=13)
+    r = convert(data)
+    assert r.complete and [o.code.name for o in r.model.operations] == ["MEAN"]
+    mean = r.model.operations[0]
+    assert list(r.model.operands[mean.inputs[1]].value) == [-1]
+    x = np.random.default_rng(0).normal(size=(2, 3, 4)).astype(np.float32)
+    (ref,), _ = run_onnxruntime(data, [x])
+    (got,) = run_converted(r, [x])
+    np.testing.assert_allclose(got.reshape(ref.shape), ref, rtol=1e-6, atol=1e-6)

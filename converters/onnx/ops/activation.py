@@ -8,11 +8,11 @@ import numpy as np
 from nnapi import OperandCode as C, OperandType, OperationCode as Op
 
 from ...registry import Reason, Unsupported
-from ..common import MS_DOMAIN_VERSIONS, OPSET_MAX, onnx_op
+from ..common import MS_DOMAIN_VERSIONS, OPSET_MAX, axis_attr, known_rank, onnx_op
 from ..context import ACTIVATION_OPS
 from ..fusion import clip_bounds, fuse_code
 from ..quant import data_inputs
-from .compose import known_rank
+
 
 UNARY = {"Sigmoid": Op.LOGISTIC, "Tanh": Op.TANH, "QLinearSigmoid": Op.LOGISTIC}
 
@@ -88,10 +88,7 @@ def softmax(node, ctx):
     code = SOFTMAXES[node.op]
     shape = known_rank(ctx, node, x)
     rank = len(shape)
-    axis = int(node.attrs.get("axis", -1 if node.version >= 13 else 1))
-    if not -rank <= axis < rank:
-        raise Unsupported(Reason.INVALID, f"{node.label()}: axis {axis} is outside rank {rank}")
-    axis %= rank
+    axis = axis_attr(ctx, node, x, -1 if node.version >= 13 else 1)
     float16 = ctx.model.operands[ctx.operand(x)].type.code == C.TENSOR_FLOAT16
     beta = ctx.scalar(C.FLOAT16, 1.0) if float16 else ctx.f32(1.0)  # beta has the input's float type
     if node.version >= 13 or axis == rank - 1:

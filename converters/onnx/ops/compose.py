@@ -10,7 +10,7 @@ from nnapi import OperandCode as C
 from nnapi import OperationCode as Op
 from nnapi.ops import SPECS
 
-from ...context import stored
+from ...context import broadcast_data, stored
 from ...registry import Reason, Unsupported
 
 _SCALAR_DTYPES = {C.TENSOR_FLOAT32: np.float32, C.TENSOR_FLOAT16: np.float16, C.TENSOR_INT32: np.int32}
@@ -73,18 +73,9 @@ def require_float(ctx, node, i: int) -> None:
                           f"exact only for float tensors")
 
 
-def known_rank(ctx, node, i: int) -> tuple:
-    """Tensor i's shape (0 for unknown extents); Unsupported when even its rank is unknown."""
-    shape = ctx.source_shape(i)
-    if not shape:
-        raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: tensor {ctx.tensor(i).name!r} has an unknown rank "
-                                                f"(pin the inputs with input_shapes)")
-    return tuple(shape)
-
-
 def known_shape(ctx, node, i: int) -> tuple:
     shape = ctx.source_shape(i)
-    if not all(shape):
+    if ctx.tensor(i).shape is None or not all(shape):
         raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: tensor {ctx.tensor(i).name!r} has unknown "
                                                 f"extents {list(shape)} (pin them with input_shapes)")
     return tuple(shape)
@@ -107,7 +98,7 @@ def broadcast_to(ctx, node, i: int, shape: tuple, perm=None, out: int | None = N
     if src_shape == tuple(shape) and out is None:
         return ctx.operand_as(i, perm)
     if ctx.is_const(ctx.resolve(i)) and out is None:
-        data = np.broadcast_to(ctx.const_value(ctx.resolve(i)), shape)
+        data = broadcast_data(ctx.const_value(ctx.resolve(i)), shape, f"{node.label()}: {ctx.tensor(i).name!r}")
         data = data if perm is None else np.transpose(data, perm)
         otype, _ = ctx.nnapi_type(ctx.resolve(i))
         return ctx.const(np.ascontiguousarray(stored(otype.code, data).astype(otype.dtype)), otype.code, scale=otype.scale,

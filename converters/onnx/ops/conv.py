@@ -28,6 +28,7 @@ def _fold_bn(ctx, bn, w: np.ndarray, b):
 
 
 def conv2d(node, ctx, x: int, w: int, b: int) -> None:
+    node = ctx.lifted(node)  # a 1-D convolution is the 2-D one with H = 1
     rank_of(ctx, x, (4,))
     wdata = ctx.const_value(w, "weights")
     if wdata.ndim != 4:
@@ -67,7 +68,7 @@ def conv2d(node, ctx, x: int, w: int, b: int) -> None:
 
 @onnx_op("Conv", versions=(1, OPSET_MAX))
 def conv(node, ctx):
-    """Conv (2-D; auto_pad, dilations, group) as CONV_2D, DEPTHWISE_CONV_2D or GROUPED_CONV_2D."""
+    """Conv (1-D or 2-D; auto_pad, dilations, group) as CONV_2D, DEPTHWISE_CONV_2D or GROUPED_CONV_2D."""
     ins = list(node.inputs) + [-1] * (3 - len(node.inputs))
     conv2d(node, ctx, *ins[:3])
 

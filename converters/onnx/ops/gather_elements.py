@@ -37,7 +37,7 @@ def gather_elements(node, ctx):
         raise Unsupported(Reason.INVALID, f"{node.label()}: {size} elements need int64 flat indices")
     strides = [int(np.prod(shape[k + 1:])) for k in range(rank)]
     grid = np.indices(ishape)
-    base = sum(grid[k] * strides[k] for k in range(rank) if k != axis).astype(np.int64)
+    base = sum((grid[k] * strides[k] for k in range(rank) if k != axis), np.zeros(ishape, np.int64))  # rank 1: 0s
     data = ctx.operand_data(x)
     if rank > 1:
         data = reshaped(ctx, node, data, (size,))

@@ -50,6 +50,9 @@ def fully_connected(node, ctx, a: int, b: int, c: int = -1, trans_b: bool = Fals
     """out = a @ B (+ C): FULLY_CONNECTED on the row-major data of a (or a prepared 2-D a_operand),
     reshaped back for rank > 2."""
     k_n = ctx.const_value(b, "B").shape
+    if len(k_n) != 2:
+        raise Unsupported(Reason.RANK, f"{node.label()}: constant B {ctx.tensor(b).name!r} has rank {len(k_n)}, "
+                                       f"expected 2")
     n = k_n[0] if trans_b else k_n[1]
     a_op = a_operand if a_operand is not None else ctx.operand_data(a)
     weights = _fc_weights(ctx, b, trans_b, alpha, node.label(),

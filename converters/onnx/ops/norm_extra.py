@@ -13,7 +13,7 @@ from nnapi import OperandCode as C
 from nnapi import OperationCode as Op
 
 from ...registry import Reason, Unsupported
-from ..common import OPSET_MAX, onnx_op
+from ..common import OPSET_MAX, axis_attr, onnx_op
 from ..layout import NHWC
 from .compose import Chain, require_float, reshaped
 from .normalization import channel_const
@@ -49,7 +49,7 @@ def layer_norm(node, ctx):
     x, y = node.inputs[0], node.outputs[0]
     require_float(ctx, node, x)
     rank = len(ctx.source_shape(x))
-    axis = int(node.attrs.get("axis", -1)) % rank
+    axis = axis_attr(ctx, node, x, -1)
     c = Chain(ctx, node, y)  # the ONNX layout (LayerNormalization is in no layout table)
     normed = normalize(c, ctx.operand_as(x), range(axis, rank), float(node.attrs.get("epsilon", 1e-5)),
                        _optional_output(ctx, node, 1), _optional_output(ctx, node, 2))

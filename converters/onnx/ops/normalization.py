@@ -7,13 +7,16 @@ import numpy as np
 from nnapi import FuseCode, OperationCode as Op
 
 from ...registry import Reason, Unsupported
-from ..common import OPSET_MAX, onnx_op, rank_of
+from ..common import OPSET_MAX, known_rank, onnx_op, rank_of
 from ..layout import NHWC
 
 
 def channel_const(ctx, x: int, values: np.ndarray, name: str) -> int:
     """A float constant broadcasting `values` along tensor x's channel axis (ONNX axis 1) in its layout."""
-    rank = len(ctx.source_shape(x))
+    rank = len(known_rank(ctx, ctx.node, x))
+    if rank < 2:
+        raise Unsupported(Reason.RANK, f"{ctx.node.label()}: {ctx.tensor(x).name!r} has rank {rank}; the channel "
+                                       f"axis 1 needs rank 2 or more")
     shape = [1] * rank
     shape[ctx.axis(x, 1)] = values.size
     return ctx.const(values.astype(np.float32).reshape(shape), name=name)

@@ -14,6 +14,7 @@ from ..quant import data_inputs
 
 
 def pool2d(node, ctx, code, x: int, count_include_pad: bool = False) -> None:
+    node = ctx.lifted(node)  # a 1-D pool is the 2-D one with H = 1
     rank_of(ctx, x, (4,))
     kernel = ints(node, "kernel_shape")
     if kernel is None or len(kernel) != 2:
@@ -69,6 +70,7 @@ _GLOBAL = {"GlobalAveragePool": (Op.AVERAGE_POOL_2D, Op.MEAN), "GlobalMaxPool": 
 def global_pool(node, ctx):
     """Global pools: one window over H x W (a reduction over the spatial axes when they are unknown)."""
     x = node.inputs[0]
+    node = ctx.lifted(node)  # [N, C, L] as [N, C, 1, L]
     rank_of(ctx, x, (4,))
     pool, reduce = _GLOBAL[node.op]
     _, _, h, w = ctx.source_shape(x)

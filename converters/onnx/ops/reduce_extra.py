@@ -15,8 +15,8 @@ from nnapi import OperandType
 from nnapi import OperationCode as Op
 
 from ...registry import Reason, Unsupported
-from ..common import OPSET_MAX, const_ints, ints, onnx_op
-from .compose import Chain, known_rank
+from ..common import OPSET_MAX, axes_of, axis_attr, const_ints, ints, known_rank, onnx_op
+from .compose import Chain
 
 DIRECT = {"ReduceSum": Op.REDUCE_SUM, "ReduceMax": Op.REDUCE_MAX, "ReduceMin": Op.REDUCE_MIN,
           "ReduceProd": Op.REDUCE_PROD}
@@ -29,7 +29,7 @@ AXES_INPUT_FROM = {"ReduceSum": 13}  # the others take axes as an input from ops
 
 def reduce_axes(node, ctx, x: int):
     """Sorted ONNX axes of a reduction, or None for noop_with_empty_axes with no axes."""
-    rank = len(ctx.source_shape(x))
+    rank = len(known_rank(ctx, node, x))
     if node.version >= AXES_INPUT_FROM.get(node.op, 18):
         axes = const_ints(ctx, node, 1, "axes")
     else:
@@ -39,8 +39,9 @@ def reduce_axes(node, ctx, x: int):
             return None
         axes = list(range(rank))
     if rank > 4:
-        raise Unsupported(Reason.RANK, f"{node.label()}: NNAPI reductions take rank 4 at most (rank {rank})")
-    return sorted({a % rank for a in axes})
+        raise Unsupported(Reason.RANK, f"{node.label()}: NNAPI reductions take rank 4 at most (rank {rank}, "
+                                       f"{ctx.tensor(x).name!r} {list(ctx.source_shape(x))})")
+    return axes_of(ctx, node, x, axes)
 
 
 def _reduce(ctx, code, src: int, out: int, x: int, axes, keep: bool) -> None:
@@ -119,7 +120,7 @@ def arg_extreme(node, ctx):
     n - 1 - index (SUB, feature level 4)."""
     x, y = node.inputs[0], node.outputs[0]
     shape = known_rank(ctx, node, x)
-    axis = int(node.attrs.get("axis", 0)) % len(shape)
+    axis = axis_attr(ctx, node, x, 0)
     code = Op.ARGMAX if node.op == "ArgMax" else Op.ARGMIN
     kept = [d for k, d in enumerate(shape) if k != axis]
     keep = bool(node.attrs.get("keepdims", 1))
@@ -160,7 +161,7 @@ def topk(node, ctx):
     x, values, indices = node.inputs[0], node.outputs[0], node.outputs[1]
     shape = known_rank(ctx, node, x)
     rank = len(shape)
-    axis = int(node.attrs.get("axis", -1)) % rank
+    axis = axis_attr(ctx, node, x, -1)
     if not node.attrs.get("sorted", 1):
         raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: sorted=0 (TOPK_V2 output order is sorted)")
     k = int(node.attrs["k"]) if node.version < 10 else const_ints(ctx, node, 1, "K")[0]

@@ -6,10 +6,10 @@ import numpy as np
 
 from nnapi import OperandType, OperationCode as Op
 
+from ... import shuffle
 from ...registry import Reason, Unsupported
-from ..common import OPSET_MAX, const_ints, ints, onnx_op
+from ..common import OPSET_MAX, axes_of, axis_attr, const_ints, ints, known_rank, onnx_op
 from .. import layout, unit_axis
-from .compose import known_rank
 
 
 def _i32(ctx, values) -> int:
@@ -44,13 +44,19 @@ def reshape_to_output(node, ctx) -> None:
                       shape=_i32(ctx, unit_axis.without(shape, held[y])))
         return
     if len(shape) > 4:
-        raise Unsupported(Reason.RANK, f"{node.label()}: RESHAPE output rank {len(shape)} > 4")
+        raise Unsupported(Reason.RANK, f"{node.label()}: RESHAPE output {ctx.tensor(y).name!r} has rank {len(shape)}, "
+                                       f"NNAPI takes 4 at most")
     ctx.emit_form(Op.RESHAPE, "default", [ctx.output(y)], input=ctx.operand_data(x), shape=_i32(ctx, shape))
 
 
 @onnx_op("Reshape", "Flatten", "Squeeze", "Unsqueeze", versions=(7, OPSET_MAX))
 def reshape(node, ctx):
-    """Reshape, Flatten, Squeeze, Unsqueeze: RESHAPE to the inferred output shape."""
+    """Reshape, Flatten, Squeeze, Unsqueeze: RESHAPE to the inferred output shape; the end of a channel
+    shuffle chain (converters/shuffle.py) as CHANNEL_SHUFFLE in its source's layout."""
+    sh = ctx.shuffle_at(node)
+    if sh is not None:
+        shuffle.emit(ctx, sh, ctx.operand(sh.source), ctx.axis(sh.source, sh.axis), ctx.output(node.outputs[0]))
+        return
     reshape_to_output(node, ctx)
 
 
@@ -58,9 +64,11 @@ def reshape(node, ctx):
 def transpose(node, ctx):
     """Transpose as one TRANSPOSE composed with the input's layout (nothing when they cancel)."""
     x, y = node.inputs[0], node.outputs[0]
-    _known_rank(ctx, node, x)
-    rank = len(ctx.source_shape(x))
+    rank = len(known_rank(ctx, node, x))
     perm = tuple(ints(node, "perm", list(range(rank - 1, -1, -1))))
+    if sorted(perm) != list(range(rank)):
+        raise Unsupported(Reason.INVALID, f"{node.label()}: perm {list(perm)} is not a permutation of the "
+                                          f"{rank} axes of {ctx.tensor(x).name!r}")
     held = unit_axis.plan(ctx.graph)
     if x in held and y in held:  # rank-5 middles held without their unit axes (unit_axis.py)
         u = held[x]
@@ -91,10 +99,7 @@ def split(node, ctx):
     input after; without it equal parts, the last one smaller for num_outputs (opset 18))."""
     x = node.inputs[0]
     shape = known_rank(ctx, node, x)
-    axis = int(node.attrs.get("axis", 0))
-    if not -len(shape) <= axis < len(shape):
-        raise Unsupported(Reason.INVALID, f"{node.label()}: axis {axis} for rank {len(shape)}")
-    axis %= len(shape)
+    axis = axis_attr(ctx, node, x, 0)
     outs = [o for o in node.outputs if o >= 0]
     sizes = ints(node, "split") if node.version < 13 else const_ints(ctx, node, 1, "split")
     n = len(node.outputs)
@@ -142,8 +147,8 @@ def _slice_bounds(dim: int, start: int, end: int, step: int):
 def slice_(node, ctx):
     """Slice (constant starts/ends/axes/steps) as STRIDED_SLICE on the remapped axes."""
     x, y = node.inputs[0], node.outputs[0]
+    rank = len(known_rank(ctx, node, x))
     shape = ctx.source_shape(x)
-    rank = len(shape)
     if node.version < 10:
         starts, ends = ints(node, "starts"), ints(node, "ends")
         axes, steps = ints(node, "axes", list(range(len(starts)))), [1] * len(starts)
@@ -181,7 +186,7 @@ def gather(node, ctx):
     """Gather (constant or int32 indices) as GATHER in the ONNX layout; scalar indices reshape after."""
     x, idx, y = node.inputs[0], node.inputs[1], node.outputs[0]
     shape = ctx.source_shape(x)
-    axis = int(node.attrs.get("axis", 0)) % len(shape)
+    axis = axis_attr(ctx, node, x, 0)
     src = ctx.operand_as(x)
     if ctx.is_const(idx):
         values = np.asarray(ctx.const_value(idx), np.int64)
@@ -208,7 +213,7 @@ def gather(node, ctx):
 def pad(node, ctx):
     """Pad: constant mode as PAD (zero) / PAD_V2 (other value), reflect as MIRROR_PAD."""
     x, y = node.inputs[0], node.outputs[0]
-    rank = len(ctx.source_shape(x))
+    rank = len(known_rank(ctx, node, x))
     mode = node.attrs.get("mode", "constant")
     if node.version < 11:
         pads, value = ints(node, "pads"), float(node.attrs.get("value", 0.0))
@@ -217,8 +222,13 @@ def pad(node, ctx):
         v = node.inputs[2] if len(node.inputs) > 2 else -1
         value = float(np.asarray(ctx.const_value(v, "constant_value")).reshape(-1)[0]) if v >= 0 else 0.0
     axes = const_ints(ctx, node, 3, "axes", None) if node.version >= 18 else None
+    if axes:
+        axes_of(ctx, node, x, axes)  # in range; pads follow the given order
     axes = [a % rank for a in axes] if axes else list(range(rank))
     n = len(axes)
+    if pads is None or len(pads) != 2 * n:
+        raise Unsupported(Reason.INVALID, f"{node.label()}: pads {pads} do not hold a begin and an end for each of "
+                                          f"the {n} padded axes")
     full = [[0, 0] for _ in range(rank)]
     for k, a in enumerate(axes):
         full[a] = [pads[k], pads[k + n]]

@@ -40,6 +40,16 @@ def reshape(ctx, x: int, out: int, shape: Sequence[int], int32_level: Optional[i
     ctx.emit_form(Op.RESHAPE, "default", [out], input=x, shape=ctx.const(np.asarray(shape, np.int32)))
 
 
+def require_arity(node, inputs: int, outputs: int = 0, exact: bool = False) -> None:
+    """Unsupported(INVALID) unless node has at least (`exact`: exactly) `inputs` input slots and `outputs`
+    outputs (optional ones may be -1), so a malformed node is refused by name before any slot is read."""
+    n_in, n_out = len(node.inputs), len(node.outputs)
+    if n_in < inputs or n_out < outputs or (exact and n_in != inputs):
+        raise Unsupported(Reason.INVALID, f"{node.label()} has {n_in} inputs and {n_out} outputs; {node.op} takes "
+                                          f"{'' if exact else 'at least '}{inputs} inputs"
+                                          + (f" and {outputs} outputs" if outputs else ""))
+
+
 def _reshape_bool(ctx, x: int, out: int, shape: Sequence[int]) -> None:
     """RESHAPE takes no TENSOR_BOOL8: the values go through uint8 0/1 (SELECT), are reshaped, and
     come back as bool (NOT_EQUAL 0), which is exact (level 3, where TENSOR_BOOL8 begins)."""

@@ -18,6 +18,7 @@ from .lstm_basic import FULL, basic_lstm
 from .lstm_integer import integer_args
 from .recurrent_common import (GATES, LAYER_NORM, LAYER_NORM_FIRST, WEIGHTS, activation_code, check_merged_outputs,
                                clip_value, has_layer_norm, input_at, lstm_states, named_inputs, require_float, scratch)
+from .common import require_arity
 from .recurrent_unroll import unroll
 
 
@@ -67,6 +68,7 @@ def lstm(node, ctx):
     """One LSTM step: full kernel (CIFG, peephole, projection, layer norm, clipping; float or int8) or basic."""
     if node.attrs.get("kernel_type", FULL) != FULL:
         return basic_lstm(node, ctx)
+    require_arity(node, 20)
     integer = _is_int8(ctx, node)
     named = integer_args(ctx, node) if integer else _float_args(ctx, node)
     _step_emitter(ctx, node, integer, named)(0, ctx.operand(node.inputs[0]), ctx.output(node.outputs[0]))
@@ -75,6 +77,7 @@ def lstm(node, ctx):
 @converter("tflite", "UNIDIRECTIONAL_SEQUENCE_LSTM", versions=(1, 4))
 def unidirectional_sequence_lstm(node, ctx):
     """An LSTM over a time-major or batch-major sequence (diagonal recurrent weights expanded)."""
+    require_arity(node, 20)
     time_major = bool(node.attrs.get("time_major"))
     integer = _is_int8(ctx, node)
     if integer:
@@ -91,6 +94,7 @@ def unidirectional_sequence_lstm(node, ctx):
 @converter("tflite", "BIDIRECTIONAL_SEQUENCE_LSTM", versions=(1, 3))
 def bidirectional_sequence_lstm(node, ctx):
     """Forward and backward LSTMs; merged or separate outputs; cross- or parallel-linked aux input."""
+    require_arity(node, 39)
     require_float(ctx, node, range(1, 48))
     merge, time_major = bool(node.attrs.get("merge_outputs")), bool(node.attrs.get("time_major"))
     check_merged_outputs(node, merge)

@@ -66,6 +66,15 @@ def static_value(ctx, i: int, what: str) -> np.ndarray:
     raise Unsupported(Reason.NON_CONSTANT_OPERAND, f"{what} tensor {t.name!r} must be a constant")
 
 
+def pairs(ctx, i: int, what: str) -> np.ndarray:
+    """A constant [n, 2] tensor (paddings, crops) as int64 rows, or Unsupported naming its shape."""
+    value = static_value(ctx, i, what)
+    if value.ndim != 2 or value.shape[1] != 2:
+        raise Unsupported(Reason.INVALID, f"{what} tensor {ctx.tensor(i).name!r} has shape {list(value.shape)}, "
+                                          f"expected [n, 2]")
+    return value.astype(np.int64)
+
+
 def int_list(ctx, i: int, what: str) -> list[int]:
     return [int(v) for v in static_value(ctx, i, what).reshape(-1)]
 

@@ -16,6 +16,7 @@ from nnapi.ops import SPECS
 from ...registry import Reason, Unsupported, converter
 from .recurrent_common import (activation_code, check_merged_outputs, optional_operand, require_float, scratch,
                                starts_at_zero, state_operand)
+from .common import require_arity
 from .recurrent_unroll import unroll
 
 
@@ -35,6 +36,7 @@ def _state_scratch(ctx, node, k: int, what: str) -> int:
 @converter("tflite", "RNN", versions=(1, 3))
 def rnn(node, ctx):
     """One basic RNN step: h = act(W x + R h + b)."""
+    require_arity(node, 5)
     require_float(ctx, node, (1, 2, 3))
     named = _rnn_cell(ctx, node, 1)
     out = ctx.output(node.outputs[0])
@@ -45,6 +47,7 @@ def rnn(node, ctx):
 @converter("tflite", "UNIDIRECTIONAL_SEQUENCE_RNN", versions=(1, 3))
 def unidirectional_sequence_rnn(node, ctx):
     """A basic RNN over a time-major or batch-major sequence (unrolled into RNN steps below its level)."""
+    require_arity(node, 5)
     require_float(ctx, node, (1, 2, 3))
     named = dict(_rnn_cell(ctx, node, 1), activation=activation_code(ctx, node))
     time_major = bool(node.attrs.get("time_major"))
@@ -69,6 +72,7 @@ def _rnn_steps(ctx, node, named: dict):
 @converter("tflite", "BIDIRECTIONAL_SEQUENCE_RNN", versions=(1, 3))
 def bidirectional_sequence_rnn(node, ctx):
     """Forward and backward basic RNNs; merged or separate outputs; cross- or parallel-linked aux input."""
+    require_arity(node, 9)
     require_float(ctx, node, (1, 2, 3, 5, 6, 7, 9, 10, 11))
     merge = bool(node.attrs.get("merge_outputs"))
     named = {**_rnn_cell(ctx, node, 1, "fw_"), **_rnn_cell(ctx, node, 5, "bw_")}
@@ -84,6 +88,7 @@ def bidirectional_sequence_rnn(node, ctx):
 @converter("tflite", "SVDF", versions=(1, 4))
 def svdf(node, ctx):
     """Rank-limited 1-D convolution over time (float only: integer SVDF has no NNAPI form)."""
+    require_arity(node, 5)
     require_float(ctx, node, (1, 2, 3))
     if not starts_at_zero(ctx, node.inputs[4]):
         # TFLite stores the full window of the last `memory` activations, Android's SVDF the

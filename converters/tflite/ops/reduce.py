@@ -17,7 +17,7 @@ import numpy as np
 from nnapi import OperandCode as C, OperandType, OperationCode as Op
 
 from ...registry import Reason, Unsupported, converter
-from .common import name, reshape, temp
+from .common import name, require_arity, reshape, temp
 from .movement_util import check_types, int_list, norm_axis, static_shape, true_rank
 
 # TFLite op -> (NNAPI op, newest LiteRT version, quantized inputs allowed, pooling op for spatial axes)
@@ -104,6 +104,7 @@ def arg_select(node, ctx):
 def top_k(node, ctx):
     """TOPK_V2 with a constant k: values descending, ties by the smaller index."""
     check_types(ctx, node)
+    require_arity(node, 2, 2)
     k = int_list(ctx, node.inputs[1], "TOPK_V2 k")
     if len(k) != 1:
         raise Unsupported(Reason.INVALID, f"TOPK_V2 k has {len(k)} values, expected 1")

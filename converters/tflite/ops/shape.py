@@ -14,9 +14,10 @@ import numpy as np
 
 from nnapi import OperandCode as C, OperationCode as Op
 
+from ... import shuffle
 from ...registry import Reason, Unsupported, converter
 from .common import name, otype, reshape, temp
-from .movement_util import (check_types, concat, int_list, norm_axis, slice_static, static_shape, static_value,
+from .movement_util import (check_types, concat, int_list, norm_axis, pairs, slice_static, static_shape, static_value,
                             strided_slice, tile, true_rank)
 
 def _target_shape(ctx, node) -> list[int]:
@@ -38,10 +39,21 @@ def _target_shape(ctx, node) -> list[int]:
     return list(static_shape(ctx, out))
 
 
+def channel_shuffle(node, ctx) -> bool:
+    """Emit the channel shuffle that this reshape ends (converters/shuffle.py), if it ends one."""
+    sh = ctx.shuffle_at(node)
+    if sh is None:
+        return False
+    shuffle.emit(ctx, sh, ctx.operand(sh.source), sh.axis, ctx.output(node.outputs[0]))
+    return True
+
+
 @converter("tflite", "RESHAPE", versions=(1, 1))
 def reshape_(node, ctx):
-    """RESHAPE to a constant or statically known shape."""
+    """RESHAPE to a constant or statically known shape (a channel shuffle's end: CHANNEL_SHUFFLE)."""
     check_types(ctx, node)
+    if channel_shuffle(node, ctx):
+        return
     shape = _target_shape(ctx, node) or [1]  # a scalar result is held as [1]
     reshape(ctx, ctx.operand(node.inputs[0]), ctx.output(node.outputs[0]), shape)
 
@@ -50,11 +62,18 @@ def reshape_(node, ctx):
 def squeeze(node, ctx):
     """SQUEEZE (level 2); RESHAPE to the static result below it."""
     check_types(ctx, node)
+    if channel_shuffle(node, ctx):
+        return
     x, out = node.inputs[0], node.outputs[0]
-    shape = static_shape(ctx, x)
     rank = true_rank(ctx, x)
     axes = {norm_axis(a, rank, "SQUEEZE squeeze_dims") for a in node.attrs.get("squeeze_dims") or []}
+    # named axes need only their own extents known; "every unit axis" needs the whole shape
+    shape = ctx.shape(x) if axes else static_shape(ctx, x)
     axes = axes or {d for d, n in enumerate(shape) if n == 1}
+    unknown = sorted(a for a in axes if shape[a] == 0)
+    if unknown:
+        raise Unsupported(Reason.DYNAMIC_SHAPE, f"SQUEEZE of {name(ctx, x)}: dimensions {unknown} are dynamic, so "
+                                                f"whether they are 1 is known only at run time")
     if any(shape[a] != 1 for a in axes):
         raise Unsupported(Reason.INVALID, f"SQUEEZE of {name(ctx, x)}: dimensions {sorted(axes)} are not all 1")
     src = ctx.operand(x)
@@ -63,6 +82,7 @@ def squeeze(node, ctx):
         ctx.emit_form(Op.SQUEEZE, "default", [ctx.output(out)], input=src,
                       axes=ctx.const(np.asarray(sorted(axes), np.int32)))
     else:
+        shape = static_shape(ctx, x)
         reshape(ctx, src, ctx.output(out), [n for d, n in enumerate(shape) if d not in axes] or [1])
 
 
@@ -70,6 +90,8 @@ def squeeze(node, ctx):
 def expand_dims(node, ctx):
     """EXPAND_DIMS (level 3); RESHAPE to the static result below it."""
     check_types(ctx, node)
+    if channel_shuffle(node, ctx):
+        return
     x, out = node.inputs[0], node.outputs[0]
     axis = int_list(ctx, node.inputs[1], "EXPAND_DIMS axis")
     if len(axis) != 1:
@@ -270,7 +292,7 @@ def _block_inputs(ctx, node) -> tuple:
 def batch_to_space(node, ctx):
     """BATCH_TO_SPACE_ND; non-zero crops become a slice of the NNAPI result."""
     x, block, crops_t = _block_inputs(ctx, node)
-    crops = static_value(ctx, crops_t, "BATCH_TO_SPACE_ND crops").reshape(-1, 2).astype(int)
+    crops = pairs(ctx, crops_t, "BATCH_TO_SPACE_ND crops").astype(int)
     n, h, w, c = static_shape(ctx, x)
     if len(block) != 2 or crops.shape[0] != 2:
         raise Unsupported(Reason.INVALID, f"BATCH_TO_SPACE_ND needs 2 block and crop entries, got {block}")
@@ -292,6 +314,6 @@ def batch_to_space(node, ctx):
 def space_to_batch(node, ctx):
     """SPACE_TO_BATCH_ND (pads with the logical zero, like LiteRT)."""
     x, block, pads_t = _block_inputs(ctx, node)
-    pads = static_value(ctx, pads_t, "SPACE_TO_BATCH_ND paddings").astype(np.int32).reshape(-1, 2)
+    pads = pairs(ctx, pads_t, "SPACE_TO_BATCH_ND paddings").astype(np.int32)
     ctx.emit_form(Op.SPACE_TO_BATCH_ND, "default", [ctx.output(node.outputs[0])], input=ctx.operand(x),
                   block_shape=ctx.const(np.asarray(block, np.int32)), paddings=ctx.const(pads))

@@ -15,8 +15,8 @@ import numpy as np
 from nnapi import OperandCode as C, OperationCode as Op
 
 from ...registry import Reason, Unsupported, converter
-from .common import name, reshape, temp
-from .movement_util import (check_types, concat, gather_const, int_list, norm_axis, reject_attr, slice_static,
+from .common import name, require_arity, reshape, temp
+from .movement_util import (check_types, concat, gather_const, int_list, norm_axis, pairs, reject_attr, slice_static,
                             static_shape, static_value, strided_slice, true_rank)
 
 
@@ -24,6 +24,7 @@ from .movement_util import (check_types, concat, gather_const, int_list, norm_ax
 def slice_(node, ctx):
     """SLICE with constant begin and size (-1: to the end)."""
     check_types(ctx, node)
+    require_arity(node, 3)
     x = node.inputs[0]
     shape = static_shape(ctx, x)[:max(true_rank(ctx, x), 1)]
     begin = int_list(ctx, node.inputs[1], "SLICE begin")
@@ -79,6 +80,7 @@ def strided_slice_(node, ctx):
     """STRIDED_SLICE with constant begin/end/strides; every mask and the offset flag are resolved
     here; new axes become a RESHAPE of the NNAPI result."""
     check_types(ctx, node)
+    require_arity(node, 4)
     x, out = node.inputs[0], node.outputs[0]
     rank = true_rank(ctx, x)
     shape = static_shape(ctx, x)[:rank]
@@ -117,7 +119,7 @@ def strided_slice_(node, ctx):
 # -- padding ------------------------------------------------------------------------------------
 
 def _paddings(ctx, node, rank: int) -> np.ndarray:
-    pads = static_value(ctx, node.inputs[1], f"{node.op} paddings").astype(np.int64).reshape(-1, 2)
+    pads = pairs(ctx, node.inputs[1], f"{node.op} paddings")
     if pads.shape[0] != rank or (pads < 0).any():
         raise Unsupported(Reason.INVALID, f"{node.op} paddings {pads.tolist()} do not fit rank {rank}")
     return pads

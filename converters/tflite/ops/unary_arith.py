@@ -7,7 +7,7 @@ import numpy as np
 from nnapi import OperationCode as Op
 
 from ...registry import Reason, Unsupported, converter
-from .common import name, otype
+from .common import name, otype, require_arity
 from .unary_emit import FLOATS, I32, elementwise, emit, negate, step, temp
 
 
@@ -67,6 +67,7 @@ def _floor_mod_int(ctx, xs, out):
 @converter("tflite", "FLOOR_MOD", versions=(1, 2))
 def floor_mod(node, ctx):
     """int32 FLOOR_MOD; float FLOOR_MOD (fmod-based in LiteRT) has no exact NNAPI composition."""
+    require_arity(node, 2, exact=True)
     if np.dtype(ctx.tensor(node.inputs[0]).dtype) != np.int32:
         raise Unsupported(Reason.OPERAND_TYPE,
                           f"FLOOR_MOD on {np.dtype(ctx.tensor(node.inputs[0]).dtype).name} "

@@ -10,6 +10,7 @@ import numpy as np
 
 from nnapi import FuseCode, OperandCode as C, OperandType, OperationCode as Op
 
+from ...context import broadcast_data
 from ...registry import Reason, Unsupported
 from .common import name, otype
 
@@ -118,7 +119,7 @@ def broadcast(ctx, x: int, dims: tuple, what: str) -> int:
     if tuple(t.dimensions) == tuple(dims):
         return x
     if opnd.is_constant and opnd.value is not None:
-        full = np.broadcast_to(np.asarray(opnd.value).reshape(t.dimensions), dims)
+        full = broadcast_data(np.asarray(opnd.value).reshape(t.dimensions), dims, f"{what}: {opnd.name!r}")
         return ctx.const(np.ascontiguousarray(full), t.code, scale=t.scale, zero_point=t.zero_point)
     out = temp(ctx, x, "broadcast", dims=dims)
     if t.code == B8:
