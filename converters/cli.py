@@ -212,7 +212,7 @@ def unsupported_lines(result) -> list[str]:
 
 
 def cmd_convert(args) -> int:
-    from nnapi.serialize import atomic_write, to_bytes
+    from nnapi.serialize import atomic_write, file_pieces
     from .convert import ConversionError
     try:
         result = _convert(args, args.partial)
@@ -220,7 +220,7 @@ def cmd_convert(args) -> int:
         raise CliError(str(e), EXIT_INVALID) from None
     out = Path(args.output)
     if result.complete:
-        atomic_write(out, to_bytes(result.model))
+        atomic_write(out, file_pieces(result.model))
         m = result.model
         print(f"wrote {out}: {len(m.operations)} NNAPI operations, {len(m.operands)} operands, "
               f"feature level {m.min_feature_level()} (target {args.feature_level})")
@@ -240,7 +240,7 @@ def cmd_convert(args) -> int:
 
 
 def _write_partitions(result, out: Path, args) -> int:
-    from nnapi.serialize import atomic_write, to_bytes
+    from nnapi.serialize import atomic_write, file_pieces
     graph = result.source.main
     files, manifest = [], {"model": str(args.model), "feature_level": args.feature_level, "partitions": [],
                            "fallback_nodes": [], "io_rewrites": result.io_rewrites,
@@ -249,7 +249,7 @@ def _write_partitions(result, out: Path, args) -> int:
     blobs = []
     for k, p in enumerate(result.partitions):
         name = f"{out.stem}.part{k}{out.suffix or '.nnapi'}"
-        blobs.append((out.with_name(name), to_bytes(p.model)))
+        blobs.append((out.with_name(name), file_pieces(p.model)))
         manifest["partitions"].append({
             "file": name, "nodes": p.nodes,
             "inputs": [graph.tensors[t].name for t in p.inputs],
