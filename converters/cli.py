@@ -226,6 +226,9 @@ def cmd_convert(args) -> int:
               f"feature level {m.min_feature_level()} (target {args.feature_level})")
         for name, how in result.io_rewrites.items():
             print(f"  note: model input/output {name!r}: {how}")
+        for n in result.nodes:
+            if "folded into node" in n.note:
+                print(f"  note: node {n.index} {n.op}: {n.note}")
         for v in m.state:
             print(f"  note: state {v.variable!r}: output {v.output} -> input {v.input} between executions "
                   f"(initial value stored in the file)")
@@ -389,6 +392,12 @@ def cmd_bench(args) -> int:
                   f"(shared buffers {r['arena_bytes']:,} B), "
                   f"peak RSS {r['peak_rss_bytes'] / 2**20:.1f} MiB; executor BLAS {r['blas']['library']} "
                   f"{r['blas']['threads']} thread(s)")
+        if r.get("partial"):
+            q = r["partial"]
+            text += (f"\npartial model: {q['partitions']} NNAPI partition(s) on the executor "
+                     f"({q['nnapi_ms_median']:.3f} ms), {q['fallback_nodes']} CPU fallback node(s) in "
+                     f"{q['fallback_segments']} segment(s) on {q['framework']} ({q['framework_ms_median']:.3f} ms); "
+                     f"'ours' is both together, the reference runs the whole model")
         if args.profile:
             text += "\n" + _profile_text(r)
     _write_output(text, args.output)
@@ -583,10 +592,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Median and interquartile spread of the executor's latency and the reference's, their ratio, "
                     "achieved GFLOP/s from the model's MACs, the executor's planned peak of intermediate bytes and "
                     "the process's peak RSS. Only the executor is timed unless --vs names a reference (a .nnapi "
-                    "model has none); a .tflite/.onnx model is converted at feature level 8 and must convert "
-                    "completely. Timings are only meaningful as ratios measured in the same run. Examples: nnapi "
+                    "model has none); a .tflite/.onnx model is converted at feature level 8. A partial model runs its "
+                    "NNAPI partitions on the executor and its CPU fallback nodes on the framework (--vs, else LiteRT "
+                    "or onnxruntime), timed together against the framework on the whole model; the output says so "
+                    "and splits the time (JSON field partial). Timings are only meaningful as ratios measured in the same run. Examples: nnapi "
                     "bench model.tflite --vs litert --runs 50; nnapi bench model.onnx --vs onnxruntime --format "
-                    "json -o bench.json. Exit 0 ok, 2 unsupported nodes, 3 invalid model, 4 reference not "
+                    "json -o bench.json. Exit 0 ok, 3 invalid model (or --profile on a partial one), 4 reference not "
                     "installed.")
     s.add_argument("model", help=".tflite, .onnx or .nnapi model")
     s.add_argument("--vs", choices=["litert", "litert-ref", "litert-xnnpack", "onnxruntime"],
