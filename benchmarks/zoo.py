@@ -1,5 +1,5 @@
 """`python -m benchmarks.run --zoo`: every zoo model (tests/zoo/manifest) timed in this one process at one
-thread, ours against LiteRT's built-in kernels, LiteRT with XNNPACK and onnxruntime, medians of --runs;
+thread (CPU time), ours against LiteRT's built-in kernels, LiteRT with XNNPACK and onnxruntime, medians of --runs;
 the table goes to docs/benchmarks.md (or --output). A script, not a test: machines differ, so only the
 ratios of one run mean anything, and nothing asserts a time."""
 from __future__ import annotations
@@ -33,7 +33,7 @@ def measure_zoo_model(model, runs: int, warmup: int) -> dict:
     ours = []
     for column, vs in REFERENCES[model.format]:
         try:
-            r = bench(str(path), vs=vs, threads=1, runs=runs, warmup=warmup, input_shapes=shapes)
+            r = bench(str(path), vs=vs, threads=1, runs=runs, warmup=warmup, input_shapes=shapes, clock="cpu")
         except Exception as e:  # noqa: BLE001
             row["notes"].append(f"{vs}: {type(e).__name__}: {str(e)[:160]}")
             continue
@@ -58,7 +58,8 @@ def markdown(rows, runs: int, warmup: int) -> str:
              f"Made by `python -m benchmarks.run --zoo` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} "
              f"({platform.machine()}, Python {platform.python_version()}, numpy {np.__version__}): every zoo model "
              f"of tests/zoo/manifest in one process, one thread everywhere (OPENBLAS_NUM_THREADS=1, --threads 1), "
-             f"medians of {runs} runs after {warmup} warm-up runs. Ratios are ours / theirs (below 1: the executor "
+             f"medians of {runs} runs after {warmup} warm-up runs of the thread's CPU time (`nnapi bench --clock cpu`: "
+             "on a shared machine elapsed times stretch long runs more than short ones). Ratios are ours / theirs (below 1: the executor "
              "is faster); only ratios from the same run compare, absolute times depend on the machine and its load. "
              "'ours' is the median of the executor's medians timed beside each reference. A partial model runs its "
              "CPU fallback nodes on the framework (see `nnapi bench`).", "",

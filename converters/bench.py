@@ -4,7 +4,8 @@ JSON fields (stable): model, ours_ms_median, ours_ms_spread, reference, referenc
 reference_ms_spread, ratio (ours / reference), macs, gflops (achieved by the executor),
 planned_peak_bytes (the executor's peak of live intermediate bytes), arena_bytes (the buffers the plan
 shares among intermediates), peak_rss_bytes, threads (both sides), blas ({"library", "version",
-"threads"}: the executor's BLAS as threadpoolctl reports it, held to `threads` while timing).
+"threads"}: the executor's BLAS as threadpoolctl reports it, held to `threads` while timing), clock
+("wall", or "cpu": the thread's CPU time, for a loaded machine).
 
 With profile=True: profile [{"operation_index", "nnapi_op", "source_node", "output_shape", "ms", "share",
 "cumulative_share", "macs"}] (slowest first; ms is the median over the profiled runs), by_op
@@ -30,15 +31,21 @@ from .macs import graph_macs
 from .runners import LITERT_REFERENCES, MissingDependency, litert_interpreter, random_source_inputs, to_nnapi_inputs
 
 
-def timeit_ms(fn, runs: int, warmup: int) -> list[float]:
-    """Milliseconds of each of `runs` calls of fn, after `warmup` untimed calls."""
+# "wall": elapsed time; "cpu": the calling thread's CPU time, which a machine shared with other work
+# inflates far less (a run longer than the scheduler's time slice is otherwise stretched by the load,
+# a shorter one is not: wall-clock ratios then favour the faster side). One thread only.
+CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
+
+
+def timeit_ms(fn, runs: int, warmup: int, clock=time.perf_counter) -> list[float]:
+    """Milliseconds of each of `runs` calls of fn on `clock`, after `warmup` untimed calls."""
     for _ in range(warmup):
         fn()
     times = []
     for _ in range(runs):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        times.append((time.perf_counter() - t0) * 1e3)
+        times.append((clock() - t0) * 1e3)
     return times
 
 
@@ -59,14 +66,16 @@ def blas_threads(threads: int):
 
 
 def bench(path: str, vs: Optional[str] = None, threads: int = 1, runs: int = 20, warmup: int = 3,
-          input_shapes=None, feature_level: int = 8, profile: bool = False) -> dict:
+          input_shapes=None, feature_level: int = 8, profile: bool = False, clock: str = "wall") -> dict:
+    if clock not in CLOCKS or clock == "cpu" and threads != 1:
+        raise ValueError(f"clock {clock!r}: choose {' or '.join(CLOCKS)} (cpu with one thread only)")
     with blas_threads(threads) as blas:
-        out = _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile)
-    out["blas"] = blas
+        out = _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile, CLOCKS[clock])
+    out["blas"], out["clock"] = blas, clock
     return out
 
 
-def _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile) -> dict:
+def _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile, clock) -> dict:
     from executor.planner import planned_peak_bytes
     from executor.runtime import RunState, compile_model
     fmt = detect_format(path)
@@ -84,12 +93,12 @@ def _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile
             if profile:
                 raise ValueError("--profile times the operations of a complete model; this one is partial")
             result = imp.convert(path, feature_level=feature_level, input_shapes=input_shapes, partial=True)
-            return _bench_partial(path, fmt, vs, threads, runs, warmup, source, result, ins)
+            return _bench_partial(path, fmt, vs, threads, runs, warmup, source, result, ins, clock)
         model = result.model
         nn_ins = to_nnapi_inputs(result, ins)
     compiled = compile_model(model)
     state = RunState(nnapi.DEFAULT_LOOP_TIMEOUT_S)
-    ours = timeit_ms(lambda: compiled.run(nn_ins, state), runs, warmup)
+    ours = timeit_ms(lambda: compiled.run(nn_ins, state), runs, warmup, clock)
     macs = int(sum(graph_macs(source.main))) if source is not None else 0
     out = {"model": Path(path).name, "ours_ms_median": float(np.median(ours)), "ours_ms_spread": _spread(ours),
            "reference": None, "reference_ms_median": None, "reference_ms_spread": None, "ratio": None,
@@ -100,7 +109,7 @@ def _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile
         out.update(_profile(compiled, nn_ins, runs, warmup, result, source))
     if vs and source is not None:
         ref = _reference_fn(fmt, path, vs, ins, threads)
-        rt = timeit_ms(ref, runs, warmup)
+        rt = timeit_ms(ref, runs, warmup, clock)
         out.update(reference=vs, reference_ms_median=float(np.median(rt)), reference_ms_spread=_spread(rt),
                    ratio=float(np.median(ours) / np.median(rt)))
     out["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -173,7 +182,7 @@ def _onnx_segment(path: str, graph, seg) -> bytes:
                                                      [graph.tensors[t].name for t in seg.outputs]).SerializeToString()
 
 
-def partial_pipeline(path: str, fmt: str, framework: str, threads: int, source, result):
+def partial_pipeline(path: str, fmt: str, framework: str, threads: int, source, result, clock=time.perf_counter):
     """(run(inputs) -> the model's outputs, spent {"nnapi": [ms...], "framework": [ms...]} per run, the
     compiled partitions, the fallback segments) for a partial conversion: the NNAPI partitions on the
     executor, the runs of CPU fallback nodes on `framework`, in execution order."""
@@ -194,24 +203,24 @@ def partial_pipeline(path: str, fmt: str, framework: str, threads: int, source, 
         known = dict(zip(graph.inputs, inputs))
         took = {"nnapi": 0.0, "framework": 0.0}
         for kind, part, fn, _ in stages:
-            t0 = time.perf_counter()
+            t0 = clock()
             known.update(zip(part.outputs, fn([known[t] for t in part.inputs])))
-            took[kind] += time.perf_counter() - t0
+            took[kind] += clock() - t0
         for kind, v in took.items():
             spent[kind].append(v * 1e3)
         return [known[t] for t in graph.model_outputs]
     return run, spent, [st[3] for st in stages if st[3] is not None], segments
 
 
-def _bench_partial(path, fmt, vs, threads, runs, warmup, source, result, ins) -> dict:
+def _bench_partial(path, fmt, vs, threads, runs, warmup, source, result, ins, clock) -> dict:
     """A partial model: partial_pipeline (as a TFLite delegate or an onnxruntime execution provider
     would split it) timed end to end against the framework on the whole model. Extra JSON field
     `partial`: partitions, fallback_segments, fallback_nodes, framework, nnapi_ms_median and
     framework_ms_median (the two shares of each run)."""
     from executor.planner import planned_peak_bytes
     framework = vs or DEFAULT_FRAMEWORK[fmt]
-    run, spent, compiled, segments = partial_pipeline(path, fmt, framework, threads, source, result)
-    ours = timeit_ms(lambda: run(ins), runs, warmup)
+    run, spent, compiled, segments = partial_pipeline(path, fmt, framework, threads, source, result, clock)
+    ours = timeit_ms(lambda: run(ins), runs, warmup, clock)
     spent = {k: v[warmup:] for k, v in spent.items()}
     graph = source.main
     macs = int(sum(m for r, m in zip(result.nodes, graph_macs(graph)) if r.supported))
@@ -226,7 +235,7 @@ def _bench_partial(path, fmt, vs, threads, runs, warmup, source, result, ins) ->
                        "nnapi_ms_median": float(np.median(spent["nnapi"])),
                        "framework_ms_median": float(np.median(spent["framework"]))}}
     if vs:
-        rt = timeit_ms(_reference_fn(fmt, path, vs, ins, threads), runs, warmup)
+        rt = timeit_ms(_reference_fn(fmt, path, vs, ins, threads), runs, warmup, clock)
         out.update(reference=vs, reference_ms_median=float(np.median(rt)), reference_ms_spread=_spread(rt),
                    ratio=float(np.median(ours) / np.median(rt)))
     out["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

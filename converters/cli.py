@@ -377,7 +377,8 @@ def cmd_bench(args) -> int:
     try:
         if args.threads < 1 or args.runs < 1 or args.warmup < 0:
             raise CliError("--threads and --runs must be at least 1, --warmup at least 0")
-        r = bench(args.model, args.vs, args.threads, args.runs, args.warmup, shapes, profile=args.profile)
+        r = bench(args.model, args.vs, args.threads, args.runs, args.warmup, shapes, profile=args.profile,
+                  clock=args.clock)
     except MissingDependency as e:
         raise CliError(str(e), EXIT_MISSING_DEPENDENCY) from None
     except (SourceError, ValueError) as e:
@@ -391,7 +392,7 @@ def cmd_bench(args) -> int:
                 + f"; {r['macs']:,} MACs, {r['gflops']:.2f} GFLOP/s; planned peak {r['planned_peak_bytes']:,} B "
                   f"(shared buffers {r['arena_bytes']:,} B), "
                   f"peak RSS {r['peak_rss_bytes'] / 2**20:.1f} MiB; executor BLAS {r['blas']['library']} "
-                  f"{r['blas']['threads']} thread(s)")
+                  f"{r['blas']['threads']} thread(s)" + ("; CPU time" if r["clock"] == "cpu" else ""))
         if r.get("partial"):
             q = r["partial"]
             text += (f"\npartial model: {q['partitions']} NNAPI partition(s) on the executor "
@@ -606,6 +607,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="threads on both sides: the reference's, and the executor's BLAS (held with threadpoolctl; "
                         "the JSON's blas field says which library and how many threads) (default 1)")
     s.add_argument("--runs", type=int, default=20, metavar="N", help="timed runs (default 20)")
+    s.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                   help="what is timed: elapsed time (default), or the thread's CPU time, which other work on a "
+                        "loaded machine stretches far less (one thread only)")
     s.add_argument("--profile", action="store_true",
                    help="also time every NNAPI operation (over --runs separate runs) and list the slowest, with a "
                         "summary per operation type; JSON fields profile, by_op, profile_total_ms")
