@@ -184,8 +184,9 @@ def _onnx_segment(path: str, graph, seg) -> bytes:
 
 def partial_pipeline(path: str, fmt: str, framework: str, threads: int, source, result, clock=time.perf_counter):
     """(run(inputs) -> the model's outputs, spent {"nnapi": [ms...], "framework": [ms...]} per run, the
-    compiled partitions, the fallback segments) for a partial conversion: the NNAPI partitions on the
-    executor, the runs of CPU fallback nodes on `framework`, in execution order."""
+    compiled partitions, the fallback segments) for a partial conversion of the model `source` was read
+    from: the NNAPI partitions on the executor, the runs of CPU fallback nodes on `framework`, in
+    execution order."""
     from types import SimpleNamespace
 
     from .convert import partition
@@ -198,9 +199,13 @@ def partial_pipeline(path: str, fmt: str, framework: str, threads: int, source, 
                for s in segments]
     stages.sort(key=lambda st: st[1].nodes[0])
     spent = {"nnapi": [], "framework": []}
+    # `source` is the file as read; the conversion folded some tensors into constants (pinned shapes):
+    # the framework's sub-models still compute them or take them as inputs, and get the folded values
+    folded = {t.index: t.data for t in result.source.main.tensors
+              if t.is_constant and not graph.tensors[t.index].is_constant}
 
     def run(inputs):
-        known = dict(zip(graph.inputs, inputs))
+        known = {**folded, **dict(zip(graph.inputs, inputs))}
         took = {"nnapi": 0.0, "framework": 0.0}
         for kind, part, fn, _ in stages:
             t0 = clock()

@@ -3,6 +3,7 @@ executor/kernels/shape.py, executor/kernels/shape_space.py), through the public 
 import numpy as np
 import pytest
 
+import nnapi
 from nnapi import NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
 from tests.executor.op_harness import OMIT, build, run
 
@@ -125,3 +126,30 @@ def test_finish_rejects_an_unsupported_type():
     with pytest.raises(NnapiError) as e:
         m.finish()
     assert e.value.code == ResultCode.BAD_DATA
+
+
+@pytest.mark.parametrize("code,fill", [(F32, None), (Q8, None), (C.TENSOR_QUANT8_ASYMM_SIGNED, None),
+                                       (F32, -2.5), (Q8, 200), (C.TENSOR_FLOAT16, None)])
+def test_pad_with_constant_paddings_matches_numpy_on_every_axis(code, fill):
+    """The compiled PAD (shape_space.PreparedPad) writes the interior and every border slab, run after run
+    (the output buffer is reused: nothing from the previous run may survive)."""
+    rng = np.random.default_rng(5)
+    pads = [[1, 0], [0, 2], [3, 1], [0, 4]]
+    zp = {Q8: 3, C.TENSOR_QUANT8_ASYMM_SIGNED: -5}.get(code, 0)
+    scale = 0.5 if zp else 0.0
+    in_t, out_t = OperandType(code, [2, 3, 4, 5], scale, zp), OperandType(code, [3, 5, 8, 9], scale, zp)
+    inputs = [(in_t, None), tensor(pads)]
+    if fill is not None:
+        inputs.append(scalar(fill, C.FLOAT32 if code == F32 else C.INT32))
+    m = build(Op.PAD_V2 if fill is not None else Op.PAD, inputs, [out_t])
+    comp = nnapi.Compilation(m)
+    comp.finish()
+    for _ in range(2):
+        x = (rng.normal(0, 3, in_t.dimensions) if code in (F32, C.TENSOR_FLOAT16) else rng.integers(-5, 100, in_t.dimensions)).astype(in_t.dtype)
+        ex = nnapi.Execution(comp)
+        ex.set_input(0, x)
+        out = np.full(out_t.dimensions, 99, out_t.dtype)
+        ex.set_output(0, out)
+        ex.compute()
+        want = np.pad(x, pads, constant_values=np.asarray(zp if fill is None else fill).astype(x.dtype))
+        np.testing.assert_array_equal(out, want)
