@@ -14,7 +14,7 @@ from nnapi.shapes import fill_unknown_dimensions
 
 from .context import ConversionContext
 from .folding import fold_source
-from .model_folds import fold_pads_into_convolutions
+from .model_folds import fold_pads_into_convolutions, fold_reshapes_into_fully_connected
 from .registry import Reason, Supported, Unsupported, lookup
 from .source_graph import SourceGraph, SourceModel, SourceNode
 
@@ -275,12 +275,13 @@ def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: 
     model = ctx.model
     # shapes the source graph leaves unknown but the inputs determine: from the specs' one shape inference
     fill_unknown_dimensions(model)
-    folds = fold_pads_into_convolutions(model, {ctx.operand_of[t] for t in outputs})
-    if folds:
+    ctx.folds = []
+    for fold in (fold_pads_into_convolutions, fold_reshapes_into_fully_connected):
+        folds = fold(model, {ctx.operand_of[t] for t in outputs})
         removed = {f.removed for f in folds}
-        ctx.folds = [(emitted_by[f.removed], emitted_by[f.into], f.what) for f in folds]
+        ctx.folds += [(emitted_by[f.removed], emitted_by[f.into], f.what) for f in folds]
         emitted_by = [n for k, n in enumerate(emitted_by) if k not in removed]
-        ctx.emitted_by = emitted_by
+    ctx.emitted_by = emitted_by
     try:
         model.identify_inputs_and_outputs([ctx.operand_of[t] for t in inputs], [ctx.operand_of[t] for t in outputs])
         model.set_state(model_state(graph, model, inputs, outputs))
@@ -343,7 +344,7 @@ def note_folds(result: ConversionResult, ctx: ConversionContext) -> None:
     """Each node whose operation model_folds.py folded into another's says so in its note."""
     for removed, into, what in getattr(ctx, "folds", []):
         r = result.nodes[removed.index]
-        r.note = "; ".join(filter(None, [r.note, f"folded into {into.label()} ({what})"]))
+        r.note = "; ".join(filter(None, [r.note, f"folded into {into.label()} {what}"]))
 
 
 def convert_source(source: SourceModel, feature_level: int = 8, input_shapes=None,

@@ -7,6 +7,10 @@ operations to run on a device and in the executor, the same outputs.
   PAD's input. A convolution pads with the same value (zero, or the input's zero point), so every
   tap sees what it saw before. MediaPipe's TFLite models (PAD + DEPTHWISE_CONV_2D VALID) and ONNX
   exports (Pad + Conv) have this pattern.
+* RESHAPE whose only reader is a FULLY_CONNECTED (as its input): the FULLY_CONNECTED reads the
+  RESHAPE's input instead. It flattens its input to rows of input_size in row-major order whatever
+  its shape, as a reshape keeps that order: the same rows, the same [batch, units] output (ONNX
+  Flatten / Reshape + Gemm, TFLite RESHAPE + FULLY_CONNECTED).
 """
 from __future__ import annotations
 
@@ -145,3 +149,27 @@ def _int32(model, value: int) -> int:
     i = model.add_operand(OperandType(C.INT32))
     model.set_operand_value(i, np.int32(value))
     return i
+
+
+def fold_reshapes_into_fully_connected(model, keep: set) -> list[Fold]:
+    """Rewrite `model` (not finished) in place: each RESHAPE read only by a FULLY_CONNECTED's input goes
+    (its input of rank >= 2, as FULLY_CONNECTED needs). Returns the folds, by the indexes before."""
+    readers = _readers(model)
+    folds, replaced, removed = [], {}, set()
+    for k, op in enumerate(model.operations):
+        if op.code != Op.RESHAPE or op.outputs[0] in keep:
+            continue
+        users = readers.get(op.outputs[0], [])
+        if len(users) != 1:
+            continue
+        fc = model.operations[users[0]]
+        dims = model.operands[op.inputs[0]].type.dimensions
+        if fc.code != Op.FULLY_CONNECTED or fc.inputs[0] != op.outputs[0] or op.outputs[0] in fc.inputs[1:] \
+                or not dims or len(dims) < 2:
+            continue
+        replaced[users[0]] = Operation(fc.code, (op.inputs[0], *fc.inputs[1:]), fc.outputs)
+        removed.add(k)
+        folds.append(Fold(k, users[0], "(which flattens its input itself)"))
+    if folds:
+        model.rewrite_operations([replaced.get(k, o) for k, o in enumerate(model.operations) if k not in removed])
+    return folds

@@ -17,14 +17,19 @@ from .tflite_harness import assert_matches_litert
 CONV_OPTIONS = {"CONV_2D": "Conv2DOptions", "DEPTHWISE_CONV_2D": "DepthwiseConv2DOptions"}
 
 
+FOLDS = ("fold_pads_into_convolutions", "fold_reshapes_into_fully_connected")
+
+
 def _unfolded(convert, data, **kw):
-    """The conversion without the fold (the driver's fold step replaced by one that folds nothing)."""
-    saved = driver.fold_pads_into_convolutions
-    driver.fold_pads_into_convolutions = lambda model, keep: []
+    """The conversion without the folds (the driver's fold steps replaced by ones that fold nothing)."""
+    saved = {name: getattr(driver, name) for name in FOLDS}
+    for name in FOLDS:
+        setattr(driver, name, lambda model, keep: [])
     try:
         return convert(data, **kw)
     finally:
-        driver.fold_pads_into_convolutions = saved
+        for name, fn in saved.items():
+            setattr(driver, name, fn)
 
 
 def _same_outputs(folded, unfolded, seeds=(0, 1)):
@@ -80,6 +85,7 @@ def test_pad_folds_into_the_convolution(type_name, op, padding, stride, dilation
     assert _codes(folded) == [op]
     pad_node = folded.nodes[0]
     assert pad_node.supported and f"folded into node 1 ({op}" in pad_node.note, pad_node.note
+    assert pad_node.note.endswith("as its explicit padding")
     unfolded = _unfolded(convert_tflite, data)
     assert _codes(unfolded) == ["PAD", op]
     _same_outputs(folded, unfolded)
@@ -160,3 +166,39 @@ def test_onnx_reflect_pad_is_kept():
     result = convert_onnx(data)
     assert "folded into" not in result.nodes[1].note
     assert onnx_parity(result, data) == []
+
+
+def test_tflite_reshape_folds_into_fully_connected():
+    """[1, 2, 2, 3] -> RESHAPE [1, 12] -> FULLY_CONNECTED: the FULLY_CONNECTED flattens the 4-D input itself."""
+    for type_name in ("float32", "int8"):
+        net = Net(type_name)
+        x = net.input([1, 2, 2, 3])
+        flat = net.act("flat", [1, 12], q=net.in_q)
+        net.g.op("RESHAPE", [x, net.g.const("shape", np.array([1, 12], np.int32))], [flat])
+        w, scales = net.weights("w", [5, 12])
+        y = net.act("y", [1, 5])
+        net.g.op("FULLY_CONNECTED", [flat, w, net.bias("b", 5, scales)], [y], "FullyConnectedOptions")
+        data = net.finish(y)
+        folded = assert_matches_litert(data, 8)
+        assert _codes(folded) == ["FULLY_CONNECTED"], type_name
+        assert "folded into node 1 (FULLY_CONNECTED" in folded.nodes[0].note
+        unfolded = _unfolded(convert_tflite, data)
+        assert _codes(unfolded) == ["RESHAPE", "FULLY_CONNECTED"]
+        _same_outputs(folded, unfolded)
+
+
+def test_onnx_flatten_folds_into_gemm():
+    rng = np.random.default_rng(1)
+    nodes = [h.make_node("Conv", ["x", "W0"], ["c"], kernel_shape=[1, 1]), h.make_node("Flatten", ["c"], ["f"]),
+             h.make_node("Gemm", ["f", "W", "B"], ["y"], transB=1)]
+    inits = [numpy_helper.from_array(rng.standard_normal((3, 2, 1, 1)).astype(np.float32), "W0"),
+             numpy_helper.from_array(rng.standard_normal((4, 3 * 2 * 2)).astype(np.float32), "W"),
+             numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "B")]
+    graph = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 2, 2])],
+                         [h.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    data = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)]).SerializeToString()
+    folded = convert_onnx(data)
+    assert onnx_parity(folded, data, seeds=(0, 1)) == []
+    unfolded = _unfolded(convert_onnx, data)
+    assert len(folded.model.operations) < len(unfolded.model.operations), (_codes(folded), _codes(unfolded))
+    _same_outputs(folded, unfolded)

@@ -153,3 +153,34 @@ def test_pad_with_constant_paddings_matches_numpy_on_every_axis(code, fill):
         ex.compute()
         want = np.pad(x, pads, constant_values=np.asarray(zp if fill is None else fill).astype(x.dtype))
         np.testing.assert_array_equal(out, want)
+
+
+def test_strided_slice_with_constant_parameters_matches_index_arithmetic():
+    """The compiled STRIDED_SLICE (shape.PreparedStridedSlice) against indices worked out by hand:
+    start + k * stride for each k below the count, negative strides running to the first element, masks."""
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(5, 6, 7)).astype(np.float32)
+    cases = [([4, 5, 6], [-8, -9, -10], [-1, -2, -3], 0, 0, 0),   # back to the first element
+             ([1, 0, 2], [4, 6, 7], [2, 1, 2], 0b010, 0b001, 0),
+             ([3, 1, 0], [4, 5, 7], [1, 2, 3], 0, 0, 0b001)]        # shrink axis 0
+    for begin, end, strides, bmask, emask, shrink in cases:
+        index = []
+        for d, n in enumerate(x.shape):
+            b = (0 if strides[d] > 0 else n - 1) if bmask >> d & 1 else begin[d] % n if begin[d] < 0 else begin[d]
+            e = (n if strides[d] > 0 else -1) if emask >> d & 1 else max(end[d] + n, -1) if end[d] < 0 else end[d]
+            index.append([i for i in range(min(b, n - 1) if strides[d] < 0 else b, e, strides[d]) if 0 <= i < n])
+        want = x[np.ix_(*index)]
+        if shrink:
+            want = want[0]
+        m = build(Op.STRIDED_SLICE, [(OperandType(F32, list(x.shape)), None), tensor(begin), tensor(end),
+                                     tensor(strides), scalar(bmask), scalar(emask), scalar(shrink)],
+                  [OperandType(F32, list(want.shape))])
+        comp = nnapi.Compilation(m)
+        comp.finish()
+        for _ in range(2):   # the second run takes the plan the first one made
+            ex = nnapi.Execution(comp)
+            ex.set_input(0, x)
+            out = np.zeros(want.shape, np.float32)
+            ex.set_output(0, out)
+            ex.compute()
+            np.testing.assert_array_equal(out, want)
