@@ -19,6 +19,9 @@ EXACT_LIMIT = {np.dtype(np.float32): 2.0 ** 24, np.dtype(np.float64): 2.0 ** 53}
 # channels the einsum runs faster on the taps copied into [pixels, kh*kw, C]
 SMALL_DEPTHWISE = 16384
 FEW_CHANNELS = 32
+# strided depthwise with at least this many channels: one einsum over the strided windows beats splitting
+# the input into its stride phases (whose copy costs more than the einsum's shorter inner loops)
+MANY_CHANNELS = 64
 
 
 # numpy applies a per-channel constant to [rows, L] (the constant repeated to length L) several times
@@ -134,11 +137,11 @@ def depthwise(padded, taps: np.ndarray, out_hw, strides, dilations, out: np.ndar
 
     When a tap's (width, channel) axes are one run of memory (unit width stride), `tiled_taps(OW)`
     ([kh, kw, OW*C]: the taps repeated along the width) lets each multiply-add run over whole rows
-    instead of C elements at a time. Small outputs take one einsum instead (fewer calls), over the taps
-    copied into [pixels, kh*kw, C] when there are few channels."""
+    instead of C elements at a time. Small outputs, and strided ones with MANY_CHANNELS, take one einsum
+    instead (fewer calls), over the taps copied into [pixels, kh*kw, C] when there are few channels."""
     kh, kw, c = taps.shape
     view = windows(padded, out_hw, (kh, kw), strides, dilations)
-    if out.size <= SMALL_DEPTHWISE:
+    if out.size <= SMALL_DEPTHWISE or (strides != (1, 1) and c >= MANY_CHANNELS):
         if c >= FEW_CHANNELS:
             return np.einsum("nhwijc,ijc->nhwc", view, taps, out=out)
         # few channels: numpy's einsum runs short inner loops over the strided view; the taps under

@@ -185,7 +185,7 @@ QS8 = (C.TENSOR_QUANT8_ASYMM_SIGNED, -128, 127, np.int8)
 
 
 @pytest.mark.parametrize("case", ["conv", "strided_dilated", "grouped", "depthwise_x2", "depthwise_large",
-                                  "depthwise_large_strided_dilated", "worst_case"])
+                                  "depthwise_large_strided_dilated", "depthwise_strided_many", "worst_case"])
 @pytest.mark.parametrize("qtype", [Q8, QS8])
 def test_quantized_conv_fast_path_is_bit_identical(case, qtype):
     code_t, lo, hi, dt = qtype
@@ -195,6 +195,8 @@ def test_quantized_conv_fast_path_is_bit_identical(case, qtype):
     stride, pads, dil, groups = (1, 1), (1, 1, 1, 1), (1, 1), 1
     if case == "depthwise_large_strided_dilated":  # full width over the stride phases, 5x5 taps
         n, h, w, k, stride, dil, pads = 1, 100, 104, 5, (2, 2), (1, 2), (2, 1, 4, 3)
+    if case == "depthwise_strided_many":  # strided with MANY_CHANNELS outputs: one einsum over the windows
+        n, h, w, c, stride, pads = 1, 40, 42, 40, (2, 2), (0, 1, 1, 0)
     if case == "strided_dilated":
         stride, dil, pads = (2, 3), (2, 1), (2, 0, 1, 3)
     if case == "grouped":
