@@ -90,6 +90,16 @@ def _conv_pads(view, padded_hw, kernel_hw):
     return top, bottom, left, right
 
 
+def _valid(model, k: int, op: Operation) -> bool:
+    """Whether `op` in place of operation k passes its spec (ranks, shapes): asked, not assumed."""
+    saved = model.operations[k]
+    model.operations[k] = op
+    try:
+        return not spec_for(op.code).problems(model, k)
+    finally:
+        model.operations[k] = saved
+
+
 def _readers(model) -> dict:
     readers: dict = {}
     for k, op in enumerate(model.operations):
@@ -119,7 +129,8 @@ def _absorbed(model, pad: int, c: int):
     named["input"] = op.inputs[0]
     for name, mine, theirs in zip(("pad_top", "pad_bottom", "pad_left", "pad_right"), own, extra):
         named[name] = _int32(model, mine + theirs)
-    return Operation(conv.code, spec.arrange("explicit", **named), conv.outputs)
+    rewritten = Operation(conv.code, spec.arrange("explicit", **named), conv.outputs)
+    return rewritten if _valid(model, c, rewritten) else None
 
 
 def fold_pads_into_convolutions(model, keep: set) -> list[Fold]:
@@ -167,7 +178,10 @@ def fold_reshapes_into_fully_connected(model, keep: set) -> list[Fold]:
         if fc.code != Op.FULLY_CONNECTED or fc.inputs[0] != op.outputs[0] or op.outputs[0] in fc.inputs[1:] \
                 or not dims or len(dims) < 2:
             continue
-        replaced[users[0]] = Operation(fc.code, (op.inputs[0], *fc.inputs[1:]), fc.outputs)
+        rewritten = Operation(fc.code, (op.inputs[0], *fc.inputs[1:]), fc.outputs)
+        if not _valid(model, users[0], rewritten):
+            continue
+        replaced[users[0]] = rewritten
         removed.add(k)
         folds.append(Fold(k, users[0], "(which flattens its input itself)"))
     if folds:

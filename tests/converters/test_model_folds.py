@@ -202,3 +202,4 @@ def test_onnx_flatten_folds_into_gemm():
     unfolded = _unfolded(convert_onnx, data)
     assert len(folded.model.operations) < len(unfolded.model.operations), (_codes(folded), _codes(unfolded))
     _same_outputs(folded, unfolded)
+
