@@ -35,7 +35,7 @@ def measure_zoo_model(model, runs: int, warmup: int) -> dict:
         try:
             r = bench(str(path), vs=vs, threads=1, runs=runs, warmup=warmup, input_shapes=shapes, clock="cpu")
         except Exception as e:  # noqa: BLE001
-            row["notes"].append(f"{vs}: {type(e).__name__}: {str(e)[:160]}")
+            row["notes"].append(f"{vs}: {type(e).__name__}: {' '.join(str(e).split())[:160]}")
             continue
         row[column] = r["reference_ms_median"]
         ours.append(r["ours_ms_median"])
