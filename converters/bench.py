@@ -66,16 +66,16 @@ def blas_threads(threads: int):
 
 
 def bench(path: str, vs: Optional[str] = None, threads: int = 1, runs: int = 20, warmup: int = 3,
-          input_shapes=None, feature_level: int = 8, profile: bool = False, clock: str = "wall") -> dict:
+          input_shapes=None, feature_level: int = 8, profile: bool = False, dims=None, clock: str = "wall") -> dict:
     if clock not in CLOCKS or clock == "cpu" and threads != 1:
         raise ValueError(f"clock {clock!r}: choose {' or '.join(CLOCKS)} (cpu with one thread only)")
     with blas_threads(threads) as blas:
-        out = _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile, CLOCKS[clock])
+        out = _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile, CLOCKS[clock], dims)
     out["blas"], out["clock"] = blas, clock
     return out
 
 
-def _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile, clock) -> dict:
+def _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile, clock, dims=None) -> dict:
     from executor.planner import planned_peak_bytes
     from executor.runtime import RunState, compile_model
     fmt = detect_format(path)
@@ -86,13 +86,13 @@ def _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile
         nn_ins = ins
     else:
         imp = importer(fmt)
-        source = imp.read(path)
-        result = imp.convert(path, feature_level=feature_level, input_shapes=input_shapes)
+        source = imp.read(path, input_shapes, dims)
+        result = imp.convert(path, feature_level=feature_level, input_shapes=input_shapes, dims=dims)
         ins = random_source_inputs(source.main, 0, input_shapes)
         if not result.complete:
             if profile:
                 raise ValueError("--profile times the operations of a complete model; this one is partial")
-            result = imp.convert(path, feature_level=feature_level, input_shapes=input_shapes, partial=True)
+            result = imp.convert(path, feature_level=feature_level, input_shapes=input_shapes, dims=dims, partial=True)
             return _bench_partial(path, fmt, vs, threads, runs, warmup, source, result, ins, clock)
         model = result.model
         nn_ins = to_nnapi_inputs(result, ins)

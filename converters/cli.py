@@ -188,10 +188,11 @@ def _npz_bytes(keys: list[str], arrays: list[np.ndarray]) -> bytes:
 
 
 def _convert(args, partial: bool):
-    from .load import detect_format, importer, parse_input_shapes
+    from .load import detect_format, importer, parse_dims, parse_input_shapes
     from .source_graph import SourceError
     try:
         shapes = parse_input_shapes(getattr(args, "input_shape", []))
+        dims = parse_dims(getattr(args, "dim", []))
         fmt = detect_format(args.model)
         if fmt == "nnapi":
             raise CliError(f"{args.model} is already an NNAPI model")
@@ -201,7 +202,7 @@ def _convert(args, partial: bool):
                 raise CliError("--signature applies to .tflite models only")
             extra["signature"] = args.signature
         result = importer(fmt).convert(args.model, feature_level=args.feature_level, input_shapes=shapes,
-                                       partial=partial, **extra)
+                                       partial=partial, dims=dims, **extra)
     except (SourceError, ValueError) as e:
         raise CliError(str(e), EXIT_INVALID) from None
     return result
@@ -214,6 +215,7 @@ def unsupported_lines(result) -> list[str]:
 def cmd_convert(args) -> int:
     from nnapi.serialize import atomic_write, file_pieces
     from .convert import ConversionError
+    from .pins import for_result, sentences
     try:
         result = _convert(args, args.partial)
     except ConversionError as e:
@@ -227,8 +229,8 @@ def cmd_convert(args) -> int:
         for name, how in result.io_rewrites.items():
             print(f"  note: model input/output {name!r}: {how}")
         for n in result.nodes:
-            if "folded into node" in n.note:
-                print(f"  note: node {n.index} {n.op}: {n.note}")
+            if n.note and n.nnapi_ops:  # e.g. hybrid weights dequantized, a PAD folded into a convolution
+                print(f"  note: node {n.index} ({n.op}): {n.note}")
         for v in m.state:
             print(f"  note: state {v.variable!r}: output {v.output} -> input {v.input} between executions "
                   f"(initial value stored in the file)")
@@ -237,6 +239,8 @@ def cmd_convert(args) -> int:
         print(f"nnapi convert: {len(result.unsupported)} of {len(result.nodes)} nodes cannot be converted at "
               f"feature level {args.feature_level}:", file=sys.stderr)
         print("\n".join(unsupported_lines(result)), file=sys.stderr)
+        for line in sentences(for_result(result)):
+            print(line, file=sys.stderr)
         print("use --partial to write the NNAPI partitions and a manifest", file=sys.stderr)
         return EXIT_UNSUPPORTED
     return _write_partitions(result, out, args)
@@ -260,6 +264,8 @@ def _write_partitions(result, out: Path, args) -> int:
     for n in result.unsupported:
         manifest["fallback_nodes"].append({"index": n.index, "op": n.op, "reason_code": n.reason_code,
                                            "reason": n.reason, "inputs": n.inputs, "outputs": n.outputs})
+    from .pins import for_result
+    manifest.update(for_result(result))  # pins_needed, value_dependent
     manifest_path = out.with_name(out.stem + ".partitions.json")
     try:
         for path, data in blobs:
@@ -285,6 +291,15 @@ def _input_shapes(args) -> dict:
         raise CliError(str(e))
 
 
+def _dims(args) -> dict:
+    """The --dim pins; a malformed one is a usage error."""
+    from .load import parse_dims
+    try:
+        return parse_dims(args.dim)
+    except ValueError as e:
+        raise CliError(str(e))
+
+
 def cmd_coverage(args) -> int:
     from .coverage import find_models, report_for_path
     from .coverage_render import render, render_batch
@@ -293,7 +308,18 @@ def cmd_coverage(args) -> int:
     paths = find_models(args.models)
     if not paths:
         raise CliError("no .tflite or .onnx models found in " + ", ".join(args.models))
-    reports = _map_with_progress(report_for_path, [(p, level, shapes) for p in paths], args.jobs)
+    dims = _dims(args)
+    if args.lens != "converter" or args.device or args.device_profile or args.delegate_option:
+        from .lenses.report import lens_report_for_path, parse_lenses
+        try:
+            lenses = parse_lenses(args.lens)
+        except ValueError as e:
+            raise CliError(str(e))
+        reports = _map_with_progress(lens_report_for_path, [(p, level, shapes, lenses, args.delegate_option,
+                                                             args.device, args.device_profile, dims) for p in paths],
+                                     args.jobs)
+    else:
+        reports = _map_with_progress(report_for_path, [(p, level, shapes, dims) for p in paths], args.jobs)
     if len(args.models) == 1 and len(paths) == 1 and not Path(args.models[0]).is_dir():
         r = reports[0]
         if "error" in r:
@@ -312,25 +338,31 @@ def cmd_coverage(args) -> int:
 
 
 def _map_with_progress(fn, arg_tuples, jobs: int) -> list:
-    """Run fn over the arguments (in worker processes when jobs > 1), showing progress on a terminal."""
+    """Run fn over the arguments (in worker processes when jobs > 1), with a tqdm bar on a terminal."""
     total = len(arg_tuples)
-    show = sys.stderr.isatty() and total > 1
     results = [None] * total
-    if jobs <= 1 or total <= 1:
-        for k, a in enumerate(arg_tuples):
-            results[k] = fn(*a)
-            if show:
-                print(f"\r[{k + 1}/{total}] {a[0]}", end="", file=sys.stderr, flush=True)
-    else:
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(fn, *a): k for k, a in enumerate(arg_tuples)}
-            for done, fut in enumerate(as_completed(futures), 1):
-                results[futures[fut]] = fut.result()
-                if show:
-                    print(f"\r[{done}/{total}]", end="", file=sys.stderr, flush=True)
-    if show:
-        print(file=sys.stderr)
+    bar = None
+    if sys.stderr.isatty() and total > 1:
+        from tqdm import tqdm
+        bar = tqdm(total=total, unit="model", file=sys.stderr, leave=False)
+    try:
+        if jobs <= 1 or total <= 1:
+            for k, a in enumerate(arg_tuples):
+                results[k] = fn(*a)
+                if bar is not None:
+                    bar.set_postfix_str(Path(a[0]).name)
+                    bar.update(1)
+        else:
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                futures = {pool.submit(fn, *a): k for k, a in enumerate(arg_tuples)}
+                for fut in as_completed(futures):
+                    results[futures[fut]] = fut.result()
+                    if bar is not None:
+                        bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
     return results
 
 
@@ -352,13 +384,17 @@ def cmd_parity(args) -> int:
     try:
         report = parity.check(args.model, converted=args.converted, feature_level=args.feature_level,
                               reference=args.reference, inputs=args.inputs, seed=args.seed, samples=args.samples,
-                              layerwise=args.layerwise, partial=args.partial, input_shapes=shapes,
+                              layerwise=args.layerwise, partial=args.partial, input_shapes=shapes, dims=_dims(args),
                               atol=args.atol, rtol=args.rtol, max_lsb=args.max_lsb, progress=progress,
                               tolerance=args.tolerance, spread_factor=args.spread_factor,
-                              preprocess=args.preprocess, steps=args.steps, local=args.local or None)
+                              preprocess=args.preprocess, steps=args.steps, local=args.local or None,
+                              exact=args.exact)
     except MissingDependency as e:
         raise CliError(str(e), EXIT_MISSING_DEPENDENCY) from None
     except parity.ParityError as e:
+        if e.pins is not None and args.format == "json":  # a refused conversion: what would unlock it
+            _write_output(json.dumps({"model": Path(args.model).name, "passed": False, "error": str(e), **e.pins},
+                                     indent=1), args.output)
         raise CliError(str(e), e.exit_code) from None
     except SourceError as e:
         raise CliError(str(e), EXIT_INVALID) from None
@@ -378,7 +414,7 @@ def cmd_bench(args) -> int:
         if args.threads < 1 or args.runs < 1 or args.warmup < 0:
             raise CliError("--threads and --runs must be at least 1, --warmup at least 0")
         r = bench(args.model, args.vs, args.threads, args.runs, args.warmup, shapes, profile=args.profile,
-                  clock=args.clock)
+                  dims=_dims(args), clock=args.clock)
     except MissingDependency as e:
         raise CliError(str(e), EXIT_MISSING_DEPENDENCY) from None
     except (SourceError, ValueError) as e:
@@ -474,6 +510,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="target NNAPI feature level 1-8 (default 8)")
     s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
                    help="pin an input's dimensions, e.g. input=1,224,224,3 (repeatable)")
+    s.add_argument("--dim", action="append", default=[], metavar="SYMBOL=N",
+                   help="ONNX: pin a named dimension (dim_param) wherever it appears, e.g. batch=1 (repeatable)")
     s.add_argument("--partial", action="store_true",
                    help="write each NNAPI partition plus a JSON manifest instead of failing on unsupported nodes")
     s.add_argument("--signature", metavar="KEY",
@@ -520,8 +558,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel worker processes for many models (default 1)")
     s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
                    help="pin an input's dimensions (repeatable)")
+    s.add_argument("--dim", action="append", default=[], metavar="SYMBOL=N",
+                   help="ONNX: pin a named dimension (dim_param) wherever it appears, e.g. batch=1 (repeatable)")
     s.add_argument("--fail-under", type=float, metavar="FRACTION",
                    help="exit 2 when the fraction of supported nodes is below FRACTION (for CI)")
+    s.add_argument("--as", dest="lens", default="converter", metavar="LENS[,LENS]",
+                   help="whose decisions to report: converter (default; nnapi convert), tflite-delegate (LiteRT's "
+                        "NNAPI delegate at the feature level, with its failure types and logcat wording), or both "
+                        "comma-separated, side by side")
+    s.add_argument("--delegate-option", action="append", default=[], metavar="NAME=VALUE",
+                   help="a StatefulNnApiDelegate option for the tflite-delegate lens: "
+                        "max_number_delegated_partitions=N (default 3), accelerator_name=NAME, "
+                        "disallow_nnapi_cpu=true|false, allow_fp16=true|false (repeatable)")
+    s.add_argument("--device", metavar="NAME",
+                   help="a shipped driver profile (nnapi-reference, armnn): nodes whose NNAPI operations the "
+                        "driver lacks become device_unsupported (converter lens), or the delegate runs on a "
+                        "phone with that driver (tflite-delegate lens)")
+    s.add_argument("--device-profile", metavar="FILE", help="as --device, with your own profile (schema in README)")
     s.set_defaults(func=cmd_coverage)
 
     s = sub.add_parser(
@@ -569,6 +622,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="consecutive invocations per sample, a stateful model's state carried from one to the next "
                         "(LiteRT keeps its variables: one interpreter invoked K times; default 1)")
     s.add_argument("--layerwise", action="store_true", help="find the first NNAPI operation that diverges")
+    s.add_argument("--exact", action="store_true",
+                   help="also run the converted model in float64 (the executor's precision switch: the same kernels, "
+                        "every float value in float64), the graph's mathematical value, and show each float "
+                        "output's distance from it for ours and for each of the framework's kernel sets, so you "
+                        "can see which side deviates. JSON: exact")
     s.add_argument("--local", action="store_true",
                    help="judge every NNAPI operation on its own: fed the framework's tensors for its inputs, "
                         "compared with the framework's outputs (LiteRT's reference kernels for .tflite, whose "
@@ -579,6 +637,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--partial", action="store_true", help="check each NNAPI partition of a partly supported model")
     s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
                    help="pin an input's dimensions, e.g. input=1,224,224,3 (repeatable)")
+    s.add_argument("--dim", action="append", default=[], metavar="SYMBOL=N",
+                   help="ONNX: pin a named dimension (dim_param) wherever it appears, e.g. batch=1 (repeatable)")
     s.add_argument("--atol", type=float, metavar="A", help="absolute tolerance for float outputs (overrides the default)")
     s.add_argument("--rtol", type=float, metavar="R",
                    help="tolerance relative to max|ref| for float outputs (overrides the default)")
@@ -616,6 +676,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--warmup", type=int, default=3, metavar="W", help="untimed warm-up runs (default 3)")
     s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
                    help="pin an input's dimensions, e.g. input=1,224,224,3 (repeatable)")
+    s.add_argument("--dim", action="append", default=[], metavar="SYMBOL=N",
+                   help="ONNX: pin a named dimension (dim_param) wherever it appears, e.g. batch=1 (repeatable)")
     s.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")
     s.add_argument("-o", "--output", metavar="FILE", help="write the result to FILE instead of standard output")
     s.set_defaults(func=cmd_bench)

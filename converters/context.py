@@ -56,6 +56,7 @@ class ConversionContext:
         # (set by importers that change layout, e.g. ONNX NCHW -> NHWC)
         self.operand_perm: dict[int, tuple] = {}
         self._scalars: dict = {}
+        self.notes: list[str] = []               # what the user should know about this node's conversion
         self.node: Optional[SourceNode] = None
         self.subgraph_models = subgraph_models if subgraph_models is not None else {}
 

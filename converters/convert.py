@@ -7,8 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+import numpy as np
+
 import nnapi
-from nnapi import NnapiError
+from nnapi import NnapiError, OperandCode as C, OperandType
 from nnapi.ops import SPECS
 from nnapi.shapes import fill_unknown_dimensions
 
@@ -155,13 +157,37 @@ def prepare_source(source: SourceModel, input_shapes=None) -> None:
         fold_source(source, lambda g: new_context(source, g, 8, input_shapes))
 
 
+INT16_ACTIVATIONS = ("NNAPI has no 16-bit quantized activations (only an LSTM's cell state is int16), so "
+                     "int16x8-quantized operations do not convert")
+
+
+def int16_activation(graph: SourceGraph, node: SourceNode) -> Optional[str]:
+    """The name of a computed int16 quantized tensor the node reads or writes (int16x8 quantization)."""
+    for i in list(node.inputs) + list(node.outputs):
+        t = graph.tensors[i] if i >= 0 else None
+        if t is not None and not t.is_constant and t.quant is not None and t.dtype == np.int16:
+            return t.name
+    return None
+
+
 def check_node(source: SourceModel, g: int, node: SourceNode, feature_level: int, input_shapes=None):
     """Supported(min level, emitted op names) or Unsupported for one node at `feature_level`."""
+    verdict = _check_node(source, g, node, feature_level, input_shapes)
+    if isinstance(verdict, Unsupported) and verdict.reason in (Reason.OPERAND_TYPE, Reason.INVALID):
+        t = int16_activation(source.graphs[g], node)
+        if t is not None:  # one clear reason instead of whichever int16 operand the spec met first
+            return Unsupported(Reason.QUANTIZATION_TYPE, f"tensor {t!r} is an int16 activation: {INT16_ACTIVATIONS}")
+    return verdict
+
+
+def _check_node(source: SourceModel, g: int, node: SourceNode, feature_level: int, input_shapes=None):
     if node.folded:
         return Supported(1, [], node.fold_note or "folded into constants at conversion")
     ctx = new_context(source, g, feature_level, input_shapes)
     try:
         emitted = run_converter(node, ctx)
+        if g == source.main_index:
+            _check_graph_inputs(node, ctx)
     except Unsupported as u:
         return u
     model = ctx.model
@@ -179,7 +205,20 @@ def check_node(source: SourceModel, g: int, node: SourceNode, feature_level: int
         level = max(level, spec.min_level(model, k))
     for opnd in model.operands:
         level = max(level, opnd.type.code.feature_level)
-    return Supported(level, [model.operations[k].code.name for k in emitted])
+    return Supported(level, [model.operations[k].code.name for k in emitted], "; ".join(ctx.notes))
+
+
+def _check_graph_inputs(node: SourceNode, ctx: ConversionContext) -> None:
+    """Unsupported when the node reads a model input NNAPI has no operand type for, even one its converter
+    did not need (a Reshape whose output shape is declared, say): the converted model would have to take
+    it as an input, so the node is refused instead of the whole model."""
+    for t in node.inputs:
+        if t >= 0 and t in ctx.graph.inputs and not ctx.graph.tensors[t].is_constant:
+            try:
+                ctx.nnapi_type(t)
+            except Unsupported as u:
+                raise Unsupported(u.reason, f"{node.label()}: model input {ctx.graph.tensors[t].name!r} cannot be "
+                                            f"an NNAPI model input: {u.detail}") from None
 
 
 def _node_result(g: int, node: SourceNode, graph: SourceGraph, verdict) -> NodeResult:
@@ -255,7 +294,8 @@ def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: 
         except Unsupported as e:
             # a partition's boundary tensor that NNAPI cannot take (e.g. int8 without quantization): fine as
             # long as no converted node reads it -- a node that did would have failed its own check
-            if not partition:
+            read = any(t in graph.nodes[k].inputs for k in node_indexes) or t in outputs
+            if not partition and (read or g != source.main_index or not _stand_in(ctx, t, e.detail)):
                 raise ConversionError(f"{graph.name}: input tensor {graph.tensors[t].name!r} cannot be an NNAPI "
                                       f"model input: {e.detail}") from None
     inputs = [t for t in inputs if t in ctx.operand_of]
@@ -310,6 +350,21 @@ def model_state(graph: SourceGraph, model: nnapi.Model, inputs: list, outputs: l
             code = model.operands[model.inputs[k]].type.code
             out.append(StateVariable(s.variable, k, outputs.index(s.output), stored(code, s.initial)))
     return out
+
+
+# NNAPI types that stand in for a model input no node reads, by numpy kind (the caller's values are cast)
+STAND_IN_TYPES = {"f": C.TENSOR_FLOAT32, "i": C.TENSOR_INT32, "u": C.TENSOR_INT32, "b": C.TENSOR_BOOL8}
+
+
+def _stand_in(ctx: ConversionContext, t: int, why: str) -> bool:
+    """Declare model input t, which NNAPI has no type for and no node reads (valid ONNX), as the nearest
+    NNAPI type so the converted model keeps the source's inputs; False when there is none (strings)."""
+    code = STAND_IN_TYPES.get(np.dtype(ctx.graph.tensors[t].dtype).kind)
+    if code is None:
+        return False
+    ctx.bind_output(t, OperandType(code, ctx.shape(t)), note=f"unused by the model and declared {code.name} "
+                                                             f"(its own type has no NNAPI counterpart: {why})")
+    return True
 
 
 def source_of(problem: str, emitted_by: list) -> str:

@@ -4,10 +4,10 @@ feature level, and why not. Built only on the converters' check results
 
 JSON schema (stable; see README): {"model", "format", "feature_level",
 "summary": {"nodes", "supported_nodes", "supported_fraction", "macs",
-"supported_macs", "partitions"}, "per_feature_level": {"1".."8": summary +
+"supported_macs", "partitions", "note"?}, "per_feature_level": {"1".."8": summary +
 "blocking_nodes"}, "nodes": [{"subgraph", "index", "op", "version", "name",
 "supported", "nnapi_ops", "min_feature_level", "reason_code", "reason",
-"macs", "inputs", "outputs"}], "partitions": [{"nodes", "inputs",
+"note", "macs", "inputs", "outputs"}], "partitions": [{"nodes", "inputs",
 "outputs"}], "fallback_nodes": [...]}
 """
 from __future__ import annotations
@@ -19,7 +19,8 @@ import numpy as np
 
 from nnapi.codes import MAX_FEATURE_LEVEL
 
-from .convert import ConversionError, check_graph, check_input_shapes, partition
+from .convert import INT16_ACTIVATIONS, ConversionError, check_graph, check_input_shapes, partition
+from .pins import analyse
 from .load import detect_format, importer
 from .macs import graph_macs
 from .source_graph import SourceError, SourceModel
@@ -52,7 +53,8 @@ def _summary(results, macs, graph) -> dict:
 
 
 def build_report(source: SourceModel, feature_level: int = MAX_FEATURE_LEVEL, input_shapes=None,
-                 model_name: Optional[str] = None) -> dict:
+                 model_name: Optional[str] = None, adjust=None) -> dict:
+    """`adjust(level, results) -> results` lets a lens (converters/lenses/) overrule node verdicts."""
     check_input_shapes(source, input_shapes)
     graph = source.main
     macs = graph_macs(graph)
@@ -60,6 +62,8 @@ def build_report(source: SourceModel, feature_level: int = MAX_FEATURE_LEVEL, in
     chosen = None
     for level in range(1, MAX_FEATURE_LEVEL + 1):
         results = check_graph(source, level, input_shapes)
+        if adjust is not None:
+            results = adjust(level, results)
         s = _summary(results, macs, graph)
         s["blocking_nodes"] = [{"index": r.index, "op": r.op, "reason_code": r.reason_code}
                                for r in results if not r.supported]
@@ -71,11 +75,15 @@ def build_report(source: SourceModel, feature_level: int = MAX_FEATURE_LEVEL, in
     for r, m, node in zip(chosen, macs, graph.nodes):
         d = {"subgraph": r.subgraph, "index": r.index, "op": r.op, "version": r.version, "name": r.name,
              "supported": r.supported, "nnapi_ops": r.nnapi_ops, "min_feature_level": r.min_feature_level,
-             "reason_code": r.reason_code, "reason": r.reason, "macs": int(m),
+             "reason_code": r.reason_code, "reason": r.reason, "note": r.note, "macs": int(m),
              "inputs": [_tensor_info(graph, i) for i in node.inputs],
              "outputs": [_tensor_info(graph, i) for i in node.outputs]}
         nodes.append(d)
     summary = {k: v for k, v in per_level[str(feature_level)].items() if k != "blocking_nodes"}
+    summary.update(analyse(source, chosen, macs))  # pins_needed, value_dependent
+    int16 = sum(1 for r in chosen if not r.supported and INT16_ACTIVATIONS in (r.reason or ""))
+    if int16:
+        summary["note"] = f"int16x8 quantization: {INT16_ACTIVATIONS} ({int16} of {len(chosen)} nodes)"
     return {
         "model": model_name or (Path(source.path).name if source.path else "<model>"),
         "format": source.format, "report": REPORT_FORMAT, "feature_level": feature_level,
@@ -86,17 +94,18 @@ def build_report(source: SourceModel, feature_level: int = MAX_FEATURE_LEVEL, in
     }
 
 
-def read_source(path) -> SourceModel:
+def read_source(path, input_shapes=None, dims=None) -> SourceModel:
     fmt = detect_format(path)
     if fmt == "nnapi":
         raise SourceError(f"{path}: coverage reads source models (.tflite, .onnx), not .nnapi files")
-    return importer(fmt).read(path)
+    return importer(fmt).read(path, input_shapes, dims)
 
 
-def report_for_path(path: str, feature_level: int, input_shapes=None) -> dict:
+def report_for_path(path: str, feature_level: int, input_shapes=None, dims=None) -> dict:
     """A report, or a row with "error" when the model cannot be read (batch mode never stops)."""
     try:
-        return build_report(read_source(path), feature_level, input_shapes, model_name=str(path))
+        return build_report(read_source(path, input_shapes, dims), feature_level, input_shapes,
+                            model_name=str(path))
     except (SourceError, ConversionError) as e:
         return {"model": str(path), "error": str(e), "error_kind": "invalid_model"}
     except Exception as e:  # one model's failure is reported in its row and does not stop the batch

@@ -6,6 +6,8 @@ from __future__ import annotations
 import html
 import json
 
+from .pins import sentences
+
 LEVELS = [str(k) for k in range(1, 9)]
 
 
@@ -46,9 +48,14 @@ def render_text(r: dict) -> str:
     if "error" in r:
         return f"{r['model']}: ERROR {r['error']}"
     s = r["summary"]
-    out = [f"{r['model']} ({r['format']}): {s['supported_nodes']}/{s['nodes']} nodes "
+    from .lenses.lens_render import lens_label
+    out = [f"{r['model']} ({r['format']}{', ' + lens_label(r) if 'lens' in r else ''}): "
+           f"{s['supported_nodes']}/{s['nodes']} nodes "
            f"({_pct(s['supported_fraction'])}), {_pct(s['supported_macs_fraction'])} of {s['macs']:,} MACs on NNAPI "
-           f"at feature level {r['feature_level']}, {s['partitions']} partition(s)", ""]
+           f"at feature level {r['feature_level']}, {s['partitions']} partition(s)"]
+    if s.get("note"):
+        out.append(f"note: {s['note']}")
+    out += sentences(s) + [""]
     out += _table(["FL", "nodes", "fraction", "MACs", "partitions", "blocking nodes"], _level_rows(r))
     out += ["", f"nodes at feature level {r['feature_level']}:"]
     out += _table(["#", "op", "NNAPI", "becomes", "min FL", "reason"], _node_rows(r))
@@ -73,7 +80,10 @@ def render_markdown(r: dict) -> str:
     out = [f"# NNAPI coverage: {r['model']}", "",
            f"{s['supported_nodes']}/{s['nodes']} nodes ({_pct(s['supported_fraction'])}), "
            f"{_pct(s['supported_macs_fraction'])} of MACs, {s['partitions']} partition(s) at feature level "
-           f"{r['feature_level']}.", "", "## Per feature level", ""]
+           f"{r['feature_level']}.", ""]
+    if s.get("note"):
+        out += [f"Note: {s['note']}", ""]
+    out += [f"- {line}" for line in sentences(s)] + ["", "## Per feature level", ""]
     out += _md_table(["FL", "nodes", "fraction", "MACs", "partitions", "blocking nodes"], _level_rows(r))
     out += ["", "## Nodes", ""]
     out += _md_table(["#", "op", "NNAPI", "becomes", "min FL", "reason"], _node_rows(r))
@@ -130,6 +140,7 @@ def render_html(r: dict) -> str:
         body = (f"<h1>{title}</h1><p>{s['supported_nodes']}/{s['nodes']} nodes "
                 f"({_pct(s['supported_fraction'])}), {_pct(s['supported_macs_fraction'])} of MACs, "
                 f"{s['partitions']} partition(s) at feature level {r['feature_level']}.</p>"
+                + "".join(f"<p>{html.escape(line)}</p>" for line in sentences(s)) +
                 f"<h2>Graph</h2><p>{legend} <span class='chip part'>partition</span></p>{_svg(r)}"
                 f"<h2>Per feature level</h2>"
                 + _html_table(["FL", "nodes", "fraction", "MACs", "partitions", "blocking nodes"], _level_rows(r))
@@ -155,8 +166,8 @@ def render_batch(reports: list, fmt: str) -> str:
         else:
             s = r["summary"]
             rows.append((r["model"], f"{s['supported_nodes']}/{s['nodes']}", _pct(s["supported_fraction"]),
-                         _pct(s["supported_macs_fraction"]), str(s["partitions"]), ""))
-    headers = ["model", "nodes", "fraction", "MACs", "partitions", "error"]
+                         _pct(s["supported_macs_fraction"]), str(s["partitions"]), s.get("note", "")))
+    headers = ["model", "nodes", "fraction", "MACs", "partitions", "error / note"]
     if fmt == "json":
         return json.dumps({"report": "nnapi-coverage-batch/1", "models": reports}, indent=1)
     if fmt == "markdown":
@@ -170,4 +181,7 @@ def render_batch(reports: list, fmt: str) -> str:
 def render(r: dict, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(r, indent=1)
+    if "lenses" in r:  # several lenses side by side (converters/lenses/)
+        from .lenses.lens_render import render_lenses
+        return render_lenses(r, fmt)
     return {"text": render_text, "markdown": render_markdown, "html": render_html}[fmt](r)

@@ -52,4 +52,5 @@ def fold_source(source: SourceModel, make_context: Callable) -> None:
                 graph.tensors[t].data = arr
                 graph.tensors[t].shape = arr.shape
                 graph.tensors[t].shape_signature = None  # now static: a stale -1 must not read as dynamic
+                graph.tensors[t].symbols = None
             node.folded = True

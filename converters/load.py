@@ -36,6 +36,22 @@ def importer(fmt: str):
     raise SourceError(f"no importer for {fmt} models")
 
 
+def parse_dims(specs) -> dict:
+    """["batch=1", ...] -> {"batch": 1}: ONNX named dimensions (dim_param) to pin."""
+    dims = {}
+    for spec in specs or []:
+        name, sep, value = spec.rpartition("=")
+        if not sep or not name:
+            raise ValueError(f"--dim {spec!r}: expected SYMBOL=N")
+        try:
+            dims[name] = int(value)
+        except ValueError:
+            raise ValueError(f"--dim {spec!r}: the extent must be an integer") from None
+        if dims[name] <= 0:
+            raise ValueError(f"--dim {spec!r}: the extent must be positive")
+    return dims
+
+
 def parse_input_shapes(specs) -> dict:
     """["name=1,224,224,3", ...] -> {"name": (1, 224, 224, 3)}."""
     shapes = {}

@@ -22,6 +22,7 @@ from nnapi.state import carry
 
 from .convert import ConversionResult, check_input_shapes, prepare_source
 from .load import detect_format, importer
+from .pins import for_result, sentences
 from .runners import (MissingDependency, ReferenceFailed, from_nnapi_outputs, litert_steps,
                       random_array, random_source_inputs, run_litert,
                       run_onnxruntime, run_traced, to_nnapi_inputs)
@@ -33,9 +34,10 @@ from .tolerance import SPREAD_FACTOR, SPREAD_MIN_OPERATIONS, allowed_error, with
 class ParityError(Exception):
     """The check could not run (bad inputs file, unsupported model without partial, ...)."""
 
-    def __init__(self, message: str, exit_code: int = 3):
+    def __init__(self, message: str, exit_code: int = 3, pins: Optional[dict] = None):
         super().__init__(message)
         self.exit_code = exit_code
+        self.pins = pins  # a refused conversion: pins.analyse() (pins_needed, value_dependent)
 
 
 @dataclass
@@ -75,6 +77,8 @@ class ParityReport:
     localization: Optional[str] = None     # --layerwise: how operands were matched to source tensors
     local: Optional[list] = None           # --local / quantized default: per-operation errors (parity_local)
     verdict: Optional[dict] = None         # {"rule": "local" | "end-to-end", "why"}
+    layers: Optional[list] = None          # --layerwise: every mapped operation's error, execution order
+    exact: Optional[list] = None           # --exact: per float output, each runtime's distance from float64
     steps: int = 1
     # OutputParity per state variable (its value after each step), reported like the layerwise check: the
     # state is internal to the source model, and LiteRT's optimized kernels round some intermediates one
@@ -107,6 +111,10 @@ class ParityReport:
             d["localization"] = self.localization
         if self.local is not None:
             d["local"] = self.local
+        if self.layers is not None:
+            d["layers"] = self.layers
+        if self.exact is not None:
+            d["exact"] = [e for e in self.exact if e is not None]
         if self.verdict:
             d["verdict"] = self.verdict
         if self.state:
@@ -401,10 +409,11 @@ def _saved_layout_perms(model, graph, operand_map: dict) -> dict:
 def check(model_path: str, *, converted: Optional[str] = None, feature_level: int = 8,
           reference: Optional[str] = None, inputs: Optional[str] = None, seed: int = 0, samples: int = 1,
           layerwise: bool = False, partial: bool = False, input_shapes: Optional[dict] = None,
+          dims: Optional[dict] = None,
           atol: Optional[float] = None, rtol: Optional[float] = None, max_lsb: Optional[int] = None,
           progress: Optional[Callable[[int, int], None]] = None, tolerance: Optional[str] = None,
           spread_factor: float = SPREAD_FACTOR, preprocess: Optional[str] = None, steps: int = 1,
-          local: Optional[bool] = None) -> ParityReport:
+          local: Optional[bool] = None, exact: bool = False) -> ParityReport:
     """`steps`: consecutive invocations per sample, the state of a stateful model carried from one to
     the next (the reference keeps its variables: one interpreter invoked `steps` times)."""
     if steps < 1:
@@ -416,17 +425,20 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
     if (fmt == "tflite") != reference.startswith("litert"):
         raise ParityError(f"reference {reference!r} cannot run a {fmt} model")
     imp = importer(fmt)
-    source = imp.read(model_path)
+    source = imp.read(model_path, input_shapes, dims)
     check_input_shapes(source, input_shapes)
     prepare_source(source, input_shapes)  # state variables, as the conversion sees them
     data = Path(model_path).read_bytes()
     if converted:
         result = _converted_from_file(converted, source, feature_level, model_path)
     else:
-        result = imp.convert(model_path, feature_level=feature_level, input_shapes=input_shapes, partial=partial)
+        result = imp.convert(model_path, feature_level=feature_level, input_shapes=input_shapes, partial=partial,
+                             dims=dims)
         if not result.complete and not partial:
             lines = "; ".join(f"node {n.index} {n.op}: {n.reason}" for n in result.unsupported)
-            raise ParityError(f"{len(result.unsupported)} node(s) cannot be converted: {lines}", exit_code=2)
+            pins = for_result(result)
+            raise ParityError(f"{len(result.unsupported)} node(s) cannot be converted: {lines}"
+                              + "".join(f"; {s}" for s in sentences(pins)), exit_code=2, pins=pins)
         if result.model is None and not result.partitions:
             raise ParityError(f"no node of the model runs on NNAPI at feature level {feature_level}: "
                               f"nothing to compare", exit_code=2)
@@ -514,6 +526,8 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
                 local_cache.clear()
                 local_cache[k] = _reference_run(fmt, model_path, data, graph, sample, local_reference, True)
             return local_cache[k]
+        kernel_sets = _kernel_set_runs(fmt, model_path, data, graph, sample, reference, ref_runs) if exact else {}
+        exact_state = None
         state = None  # the converted model's state: initial values first, then what each step left
         for j, (ins, (ref_outs, ref_tensors)) in enumerate(zip(sample, ref_runs)):
             spreads = spreads_per_step[j] if spreads_per_step else None
@@ -523,12 +537,18 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
             got_outs, trace = run_traced(result.model, to_nnapi_inputs(result, ins, state=state))
             state = carry(result.model, got_outs)
             _compare_outputs(report, result, graph, got_outs, ref_outs, ref_tensors, tol, dq_steps, spreads)
+            if exact:
+                exact_state = _exact_distances(report, result, graph, ins, exact_state, got_outs,
+                                               {r: runs[j][0] for r, runs in kernel_sets.items()})
             if report.local is not None:
                 local_tensors = ref_tensors if local_reference == reference else local_runs_for(k, sample)[j][1]
                 report.local = local_check(result, trace, local_tensors, tol, dq_steps, local_reference,
                                            report.local)
-            if layerwise and report.first_divergence is None:
-                report.first_divergence = first_divergence(result, trace, ref_tensors, tol, spreads)
+            if layerwise:
+                layers: list = []
+                found = first_divergence(result, trace, ref_tensors, tol, spreads, layers)
+                report.first_divergence = report.first_divergence or found
+                report.layers = _merge_layers(report.layers, layers)
     if layerwise and result.model is not None:
         report.localization = _localization(report, result)
     if report.verdict["rule"] == "local":
@@ -553,6 +573,45 @@ def _verdict_rule(local: Optional[bool], max_lsb: Optional[int], graph, result) 
         return "local", ("default for quantized models: every operation within one stored unit of the kernels "
                          "that share NNAPI's arithmetic; the end-to-end drift is reported beside it")
     return "end-to-end", "default for float models" + ("; --local reports each operation" if local else "")
+
+
+def _kernel_set_runs(fmt, model_path, data, graph, sample, reference, ref_runs) -> dict:
+    """{kernel set: its per-step runs} for every framework kernel set that runs the model (for --exact)."""
+    runs = {reference: ref_runs}
+    for r in SPREAD_REFERENCES[fmt]:
+        if r not in runs:
+            try:
+                runs[r] = _reference_run(fmt, model_path, data, graph, sample, r, False)
+            except ParityError:
+                continue
+    return runs
+
+
+def _exact_distances(report, result, graph, ins, exact_state, got_outs, framework_outs: dict):
+    """--exact: the converted model run in float64 (the executor's precision switch) is the graph's
+    mathematical value; record each float output's distance from it for ours and every kernel set."""
+    from executor.runtime import RunState, compile_model
+    from nnapi.state import carry
+    model = result.model
+    compiled = compile_model(model, float64=True)
+    values = compiled.run(to_nnapi_inputs(result, ins, state=exact_state), RunState(nnapi.DEFAULT_LOOP_TIMEOUT_S))
+    exact_outs = [None if v is None else v.array for v in values]
+    report.exact = report.exact or [None] * len(model.outputs)
+    for j, o in enumerate(model.outputs[:len(graph.outputs)]):
+        t = graph.tensors[graph.outputs[j]]
+        if exact_outs[j] is None or np.dtype(t.dtype).kind != "f":
+            continue
+        truth = _to_source_layout(result, o, exact_outs[j], np.float64).astype(np.float64)
+        entry = report.exact[j] or {"name": t.name}
+        candidates = {"ours": None if got_outs[j] is None else _to_source_layout(result, o, got_outs[j], t.dtype)}
+        candidates.update({r: outs[j] for r, outs in framework_outs.items() if j < len(outs)})
+        for who, arr in candidates.items():
+            if arr is None or np.shape(arr) != truth.shape:
+                continue
+            d = float(np.max(np.abs(np.asarray(arr, np.float64) - truth))) if truth.size else 0.0
+            entry[who] = max(entry.get(who, 0.0), d)
+        report.exact[j] = entry
+    return carry(model, exact_outs) if model.state else None
 
 
 def _localization(report: "ParityReport", result: ConversionResult) -> str:
@@ -589,13 +648,28 @@ def _compare_outputs(report: ParityReport, result: ConversionResult, graph, got_
         into[j:j + 1] = [_merge(into[j], par) if j < len(into) else par]
 
 
+def _merge_layers(old: Optional[list], new: list) -> list:
+    """Per operation, the worst error over samples and steps (and the allowed error that went with it)."""
+    if not old:
+        return new
+    by_op = {e["operation_index"]: e for e in old}
+    for e in new:
+        prev = by_op.get(e["operation_index"])
+        if prev is None or e["max_abs_error"] > prev["max_abs_error"] or not e["passed"]:
+            by_op[e["operation_index"]] = dict(e, passed=e["passed"] and (prev is None or prev["passed"]))
+    return [by_op[k] for k in dict.fromkeys(e["operation_index"] for e in old + new)]
+
+
 def first_divergence(result: ConversionResult, trace: dict, ref_tensors: dict, tol: dict,
-                     spreads: Optional[dict] = None) -> Optional[dict]:
-    """The first operation (execution order) whose output mirrors a source tensor and leaves the tolerance."""
+                     spreads: Optional[dict] = None, layers: Optional[list] = None) -> Optional[dict]:
+    """The first operation (execution order) whose output mirrors a source tensor and leaves the tolerance.
+    With `layers`, every such operation's error is appended to it, in execution order (the search then
+    goes on past the first divergence)."""
     from nnapi.validate import execution_order
     model, graph = result.model, result.source.main
     steps = dequantized_steps(graph)
     errors: dict[int, float] = {}
+    found = None
     for k in execution_order(model):
         op = model.operations[k]
         for o in op.outputs:
@@ -611,12 +685,17 @@ def first_divergence(result: ConversionResult, trace: dict, ref_tensors: dict, t
                           t.quant is not None and ref.dtype.kind in "iu", model.relaxed,
                           tolerance_for(tol, steps, t_index, spreads))
             errors[o] = par.max_abs_error
-            if not par.passed:
+            if layers is not None:
+                layers.append({"operation_index": k, "nnapi_op": op.code.name, "source_tensor": t_name,
+                               "max_abs_error": par.max_abs_error, "allowed": par.allowed, "passed": par.passed})
+            if not par.passed and found is None:
                 ins = [{"operand": i, "source_tensor": result.operand_map[i][1], "max_abs_error": errors[i]}
                        for i in op.inputs if i in errors]
-                return {"operation_index": k, "nnapi_op": op.code.name, "source_tensor": t_name,
-                        "max_abs_error": par.max_abs_error, "allowed": par.allowed, "inputs": ins}
-    return None
+                found = {"operation_index": k, "nnapi_op": op.code.name, "source_tensor": t_name,
+                         "max_abs_error": par.max_abs_error, "allowed": par.allowed, "inputs": ins}
+                if layers is None:
+                    return found
+    return found
 
 
 def _check_partitions(result: ConversionResult, ref_tensors: dict, tol: dict, previous,

@@ -47,6 +47,10 @@ def local_check(result, trace: dict, ref_tensors: dict, tol: dict, dq_steps: dic
     constant = {i for i, o in enumerate(model.operands) if o.is_constant or o.lifetime.name == "NO_VALUE"}
     by_op = {e["operation_index"]: e for e in previous or []}
     node_of = result.operation_nodes or []
+    # operands without a source tensor (the temporaries of a lowering, e.g. FULLY_CONNECTED as RESHAPE,
+    # CONV_2D, RESHAPE) take the value this local pass computed, so the operations one source node emitted
+    # are judged together, from the framework's inputs, not from the whole run's drifted values
+    local = {}
     for k in execution_order(model):
         op = model.operations[k]
         arrays = {}
@@ -56,6 +60,8 @@ def local_check(result, trace: dict, ref_tensors: dict, tol: dict, dq_steps: dic
             t = result.operand_map.get(i, (None,))[0]
             if t is not None and ref_tensors.get(t) is not None:
                 arrays[i] = _nnapi_layout(result, i, ref_tensors[t])
+            elif i in local:
+                arrays[i] = local[i]
             elif i in trace:
                 arrays[i] = trace[i]
         if any(i >= 0 and i not in constant and i not in arrays for i in op.inputs):
@@ -64,6 +70,7 @@ def local_check(result, trace: dict, ref_tensors: dict, tol: dict, dq_steps: dic
             outs = compiled.run_operation(k, arrays)
         except Exception:  # noqa: BLE001 - a framework tensor this operation cannot take (shape): not judged
             continue
+        local.update((o, got) for o, got in zip(op.outputs, outs) if got is not None)
         for o, got in zip(op.outputs, outs):
             t_index = result.operand_map.get(o, (None,))[0]
             ref = ref_tensors.get(t_index) if t_index is not None else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+from typing import Optional
 
 import numpy as np
 
@@ -22,9 +23,13 @@ def render_text(report) -> str:
         what = f"state {o['variable']!r} ({o['name']!r})" if "variable" in o else f"output {o['name']!r}"
         lines.append(f"  {what} {o['dtype']}{o['shape']}: max |diff| {o['max_abs_error']:.3g} "
                      f"(allowed {o['allowed']:.3g}), max rel {o['max_rel_error']:.3g}, mean {o['mean_abs_error']:.3g}, "
-                     f"cosine {o['cosine']:.6f}{extra} -> {'ok' if o['passed'] else state_verdict(o)}")
+                     f"cosine {o['cosine']:.6f}{extra} -> {'ok' if o['passed'] else state_verdict(o, d)}")
         if o.get("tolerance"):
             lines.append(f"    tolerance: {o['tolerance']}")
+    for e in d.get("exact") or []:
+        others = ", ".join(f"{k} {x:.3g}" for k, x in e.items() if k not in ("name", "ours"))
+        lines.append(f"  distance from the float64 model at {e['name']!r}: ours {e.get('ours', float('nan')):.3g}"
+                     + (f"; {others}" if others else ""))
     v = d.get("verdict")
     if v and v["rule"] == "local":
         lines.append(f"  verdict: each operation on its own against {v['local_reference']} ({v['why'].split(':')[0]}): "
@@ -71,9 +76,14 @@ def node_ranges(nodes: list) -> str:
     return ", ".join(parts)
 
 
-def state_verdict(o: dict) -> str:
-    """A state value beyond the tolerance is reported, not failed (see ParityReport.state)."""
-    return "beyond the output tolerance (state: reported, not gating)" if "variable" in o else "MISMATCH"
+def state_verdict(o: dict, d: dict) -> str:
+    """A state value beyond the tolerance is reported, not failed (see ParityReport.state); under the local
+    verdict an output beyond its end-to-end tolerance is drift, reported beside the verdict."""
+    if "variable" in o:
+        return "beyond the output tolerance (state: reported, not gating)"
+    if (d.get("verdict") or {}).get("rule") == "local":
+        return "drift (end-to-end; the local verdict decides)"
+    return "MISMATCH"
 
 
 def _lsb_text(o: dict) -> str:
@@ -105,6 +115,56 @@ def _histogram_svg(diffs) -> str:
     return f'<svg xmlns="http://www.w3.org/2000/svg" width="{20 + 52 * len(labels)}" height="165">{"".join(bars)}</svg>'
 
 
+def _layers_svg(layers: list, first: Optional[dict]) -> str:
+    """Error / allowed of every operation along the model (log scale), the tolerance line at 1, the first
+    divergence marked; each point links to its row in the layer table."""
+    if not layers:
+        return ""
+    width, height, left, top, bottom = 900, 260, 50, 15, 40
+    lo, hi = -6.0, 2.0            # log10(error / allowed) shown from 1e-6 to 100
+    n = len(layers)
+
+    def xy(k: int, e: dict) -> tuple:
+        ratio = e["max_abs_error"] / e["allowed"] if e["allowed"] else (0.0 if e["max_abs_error"] == 0 else 1e3)
+        value = min(hi, max(lo, np.log10(ratio))) if ratio > 0 else lo
+        x = left + (width - left - 10) * (k + 0.5) / n
+        return x, top + (height - top - bottom) * (hi - value) / (hi - lo)
+
+    y1 = xy(0, {"max_abs_error": 1.0, "allowed": 1.0})[1]
+    parts = [f'<line x1="{left}" y1="{y1:.1f}" x2="{width - 10}" y2="{y1:.1f}" stroke="#c62828" '
+             f'stroke-dasharray="6 4"/><text x="{width - 175}" y="{y1 - 4:.1f}" font-size="11" fill="#c62828">'
+             f'tolerance (error = allowed)</text>']
+    for decade in range(int(lo), int(hi) + 1, 2):
+        y = top + (height - top - bottom) * (hi - decade) / (hi - lo)
+        parts.append(f'<text x="4" y="{y + 4:.1f}" font-size="10">1e{decade:+d}</text>'
+                     f'<line x1="{left}" y1="{y:.1f}" x2="{width - 10}" y2="{y:.1f}" stroke="#eee"/>')
+    points = [xy(k, e) for k, e in enumerate(layers)]
+    parts.append('<polyline fill="none" stroke="#1565c0" stroke-width="1.5" points="'
+                 + " ".join(f"{x:.1f},{y:.1f}" for x, y in points) + '"/>')
+    for (x, y), e in zip(points, layers):
+        is_first = first is not None and e["operation_index"] == first["operation_index"]
+        colour = "#c62828" if not e["passed"] else "#1565c0"
+        parts.append(f'<a href="#op-{e["operation_index"]}"><circle cx="{x:.1f}" cy="{y:.1f}" '
+                     f'r="{6 if is_first else 3}" fill="{colour}"><title>operation {e["operation_index"]} '
+                     f'{html.escape(e["nnapi_op"])} -> {html.escape(e["source_tensor"])}: {e["max_abs_error"]:.3g} '
+                     f'(allowed {e["allowed"]:.3g})</title></circle></a>')
+        if is_first:
+            parts.append(f'<text x="{x + 8:.1f}" y="{y - 8:.1f}" font-size="11" fill="#c62828">first divergence: '
+                         f'operation {e["operation_index"]}</text>')
+    parts.append(f'<text x="{left}" y="{height - 8}" font-size="11">operations in execution order '
+                 f'(1 to {n}); height: max |diff| / allowed</text>')
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="layers" width="{width}" height="{height}">'
+            + "".join(parts) + "</svg>")
+
+
+def _layer_table(layers: list) -> str:
+    rows = "".join(f'<tr id="op-{e["operation_index"]}"><td>{e["operation_index"]}</td><td>{html.escape(e["nnapi_op"])}</td>'
+                   f'<td>{html.escape(e["source_tensor"])}</td><td>{e["max_abs_error"]:.3g}</td><td>{e["allowed"]:.3g}</td>'
+                   f'<td>{"ok" if e["passed"] else "MISMATCH"}</td></tr>' for e in layers)
+    return ("<table><tr><th>operation</th><th>NNAPI op</th><th>source tensor</th><th>max |diff|</th>"
+            f"<th>allowed</th><th></th></tr>{rows}</table>")
+
+
 def render_html(report) -> str:
     d = report.as_dict()
     esc = html.escape
@@ -119,6 +179,11 @@ def render_html(report) -> str:
         fd = d["first_divergence"]
         parts.append(f"<h2>First divergence</h2><p>operation {fd['operation_index']} ({esc(fd['nnapi_op'])}) "
                      f"writing {esc(fd['source_tensor'])}: max |diff| {fd['max_abs_error']:.3g}</p>")
+    layers = d.get("local") or d.get("layers")
+    if layers:
+        what = "each operation on its own (--local)" if d.get("local") else "each operation in the whole run"
+        parts.append(f"<h2>Error along the model: {what}</h2>" + _layers_svg(layers, d["first_divergence"])
+                     + _layer_table(layers))
     for p in d.get("partitions") or []:  # --partial: the whole model has no outputs of its own to show
         rows = "".join(f"<li>{esc(o['name'])} {esc(o['dtype'])}{esc(str(o['shape']))}: max |diff| "
                        f"{o['max_abs_error']:.3g} (allowed {o['allowed']:.3g}), mean {o['mean_abs_error']:.3g}, "
@@ -127,7 +192,8 @@ def render_html(report) -> str:
         parts.append(f"<h2>partition {p['index']} (nodes {esc(str(p['nodes']))}): "
                      f"{'ok' if p['passed'] else 'MISMATCH'}</h2><ul>{rows}</ul>")
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>Parity</title><style>"
-            "body{font-family:sans-serif;margin:2em}</style></head><body>" + "".join(parts) + "</body></html>")
+            "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+            "td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px}</style></head><body>" + "".join(parts) + "</body></html>")
 
 
 def render(report, fmt: str) -> str:

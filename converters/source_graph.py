@@ -41,6 +41,7 @@ class SourceTensor:
     is_variable: bool = False
     shape_signature: Optional[tuple] = None  # TFLite: -1 where the model leaves a dimension dynamic
     unsupported_type: Optional[str] = None   # a source type with no numpy/NNAPI equivalent (e.g. INT4)
+    symbols: Optional[tuple] = None          # ONNX: per axis, the dim_param naming an unknown extent (or None)
 
     @property
     def is_constant(self) -> bool:

@@ -259,7 +259,13 @@ def main(argv=None) -> int:
     ap.add_argument("paths", nargs="+", metavar="PATH", help="vector folders or files (*.json.gz)")
     ap.add_argument("--json", metavar="FILE", help="write one record per case: id, status, message")
     ap.add_argument("--filter", metavar="SUBSTRING", help="only cases whose id contains SUBSTRING")
+    ap.add_argument("--no-fast-paths", action="store_true",
+                    help="run the plain kernels only (no compile-time fast paths): the semantics the fast paths "
+                         "must agree with")
     args = ap.parse_args(argv)
+    if args.no_fast_paths:
+        from . import runtime
+        runtime.FAST_PATHS = False
     try:
         result = run(args.paths, args.filter, args.json)
     except FileNotFoundError as e:

@@ -151,13 +151,16 @@ class OpContext:
         raise NnapiError(code, f"{self.where}: {message}", operation=self.step.index)
 
     def out_type(self, k: int = 0) -> OperandType:
-        return self.outputs[k].type
+        t = self.outputs[k].type
+        return Float64Type.of(t) if self.compiled.float64 and t.code in _FLOAT_CODES else t
 
     def output_buffer(self, k: int, shape: tuple, dtype) -> np.ndarray:
         """An uninitialized array to compute output `k` into: the operand's buffer from the memory plan
         when it has one that fits (reused run after run), else a fresh array. The kernel must return
         this array (or a reshape of it) as output `k` and must not keep it after returning."""
         slot = self.step.slots[k]
+        if self.compiled.float64 and np.dtype(dtype).kind == "f":
+            return np.empty(shape, np.float64)   # float64 mode: every float intermediate in float64
         if slot < 0 or self.state is None or self.state.trace is not None:
             # no planned buffer; or layerwise tracing, which keeps every intermediate
             return np.empty(shape, dtype)
@@ -196,13 +199,41 @@ class PrepareContext(OpContext):
         return self.step.kernel(OpContext(self.compiled, self.step, ins, RunState(0.0)))
 
 
+_FLOAT_CODES = frozenset({OperandCode.TENSOR_FLOAT32, OperandCode.TENSOR_FLOAT16, OperandCode.FLOAT32,
+                          OperandCode.FLOAT16})
+
+
+class Float64Type(OperandType):
+    """A float operand's type as the float64 mode computes it: the same code and shape, float64 values."""
+
+    @classmethod
+    def of(cls, t: OperandType) -> "Float64Type":
+        return cls(**{f: getattr(t, f) for f in t.__dataclass_fields__})
+
+    @property
+    def dtype(self):
+        return np.dtype(np.float64)
+
+
+# the compile-time fast paths (PREPARERS) are on unless switched off here or per model: the conformance
+# runner's --no-fast-paths checks the plain kernels the fast paths must agree with
+FAST_PATHS = True
+
+
 class CompiledModel:
-    def __init__(self, model, relaxed: Optional[bool] = None, _cache: Optional[dict] = None):
+    """A model ready to run. `fast_paths=False` runs the plain kernels only. `float64=True` is the precision switch parity's --exact uses: the same plain
+    kernels (no compile-time fast paths, which are float32 by design) with every float constant, input
+    and intermediate held in float64, the mathematical model of the graph up to float64 rounding."""
+
+    def __init__(self, model, relaxed: Optional[bool] = None, _cache: Optional[dict] = None,
+                 float64: bool = False, fast_paths: Optional[bool] = None):
         if not model.finished:
             raise NnapiError(ResultCode.BAD_STATE, "the model is not finished")
         kernels = load_kernels()
         self.model = model
         self.relaxed = model.relaxed if relaxed is None else relaxed
+        self.float64 = float64
+        self.fast_paths = (FAST_PATHS if fast_paths is None else fast_paths) and not float64
         self._cache = _cache if _cache is not None else {}
         self._cache[id(model)] = self
         order = execution_order(model)
@@ -224,11 +255,14 @@ class CompiledModel:
         self._types: dict[tuple, OperandType] = {}   # (operand, shape) -> type with those dimensions
         for i, opnd in enumerate(model.operands):
             if opnd.is_constant:
-                self.constants[i] = Value(opnd.value, opnd.type, opnd.channel_quant)
+                value = opnd.value
+                if float64 and opnd.type.code in _FLOAT_CODES:
+                    value = np.asarray(value, np.float64)
+                self.constants[i] = Value(value, opnd.type, opnd.channel_quant)
         for sub in model.referenced_models:
             self.subgraph(sub)
         for step in self.steps:
-            step.run = self._prepared(step) or step.kernel
+            step.run = (self._prepared(step) if self.fast_paths else None) or step.kernel
         # free each temporary after its last use; place intermediates in shared buffers by lifetime
         self.plan = plan(model, self.steps, [bool(getattr(s.run, "fresh_outputs", False)) for s in self.steps])
         for step, f in zip(self.steps, self.plan.frees):
@@ -324,7 +358,7 @@ class CompiledModel:
     def subgraph(self, model) -> "CompiledModel":
         sub = self._cache.get(id(model))
         if sub is None:
-            sub = CompiledModel(model, self.relaxed, self._cache)
+            sub = CompiledModel(model, self.relaxed, self._cache, self.float64, self.fast_paths)
         return sub
 
     def input_value(self, k: int, array: Optional[np.ndarray]) -> Optional[Value]:
@@ -332,6 +366,8 @@ class CompiledModel:
             return None
         index = self.model.inputs[k]
         opnd = self.model.operands[index]
+        if self.float64 and opnd.type.code in _FLOAT_CODES:
+            array = np.asarray(array, np.float64)
         return Value(array, self._shaped_type(index, array.shape) if opnd.type.is_tensor else opnd.type,
                      opnd.channel_quant)
 
@@ -399,7 +435,7 @@ class CompiledModel:
         if isinstance(arr, Value):
             arr = arr.array
         arr = np.asarray(arr)
-        dt = otype.dtype
+        dt = np.dtype(np.float64) if self.float64 and otype.code in _FLOAT_CODES else otype.dtype
         if dt is not None and arr.dtype != dt:
             arr = arr.astype(dt)
         if otype.is_tensor:
@@ -417,8 +453,9 @@ class CompiledModel:
         return Value(arr.reshape(()), otype, None)
 
 
-def compile_model(model, relaxed: Optional[bool] = None) -> CompiledModel:
-    return CompiledModel(model, relaxed)
+def compile_model(model, relaxed: Optional[bool] = None, float64: bool = False,
+                  fast_paths: Optional[bool] = None) -> CompiledModel:
+    return CompiledModel(model, relaxed, float64=float64, fast_paths=fast_paths)
 
 
 def monotonic() -> float:

@@ -14,8 +14,21 @@ __all__ = [
     "Lifetime", "Memory", "Model", "NnapiError", "Operand", "OperandCode", "OperandType", "Operation",
     "OperationCode", "PaddingCode", "PreferenceCode", "Priority", "ResultCode", "load", "save",
     "DEFAULT_LOOP_TIMEOUT_S", "MAXIMUM_LOOP_TIMEOUT_S", "MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES",
-    "MAX_FEATURE_LEVEL", "infer_shapes",
+    "MAX_FEATURE_LEVEL", "infer_shapes", "devices", "load_device_profile",
 ]
+
+
+def devices() -> list:
+    """The known devices (the shipped driver profiles, nnapi/device_profiles/*.json): each with
+    .name, .type (DeviceType), .feature_level; see nnapi/device_profile.py for the profile schema."""
+    from .device_profile import devices as _devices
+    return _devices()
+
+
+def load_device_profile(path):
+    """A device from a user's own profile file (schema in nnapi/device_profile.py and the README)."""
+    from .device_profile import load_profile
+    return load_profile(path)
 
 
 def infer_shapes(model, input_shapes=None) -> dict:

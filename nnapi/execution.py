@@ -31,6 +31,19 @@ class Compilation:
         self.priority = Priority.MEDIUM
         self.timeout_ns: Optional[int] = None
         self._compiled = None
+        self.devices: Optional[list] = None
+
+    @classmethod
+    def for_devices(cls, model, devices) -> "Compilation":
+        """ANeuralNetworksCompilation_createForDevices: compile for these devices only; finish() then
+        fails with BAD_DATA, naming each operation none of them runs (as the NDK's finish does)."""
+        from .device_profile import Device
+        devices = list(devices or [])
+        if not devices or not all(isinstance(d, Device) for d in devices):
+            raise bad_data("Compilation.for_devices: needs a non-empty list of nnapi devices")
+        comp = cls(model)
+        comp.devices = devices
+        return comp
 
     def _check_mutable(self, call):
         if self._compiled is not None:
@@ -56,7 +69,19 @@ class Compilation:
 
     def finish(self) -> None:
         self._check_mutable("finish")
+        if self.devices is not None:
+            self._check_devices()
         self._compiled = _runtime().compile_model(self.model)
+
+    def _check_devices(self) -> None:
+        missing = []
+        for k, op in enumerate(self.model.operations):
+            reasons = [d.unsupported_reason(self.model, k) for d in self.devices]
+            if all(reasons):
+                missing.append(f"operation {k} ({op.code.name}): " + "; ".join(reasons))
+        if missing:
+            raise bad_data("Compilation.finish: no selected device runs " + "; ".join(missing[:10])
+                           + (f"; ... ({len(missing)} operations)" if len(missing) > 10 else ""))
 
     @property
     def finished(self) -> bool:

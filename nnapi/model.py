@@ -271,6 +271,12 @@ class Model:
         from .validate import model_min_feature_level
         return model_min_feature_level(self)
 
+    def get_supported_operations_for_devices(self, devices) -> list[bool]:
+        """ANeuralNetworksModel_getSupportedOperationsForDevices: per operation, whether any of the
+        devices (nnapi.devices()) runs it (BAD_STATE before finish, BAD_DATA without devices)."""
+        from .device_profile import supported_operations
+        return supported_operations(self, devices)
+
 
 def _as_bytes(value, dtype) -> memoryview:
     """The bytes of a value: raw bytes as they are, arrays converted to `dtype` (no copy when possible)."""

@@ -1,6 +1,8 @@
-"""ONNX importer: `convert(path_or_bytes, feature_level=8, input_shapes=None, partial=False)` and `read(path)`.
+"""ONNX importer: `convert(path_or_bytes, feature_level=8, input_shapes=None, partial=False, dims=None)` and
+`read(path, input_shapes=None, dims=None)`.
 
-Pipeline: reader.py (protobuf -> SourceModel), quant.annotate (Q/DQ/QLinear
+Pipeline: shapes.py (the pins and shape inference on the protobuf), reader.py
+(protobuf -> SourceModel), quant.annotate (Q/DQ/QLinear
 scales onto tensors), then the shared driver with OnnxContext (context.py),
 which applies the layout plan (layout.py) and the fusion plans (fusion.py)
 around the per-op converters in ops/.
@@ -26,22 +28,23 @@ from .quant import annotate
 from .reader import read_onnx
 
 
-def read(path_or_bytes, input_shapes: Optional[dict] = None) -> SourceModel:
+def read(path_or_bytes, input_shapes: Optional[dict] = None, dims: Optional[dict] = None) -> SourceModel:
     """The SourceModel of an .onnx model, with quantization parameters on the tensors."""
-    source = read_onnx(path_or_bytes, input_shapes)
+    source = read_onnx(path_or_bytes, input_shapes, dims)
     for g in source.graphs:
         annotate(g)
     return source
 
 
 def convert(path_or_bytes, feature_level: int = 8, input_shapes: Optional[dict] = None,
-            partial: bool = False) -> ConversionResult:
+            partial: bool = False, dims: Optional[dict] = None) -> ConversionResult:
     """Convert an .onnx model (path or bytes) to NNAPI model(s) at `feature_level`.
 
-    `input_shapes` pins dynamic input dimensions by input name. NHWC operands
+    `input_shapes` pins input shapes by input name, `dims` named dimensions
+    (dim_param, e.g. {"batch": 1}) wherever they appear. NHWC operands
     are listed in result.operand_perm (operand = np.transpose(tensor, perm));
     graph inputs and outputs keep the ONNX layout from feature level 2."""
-    source = read(path_or_bytes, input_shapes)
+    source = read(path_or_bytes, input_shapes, dims)
     return convert_source(source, feature_level, input_shapes, partial)
 
 

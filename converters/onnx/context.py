@@ -26,9 +26,12 @@ from .. import convert as driver
 from ..context import ConversionContext, stored
 from ..registry import Reason, Supported, Unsupported
 from ..source_graph import SourceModel
-from . import fusion, layout
+from . import fusion, layout, quant, unit_axis
 
 ACTIVATION_OPS = {FuseCode.RELU: Op.RELU, FuseCode.RELU1: Op.RELU1, FuseCode.RELU6: Op.RELU6}
+# outputs NNAPI computes as int32 where ONNX has int64 (the indices of ArgMax, ArgMin, TopK)
+INDEX_OUTPUTS = {"ArgMax": (0,), "ArgMin": (0,), "TopK": (1,)}
+INDEX_NOTE = "int64 -> int32: NNAPI indices are int32"
 
 
 class OnnxContext(ConversionContext):
@@ -62,12 +65,42 @@ class OnnxContext(ConversionContext):
     def source_shape(self, i: int) -> tuple:
         return super().shape(self.resolve(i))
 
+    def int32_indices(self, i: int) -> bool:
+        """Run-time int64 tensor i holds indices NNAPI computes as int32: an ArgMax/ArgMin/TopK index output,
+        or the output of a node whose run-time int64 inputs all are such tensors (Unsqueeze, Gather, ...)."""
+        i = self.resolve(i)
+        memo = self.plans.setdefault("int32_indices", {})
+        if i not in memo:
+            memo[i] = False  # (a cycle is not an index chain)
+            t = self.graph.tensors[i]
+            src = self._producer(i)
+            if np.dtype(t.dtype) == np.int64 and not t.is_constant and src is not None and not src.folded:
+                if src.outputs.index(i) in INDEX_OUTPUTS.get(src.op, ()):
+                    memo[i] = True
+                else:
+                    ins = [j for j in src.inputs if j >= 0 and np.dtype(self.graph.tensors[j].dtype) == np.int64
+                           and not self.graph.tensors[j].is_constant]
+                    memo[i] = bool(ins) and all(self.int32_indices(j) for j in ins)
+        return memo[i]
+
+    def _producer(self, i: int):
+        producers = self.plans.get("producers")
+        if producers is None:
+            producers = self.plans["producers"] = {o: n for n in self.graph.nodes for o in n.outputs if o >= 0}
+        return producers.get(i)
+
     def nnapi_type(self, i: int):
         q = self.tensor(i).quant
         if q is not None and q.per_channel and np.dtype(self.tensor(i).dtype) not in (np.int8, np.int32):
             raise Unsupported(Reason.QUANTIZATION_TYPE, f"tensor {self.tensor(i).name!r}: NNAPI has per-channel "
                                                         f"quantization only for int8 (symmetric) weights")
-        otype, cq = super().nnapi_type(i)
+        if self.int32_indices(i):
+            otype, cq = OperandType(C.TENSOR_INT32, self.shape(self.resolve(i))), None
+        else:
+            otype, cq = super().nnapi_type(i)
+        held = unit_axis.plan(self.graph).get(i)
+        if held is not None and len(otype.dimensions) == 5:  # a rank-5 middle held without its unit axis
+            otype = OperandType(otype.code, unit_axis.without(otype.dimensions, held), otype.scale, otype.zero_point)
         perm = self.layout.get(i)
         if perm is None or len(otype.dimensions) != len(perm):
             return otype, cq
@@ -83,6 +116,10 @@ class OnnxContext(ConversionContext):
         if i in self.internal:
             return self.internal[i]
         new = i >= 0 and i not in self.operand_of
+        if new and self.int32_indices(i) and not self.supported(self._producer(i).index):
+            # written on the CPU: it would enter NNAPI as int64
+            raise Unsupported(Reason.OPERAND_TYPE, f"tensor {self.tensor(i).name!r} is int64 from a node that "
+                                                   f"stays on the CPU; NNAPI has no int64 operands")
         idx = super().operand(i)
         perm = self.layout.get(i)
         if new and perm is not None:
@@ -90,7 +127,7 @@ class OnnxContext(ConversionContext):
             self._note_layout(i, f"NCHW -> NHWC: the operand holds np.transpose(input, {perm})")
         return idx
 
-    def _note_layout(self, i: int, note: str) -> None:
+    def _note_layout(self, i: int, note: str) -> None:  # (any boundary note on tensor i)
         self.io_rewrites[i] = "; ".join(filter(None, [self.io_rewrites.get(i), note]))
 
     def operand_as(self, i: int, want: Optional[tuple] = None) -> int:
@@ -174,6 +211,8 @@ class OnnxContext(ConversionContext):
             raise Unsupported(Reason.DYNAMIC_SHAPE, f"{self.node.label()}: output {self.tensor(i).name!r} has "
                                                     f"unknown rank after a layout change; declare its shape "
                                                     f"(or run onnx shape inference with the input shapes pinned)")
+        if i in self.graph.outputs and self.int32_indices(i):
+            self._note_layout(i, INDEX_NOTE)
         if perm is None:
             return super().output(i)
         if i in self.graph.outputs and self.feature_level >= 2:  # write NHWC, transpose back after the node
@@ -313,6 +352,10 @@ class OnnxContext(ConversionContext):
 
     def convert_node(self, node, fn) -> None:
         """Run converter fn on node with the plans applied (see common.onnx_op)."""
+        runtime = quant.runtime_parameter(self.graph, node)
+        if runtime:
+            raise Unsupported(Reason.NON_CONSTANT_OPERAND, f"{node.label()}: {runtime[0]} {runtime[1]!r} is a run-time "
+                                                           f"tensor; NNAPI quantization parameters are constants")
         if self.absorbed(node):
             return
         self.alias = self.fusion.core_alias[node.index] if self.quantized_core(node.index) else {}

@@ -28,13 +28,13 @@ from nnapi import FuseCode
 
 # ops whose converters take a FuseCode (through ctx.fused_output)
 FUSABLE = {"Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "Sub", "Mul", "Div", "AveragePool", "MaxPool",
-           "BatchNormalization", "QLinearConv", "QLinearAdd", "QLinearMul", "QLinearAveragePool"}
+           "BatchNormalization", "QLinearConv", "QLinearAdd", "QLinearMul", "QLinearAveragePool", "Sum"}
 
 # ops a DequantizeLinear -> op -> QuantizeLinear group converts as one quantized op
 QDQ_CORES = {"Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "Sub", "Mul", "AveragePool", "MaxPool",
              "GlobalAveragePool", "GlobalMaxPool", "Concat", "Sigmoid", "Softmax", "Relu", "Clip", "LeakyRelu",
-             "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Resize", "Pad", "Slice", "Split",
-             "Gather", "DepthToSpace", "SpaceToDepth", "Min", "Max", "Identity", "Tanh",
+             "PRelu", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Resize", "Pad", "Slice", "Split",
+             "Gather", "DepthToSpace", "SpaceToDepth", "Min", "Max", "Sum", "Identity", "Tanh",
              "HardSwish", "ReduceMax", "ReduceMin", "Tile", "Expand"}
 
 _CLIP_CODES = {(0.0, 6.0): FuseCode.RELU6, (-1.0, 1.0): FuseCode.RELU1, (0.0, float("inf")): FuseCode.RELU}
@@ -163,7 +163,9 @@ def _activations(graph, p, producers, sole_user, ok) -> None:
         if code is None or n.index in p.core_alias or n.folded or not n.inputs or n.index not in ok:
             continue
         src = producers.get(n.inputs[0])
-        if (src is None or src.op not in FUSABLE or src.folded or src.index in p.core_alias or src.index not in ok
+        if (src is None or src.op not in FUSABLE or src.folded
+                or src.op == "Sum" and sum(i >= 0 for i in src.inputs) < 2  # one input: no ADD takes it
+                or src.index in p.core_alias or src.index not in ok
                 or len(src.outputs) != 1 or sole_user(n.inputs[0]) is not n
                 or np.dtype(graph.tensors[n.inputs[0]].dtype) != np.float32):
             continue

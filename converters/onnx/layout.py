@@ -38,14 +38,14 @@ SPATIAL = {"Conv", "ConvTranspose", "AveragePool", "MaxPool", "GlobalAveragePool
 # one activation input; the output has its layout (per-channel constants are transposed)
 FOLLOW = {"Relu", "Clip", "Sigmoid", "Tanh", "Floor", "Abs", "Exp", "Log", "Neg", "Sin", "Sqrt", "Elu",
           "LeakyRelu", "Identity", "Dropout", "Cast", "QuantizeLinear", "DequantizeLinear", "QLinearSigmoid",
-          "BatchNormalization", "Split", "Slice", "Pad", "Softmax",
-          # elementwise compositions (ops/extra_activation.py, ops/compare.py)
-          "HardSigmoid", "HardSwish", "Gelu", "Softplus", "Softsign", "Selu", "Celu", "ThresholdedRelu",
-          "Reciprocal", "Ceil", "Sign", "Round", "Not"}
+          "BatchNormalization", "Split", "Slice", "Pad", "Softmax", "LogSoftmax", "CumSum",
+          # elementwise compositions (ops/extra_activation.py, ops/erf.py, ops/compare.py)
+          "HardSigmoid", "HardSwish", "Gelu", "Erf", "Mish", "Softplus", "Softsign", "Selu", "Celu",
+          "ThresholdedRelu", "Reciprocal", "Ceil", "Sign", "Round", "Not"}
 # several activation inputs of one rank, broadcast or joined: all take one layout
-BROADCAST = {"Add", "Sub", "Mul", "Div", "Pow", "PRelu", "Min", "Max", "Sum", "QLinearAdd", "QLinearMul",
-             "Concat", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Mod",
-             "Where"}
+BROADCAST = {"Add", "Sub", "Mul", "Div", "Pow", "PRelu", "Min", "Max", "Sum", "Mean", "QLinearAdd",
+             "QLinearMul", "Concat", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",
+             "Mod", "Where"}
 # reductions: keepdims=0 drops axes from the layout
 REDUCE = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
           "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"}
@@ -126,9 +126,10 @@ def plan(graph, feature_level: int) -> dict:
         elif node.op in FOLLOW or node.op in REDUCE:
             src = node.inputs[ACTIVATION_INPUTS.get(node.op, (0,))[0]]
             perm = perms.get(src)
-            if node.op == "Softmax" and perm is not None and node.version < 13:
-                axis = node.attrs.get("axis", 1)
-                perm = perm if axis % 4 == 3 else None  # coerce-to-2D semantics need the ONNX order
+            if node.op in ("Softmax", "LogSoftmax") and perm is not None and node.version < 13:
+                # coerce-to-2D semantics: the flattened trailing axes may come in any order, the leading not
+                axis = node.attrs.get("axis", 1) % 4
+                perm = perm if axis == 3 or tuple(perm[:axis]) == tuple(range(axis)) else None
             if node.op in REDUCE and perm is not None:
                 axes = node.attrs.get("axes")
                 if axes is None and len(node.inputs) > 1 and node.inputs[1] >= 0 \

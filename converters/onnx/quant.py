@@ -34,6 +34,18 @@ def data_inputs(node) -> list:
     return [node.inputs[k] if k < len(node.inputs) else -1 for k in spec[1]]
 
 
+def runtime_parameter(graph, node):
+    """(what, tensor name) of the first scale or zero point of a Q/DQ/QLinear node computed at run time,
+    or None. Such a node has no NNAPI form (quantization is a property of an operand): it is left
+    unannotated, and its converter refuses it (OnnxContext.convert_node)."""
+    spec = QLINEAR.get(node.op)
+    for _, sp, zp, _ in (spec[0] if spec else ()):
+        for pos, what in ((sp, "scale"), (zp, "zero point")):
+            if pos < len(node.inputs) and node.inputs[pos] >= 0 and not graph.tensors[node.inputs[pos]].is_constant:
+                return what, graph.tensors[node.inputs[pos]].name
+    return None
+
+
 def _const(graph, node, pos, what):
     """The constant tensor at input `pos` (None when absent)."""
     if pos >= len(node.inputs) or node.inputs[pos] < 0:
@@ -101,8 +113,8 @@ def annotate(graph) -> None:
         block = node.attrs.get("block_size", 0)
         if spec is not None and (isinstance(block, bool) or not isinstance(block, (int, np.integer))):
             raise SourceError(f"{node.label()}: block_size attribute {block!r} is not an integer")
-        if spec is None or block:
-            continue  # blocked quantization (opset 21) has no NNAPI type: the converter reports it
+        if spec is None or block or runtime_parameter(graph, node):
+            continue  # blocked quantization (opset 21), run-time scales: the converter reports them
         ios, _ = spec
         for tpos, sp, zp, is_out in ios:
             tensors = node.outputs if is_out else node.inputs

@@ -1,9 +1,10 @@
 """Read an .onnx model into a SourceModel with the `onnx` package.
 
-- Shapes come from `onnx.shape_inference.infer_shapes` (after pinning the
-  dynamic input dimensions given in `input_shapes`); unknown extents are -1.
+- Shapes come from the shape pass (shapes.py: the pins in `input_shapes` and
+  `dims`, then onnx's and onnxruntime's shape inference); unknown extents are
+  -1 and keep their dim_param in SourceTensor.symbols.
 - Initializers are numpy views over their raw_data (no copy; large ones are
-  taken out of the proto before shape inference, which would copy them);
+  taken out of the proto before the shape pass, which would copy them);
   external data is read only from files inside the model's folder.
 - Constant nodes become constant tensors (they have no NNAPI counterpart).
 - Every attribute is decoded to a plain Python value (TensorProto -> numpy,
@@ -26,6 +27,7 @@ from google.protobuf.message import Message
 from onnx import TensorProto, helper, numpy_helper
 
 from ..source_graph import SourceError, SourceGraph, SourceModel, SourceNode, SourceTensor
+from . import shapes
 
 STANDARD_DOMAINS = ("", "ai.onnx")
 # element types packed several to a byte: raw_data is not one element per itemsize (onnx unpacks them)
@@ -127,8 +129,8 @@ class _Reader:
             opsets[o.domain or ""] = int(o.version)
         if "ai.onnx" in opsets:
             opsets.setdefault("", opsets["ai.onnx"])
-        if "" not in opsets:
-            raise SourceError(f"{self.where}: the model imports no default ONNX opset")
+        # a model of only ai.onnx.ml (or training-domain) nodes imports no default opset: valid ONNX, and its
+        # nodes are then refused one by one (no converter serves those domains)
         self.subgraphs: list = []  # If/Loop bodies: graphs 1.. of the SourceModel
         if not self.proto.graph.output:
             raise SourceError(f"{self.where}: the graph has no outputs")
@@ -157,11 +159,13 @@ class _Reader:
                 tt = types.get(name)
                 known = tt is not None and tt.elem_type
                 dtype = _np_dtype(tt.elem_type, f"tensor {name!r}") if known else np.dtype(np.float32)
-                shape = None
+                shape = symbols = None
                 if tt is not None and tt.HasField("shape"):
                     shape = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else -1
                                   for d in tt.shape.dim)
-                t = SourceTensor(len(tensors), name, shape, dtype)
+                    symbols = tuple(d.dim_param or None for d in tt.shape.dim)
+                t = SourceTensor(len(tensors), name, shape, dtype,
+                                 symbols=symbols if symbols and any(symbols) else None)
             tensors.append(t)
             index[name] = t.index
             return t.index
@@ -331,19 +335,8 @@ def _captured(n) -> list:
     return names
 
 
-def _pin_inputs(proto: onnx.ModelProto, input_shapes: dict) -> None:
-    for vi in proto.graph.input:
-        if vi.name in input_shapes and vi.type.HasField("tensor_type"):
-            dims = vi.type.tensor_type.shape.dim
-            want = list(input_shapes[vi.name])
-            if len(dims) and len(dims) != len(want):
-                raise SourceError(f"input {vi.name!r} has rank {len(dims)}, input_shapes gives {want}")
-            del dims[:]
-            for d in want:
-                dims.add().dim_value = int(d)
-
-
-# initializers of the main graph above this many bytes are read apart from the proto (_detach_large)
+# initializers of the main graph above this many bytes are read apart from the proto (_detach_large);
+# the shape pass evaluates only far smaller constants (shapes.FOLD_LIMIT elements)
 DETACH_BYTES = 1 << 16
 
 
@@ -365,8 +358,9 @@ def _detach_large(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, dict]:
 
 
 def read_onnx(source: Union[str, Path, bytes, bytearray, memoryview],
-              input_shapes: Optional[dict] = None) -> SourceModel:
-    """A SourceModel of an .onnx file (path) or its bytes; `input_shapes` pins dynamic input dimensions."""
+              input_shapes: Optional[dict] = None, dims: Optional[dict] = None) -> SourceModel:
+    """A SourceModel of an .onnx file (path) or its bytes; `input_shapes` pins input shapes by input name,
+    `dims` named dimensions (dim_param) wherever they appear (shapes.py)."""
     if isinstance(source, (str, Path)):
         where, folder = str(source), Path(source).parent
         try:
@@ -383,15 +377,14 @@ def read_onnx(source: Union[str, Path, bytes, bytearray, memoryview],
     if not proto.HasField("graph"):
         raise SourceError(f"{where}: the ONNX model has no graph")
     _check_strings(proto, where)
-    if input_shapes:
-        _pin_inputs(proto, input_shapes)
+    shapes.pin(proto, input_shapes, dims)
+    dynamic = shapes.name_input_dims(proto)
     proto, detached = _detach_large(proto)
+    inferred = shapes.infer(proto)
     try:
-        inferred = onnx.shape_inference.infer_shapes(proto)
-    except Exception:  # inference is best effort: declared shapes still count
-        inferred = proto
-    try:
-        return _Reader(inferred, where, folder, detached).read()
+        model = _Reader(inferred, where, folder, detached).read()
+        model.metadata["input_symbols"] = dynamic  # dim_param -> [(input, axis)] still dynamic
+        return model
     except SourceError:
         raise
     except (ValueError, TypeError, KeyError, IndexError) as e:

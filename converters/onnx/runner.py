@@ -64,4 +64,8 @@ def verify_levels(model_bytes: bytes, levels=(1, 3, 4, 8), seeds=(0, 1), need_le
         if bad:
             raise ParityError(f"feature level {level}: outputs differ (seed, output, max |diff|, allowed): {bad}; "
                               f"ops {[o.code.name for o in r.model.operations]}")
+    if not any(r.complete for r in results.values()):
+        # every level lacked a feature: nothing was compared, so nothing was verified
+        raise ParityError(f"no feature level of {list(levels)} converts the model: "
+                          f"{[(n.op, n.reason) for n in results[max(levels)].unsupported]}")
     return results

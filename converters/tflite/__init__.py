@@ -1,4 +1,4 @@
-"""TFLite importer: `convert(path_or_bytes, feature_level=8, input_shapes=None, partial=False)`."""
+"""TFLite importer: `convert(path_or_bytes, feature_level=8, input_shapes=None, partial=False)` and `read`."""
 from __future__ import annotations
 
 from typing import Optional
@@ -8,7 +8,15 @@ from ..source_graph import SourceError
 from .reader import read_tflite
 from .variables import lower_variables
 
-read = read_tflite
+
+
+def read(path_or_bytes, input_shapes: Optional[dict] = None, dims: Optional[dict] = None):
+    """The SourceModel of a .tflite model. `input_shapes` are applied at conversion (context.shape);
+    TFLite marks dynamic extents with -1 in shape_signature and names none, so `dims` can pin nothing."""
+    if dims:
+        raise SourceError(f"--dim {next(iter(dims))}: TFLite models have no named dimensions (shape_signature "
+                          f"marks dynamic extents with -1); pin the input with --input-shape NAME=DIMS")
+    return read_tflite(path_or_bytes)
 
 
 def select_signature(source, signature: Optional[str]):
@@ -26,7 +34,7 @@ def select_signature(source, signature: Optional[str]):
 
 
 def convert(path_or_bytes, feature_level: int = 8, input_shapes: Optional[dict] = None,
-            partial: bool = False, signature: Optional[str] = None) -> ConversionResult:
+            partial: bool = False, signature: Optional[str] = None, dims: Optional[dict] = None) -> ConversionResult:
     """Convert a .tflite model (path or bytes) to NNAPI model(s) at `feature_level`.
 
     `input_shapes` pins dynamic input dimensions by input tensor name;
@@ -34,7 +42,7 @@ def convert(path_or_bytes, feature_level: int = 8, input_shapes: Optional[dict] 
     result holds per-node support, the complete model (when every node is
     supported) or, with `partial=True`, one model per NNAPI partition, and the
     mapping from NNAPI operands back to source tensors."""
-    source = select_signature(read_tflite(path_or_bytes), signature)
+    source = select_signature(read(path_or_bytes, input_shapes, dims), signature)
     return convert_source(source, feature_level, input_shapes, partial)
 
 

@@ -89,8 +89,8 @@ def fuse_range(fuse: int, code=C.TENSOR_FLOAT32, scale: float = 0.0, zero_point:
         return lo_real, hi_real
     qmin, qmax = QUANT_RANGE[code]
 
-    def q(r):
-        return zero_point + int(round_half_away(np.float64(np.float32(r)) / np.float64(np.float32(scale))))
+    def q(r):  # f / scale in float32, as CalculateActivationRangeQuantized (Android's and TFLite's) divides
+        return zero_point + int(round_half_away(np.float64(np.float32(r) / np.float32(scale))))
     lo = qmin if lo_real == -np.inf else max(qmin, q(lo_real))
     hi = qmax if hi_real == np.inf else min(qmax, q(hi_real))
     return lo, hi

@@ -1,7 +1,8 @@
 """RESIZE_BILINEAR and RESIZE_NEAREST_NEIGHBOR over the spatial axes of an NHWC view.
 
 Source coordinates are computed once per output row and column in float32,
-exactly as the Android reference (TFLite reference kernels) does, then the
+exactly as the Android reference (TFLite reference kernels) does
+(nnapi/ops/geometry.py, which the ONNX Resize converter compares with), then the
 pixels are gathered with fancy indexing: no loop over pixels.
 """
 from __future__ import annotations
@@ -11,7 +12,7 @@ import numpy as np
 
 from nnapi.codes import OperandCode as C, OperationCode as Op
 
-from nnapi.ops.geometry import scaled_size
+from nnapi.ops.geometry import bilinear_axis, nearest_index, scaled_size
 
 from ..registry import kernel
 from .common import QUANT8, from_nhwc, round_half_away, to_nhwc
@@ -42,36 +43,6 @@ def _resize_args(ctx):
     return x, out_h, out_w, nchw, align, half
 
 
-def _scale(in_size: int, out_size: int, align: bool):
-    """Source pixels per output pixel, in float32."""
-    if align and out_size > 1:
-        return _F32(in_size - 1) / _F32(out_size - 1)
-    return _F32(in_size) / _F32(out_size)
-
-
-def _nearest_index(in_size, out_size, align, half) -> np.ndarray:
-    pos = np.arange(out_size, dtype=_F32)
-    if half:
-        pos = pos + _F32(0.5)
-    src = pos * _scale(in_size, out_size, align)
-    idx = np.floor(src)
-    if align:  # roundf: src >= 0, so halves round up (src - floor is exact in float32)
-        idx = idx + (src - idx >= _F32(0.5))
-    idx = np.minimum(idx.astype(np.int64), in_size - 1)
-    return np.maximum(idx, 0) if half else idx
-
-
-def _bilinear_axis(in_size, out_size, align, half):
-    """(lower index, upper index, fractional weight) per output position, as float32 like TFLite."""
-    pos = np.arange(out_size, dtype=_F32)
-    scale = _scale(in_size, out_size, align)
-    src = (pos + _F32(0.5)) * scale - _F32(0.5) if half else pos * scale
-    floor = np.floor(src)
-    lo = np.maximum(floor.astype(np.int64), 0)
-    hi = np.minimum(np.ceil(src).astype(np.int64), in_size - 1)
-    return lo, hi, src - lo.astype(_F32)
-
-
 def _finish(ctx, out_nhwc, nchw):
     return [from_nhwc(out_nhwc.astype(ctx.out_type().dtype), nchw)]
 
@@ -79,16 +50,16 @@ def _finish(ctx, out_nhwc, nchw):
 @kernel(Op.RESIZE_NEAREST_NEIGHBOR)
 def resize_nearest_neighbor(ctx):
     x, out_h, out_w, nchw, align, half = _resize_args(ctx)
-    iy = _nearest_index(x.shape[1], out_h, align, half)
-    ix = _nearest_index(x.shape[2], out_w, align, half)
+    iy = nearest_index(x.shape[1], out_h, align, half)
+    ix = nearest_index(x.shape[2], out_w, align, half)
     return _finish(ctx, x[:, iy[:, None], ix[None, :], :], nchw)
 
 
 @kernel(Op.RESIZE_BILINEAR)
 def resize_bilinear(ctx):
     x, out_h, out_w, nchw, align, half = _resize_args(ctx)
-    y0, y1, dy = _bilinear_axis(x.shape[1], out_h, align, half)
-    x0, x1, dx = _bilinear_axis(x.shape[2], out_w, align, half)
+    y0, y1, dy = bilinear_axis(x.shape[1], out_h, align, half)
+    x0, x1, dx = bilinear_axis(x.shape[2], out_w, align, half)
     xf = x.astype(_F32)
     dy = dy[None, :, None, None]
     dx = dx[None, None, :, None]

@@ -14,7 +14,7 @@ from nnapi.codes import OperationCode as Op
 from nnapi.ops.shape import strided_range
 
 from ..registry import kernel, prepare
-from .common import QUANT8, requantize
+from .common import QUANT8, QUANT_RANGE, round_half_away
 
 
 # -- helpers shared by the shape kernels (shape_space.py imports them too) -----
@@ -37,13 +37,17 @@ def norm_axis(ctx, axis: int, rank: int, what: str = "axis") -> int:
 # -- CONCATENATION ------------------------------------------------------------------
 
 def _to_output_quant(ctx, value) -> np.ndarray:
-    """A quant8 input in the output's scale/zero point: (q - zp_in) * s_in / s_out + zp_out, fixed point."""
+    """A quant8 input in the output's scale/zero point, in float32 as the reference
+    ConcatenationWithScaling (Android's and TFLite's) computes it:
+    round(q * (s_in * (1 / s_out)) + (-zp_in * that)) + zp_out, saturated."""
     out = ctx.out_type()
     if value.code not in QUANT8 or (value.scale, value.zero_point) == (out.scale, out.zero_point):
         return value.array
-    acc = value.array.astype(np.int64) - value.zero_point
-    real = float(np.float32(value.scale)) / float(np.float32(out.scale))
-    return requantize(acc, real, out.zero_point, out.code).astype(out.dtype)
+    scale = np.float32(value.scale) * (np.float32(1.0) / np.float32(out.scale))
+    bias = np.float32(-value.zero_point) * scale
+    real = value.array.astype(np.float32) * scale + bias
+    lo, hi = QUANT_RANGE[out.code]
+    return np.clip(round_half_away(real.astype(np.float64)).astype(np.int64) + out.zero_point, lo, hi).astype(out.dtype)
 
 
 @kernel(Op.CONCATENATION)

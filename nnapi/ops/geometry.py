@@ -154,3 +154,35 @@ def transpose_out_or_0(in_size, stride, filter_size, pads: Optional[tuple] = Non
         return 0   # the head padding may not be negative (the tail may: it crops less)
     out = transpose_out_size(in_size, stride, filter_size, *pads)
     return out if out > 0 else 0
+
+
+# -- RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR sampling (the Android reference kernels, float32) --------
+def _resize_scale(in_size: int, out_size: int, align: bool):
+    """Source pixels per output pixel, in float32."""
+    if align and out_size > 1:
+        return np.float32(in_size - 1) / np.float32(out_size - 1)
+    return np.float32(in_size) / np.float32(out_size)
+
+
+def nearest_index(in_size, out_size, align, half) -> np.ndarray:
+    """RESIZE_NEAREST_NEIGHBOR: the source index of every output position along one axis."""
+    pos = np.arange(out_size, dtype=np.float32)
+    if half:
+        pos = pos + np.float32(0.5)
+    src = pos * _resize_scale(in_size, out_size, align)
+    idx = np.floor(src)
+    if align:  # roundf: src >= 0, so halves round up (src - floor is exact in float32)
+        idx = idx + (src - idx >= np.float32(0.5))
+    idx = np.minimum(idx.astype(np.int64), in_size - 1)
+    return np.maximum(idx, 0) if half else idx
+
+
+def bilinear_axis(in_size, out_size, align, half):
+    """(lower index, upper index, fractional weight) per output position, as float32 like TFLite."""
+    pos = np.arange(out_size, dtype=np.float32)
+    scale = _resize_scale(in_size, out_size, align)
+    src = (pos + np.float32(0.5)) * scale - np.float32(0.5) if half else pos * scale
+    floor = np.floor(src)
+    lo = np.maximum(floor.astype(np.int64), 0)
+    hi = np.minimum(np.ceil(src).astype(np.int64), in_size - 1)
+    return lo, hi, src - lo.astype(np.float32)

@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import onnxruntime as ort
-from onnx import TensorProto, helper as h, numpy_helper
+from onnx import TensorProto, helper as h
 
 from converters.bench import bench, partial_pipeline
 from converters.cli import main
@@ -28,14 +28,10 @@ def _tflite_partial(path):
 
 
 def _onnx_partial(path):
-    """Relu -> a rank-5 Reshape / Transpose / Reshape (NNAPI tensors have rank <= 4) -> Relu."""
-    nodes = [h.make_node("Relu", ["x"], ["r"]), h.make_node("Reshape", ["r", "s5"], ["r5"]),
-             h.make_node("Transpose", ["r5"], ["t5"], perm=[0, 2, 1, 3, 4]),
-             h.make_node("Reshape", ["t5", "s3"], ["t3"]), h.make_node("Sigmoid", ["t3"], ["y"])]
-    inits = [numpy_helper.from_array(np.array([1, 2, 2, 3, 2], np.int64), "s5"),
-             numpy_helper.from_array(np.array([1, 4, 6], np.int64), "s3")]
-    graph = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6])],
-                         [h.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 6])], inits)
+    """Relu -> Det (no NNAPI counterpart: a CPU fallback node) -> Sigmoid."""
+    nodes = [h.make_node("Relu", ["x"], ["r"]), h.make_node("Det", ["r"], ["d"]), h.make_node("Sigmoid", ["d"], ["y"])]
+    graph = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 3])],
+                         [h.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
     path.write_bytes(h.make_model(graph, opset_imports=[h.make_opsetid("", 13)]).SerializeToString())
     return path
 

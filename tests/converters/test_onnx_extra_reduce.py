@@ -79,11 +79,10 @@ def test_arg_extremes(op, axis, keep):
     assert r.io_rewrites["y"].startswith("int64 -> int32")
 
 
-def test_arg_max_after_conv_and_select_last_index():
+def test_arg_max_after_conv():
     nodes = [h.make_node("Conv", ["x", "w"], ["c"]), h.make_node("ArgMax", ["c"], ["y"], axis=1)]
     verify_levels(make_model(nodes, [X], ["y"], CONV_W, opset=13), need_level=3)
-    last = make_model([h.make_node("ArgMax", ["x"], ["y"], select_last_index=1)], [X], ["y"], opset=13)
-    assert convert(last, 8).unsupported[0].reason_code == "unsupported_attribute"
+    # (select_last_index, ties, int64 users: tests/converters/test_onnx_index_ops.py)
 
 
 @pytest.mark.parametrize("largest", [1, 0])
@@ -94,7 +93,4 @@ def test_topk(k, largest):
     verify_levels(data, need_level=3)
 
 
-def test_topk_other_axis_is_reported():
-    data = make_model([h.make_node("TopK", ["x", "k"], ["v", "i"], axis=1)], [X], ["v", "i"],
-                      {"k": np.array([2], np.int64)}, opset=13)
-    assert convert(data, 8).unsupported[0].reason_code == "unsupported_attribute"
+# (TopK on other axes: tests/converters/test_onnx_index_ops.py)

@@ -72,7 +72,7 @@ def test_qlinear_sigmoid_other_output_scale_is_reported():
     inits = {**qparams(dt, "x", 0.05, 120), **qparams(dt, "y", 0.01, 0)}
     node = h.make_node("QLinearSigmoid", ["x", "xs", "xz", "ys", "yz"], ["y"], domain="com.microsoft")
     n = convert(make_model([node], [("x", dt, SHAPE)], [("y", dt, SHAPE)], inits, ms_opset=1), 8).unsupported[0]
-    assert n.reason_code == "quantization_type" and "1/256" in n.reason or "0.00390625" in n.reason
+    assert n.reason_code == "quantization_type" and ("1/256" in n.reason or "0.00390625" in n.reason)
 
 
 @pytest.mark.parametrize("dt", [np.int8, np.uint8])
@@ -214,3 +214,19 @@ def test_uint8_per_channel_weights_are_reported():
     node = h.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"])
     n = convert(make_model([node], [("x", np.uint8, SHAPE)], ["y"], inits), 8).unsupported[0]
     assert n.reason_code == "quantization_type" and "'w'" in n.reason
+
+
+def test_verify_levels_fails_when_no_level_converts():
+    """A model refused at every level for lack of a feature was never compared: that is not a pass."""
+    import onnx
+    import pytest
+    from onnx import TensorProto, helper
+
+    from converters.onnx.runner import ParityError, verify_levels
+    graph = helper.make_graph([helper.make_node("HardSwish", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]).SerializeToString()
+    onnx.checker.check_model(onnx.load_from_string(data))
+    with pytest.raises(ParityError, match="no feature level"):
+        verify_levels(data, levels=(1, 2))       # HARD_SWISH needs feature level 4

@@ -44,3 +44,14 @@ def test_max_lsb_makes_the_end_to_end_error_the_rule_and_float_models_keep_it():
     f = check(_sample("mobilenet_float.tflite"), local=True).as_dict()
     assert f["verdict"]["rule"] == "end-to-end" and f["local"]
     assert all(e["max_units"] is None and e["passed"] for e in f["local"])
+
+
+def test_the_operations_of_one_lowering_are_judged_together():
+    """A per-channel FULLY_CONNECTED becomes RESHAPE, CONV_2D, RESHAPE: the temporaries between them take the
+    values this local pass computes from the framework's inputs, not the whole run's drifted ones (a
+    TensorFlow-converted int8 GRU with float I/O from the zoo)."""
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "zoo" / "models" / "tf" / "gru_imu_int8_float_io.tflite"
+    r = check(str(path)).as_dict()
+    assert r["verdict"]["rule"] == "local" and r["passed"]
+    assert max(e["max_units"] for e in r["local"] if e["max_units"] is not None) <= 1

@@ -178,3 +178,34 @@ def test_an_unmatchable_nameless_model_says_why_in_one_line(tmp_path):
     r = check(str(src), converted=str(path), layerwise=True).as_dict()
     assert r["first_divergence"] is None
     assert "cannot be matched" in r["localization"] or "no first divergence" in r["localization"]
+
+
+def test_exact_shows_each_runtime_distance_from_the_float64_model(tmp_path):
+    import nnapi
+    from converters import tflite
+
+    from .test_parity import alter_constant
+    src = _sample("mobilenet_float.tflite")
+    (e,) = check(src, exact=True).as_dict()["exact"]
+    assert e["name"] == "probs" and {"ours", "litert", "litert-ref", "litert-xnnpack"} <= set(e)
+    assert all(0 <= e[k] < 1e-5 for k in ("ours", "litert", "litert-ref"))
+    # an altered weight in the converted model: the float64 run is of the converted model, so ours stays
+    # close to it while every framework kernel set, computing the original, is far: the side that deviates shows
+    saved = tmp_path / "m.nnapi"
+    nnapi.save(tflite.convert(src).model, saved)
+    alter_constant(saved, "pw0/w", 5.0)
+    (bad,) = check(src, converted=str(saved), exact=True).as_dict()["exact"]
+    assert bad["ours"] < 1e-5 and bad["litert"] > 10 * max(bad["ours"], 1e-9)
+
+
+def test_float64_mode_runs_the_plain_kernels_in_float64():
+    from converters import tflite
+    from converters.runners import random_source_inputs, to_nnapi_inputs
+    from executor.runtime import RunState, compile_model
+    r = tflite.convert(_sample("mobilenet_float.tflite"))
+    ins = to_nnapi_inputs(r, random_source_inputs(r.source.main, 0))
+    exact = compile_model(r.model, float64=True)
+    assert all(s.run is s.kernel for s in exact.steps)                 # no float32 fast path
+    (x,), (y,) = compile_model(r.model).run(ins, RunState(2.0)), exact.run(ins, RunState(2.0))
+    assert x.array.dtype == np.float32 and y.array.dtype == np.float64
+    assert 0 < np.abs(x.array - y.array).max() < 1e-6                  # float32 rounding, nothing more

@@ -80,9 +80,13 @@ def test_gelu_tanh_approximation(type_name, need):
                           approximate=True), need)
 
 
-def test_gelu_erf_form_is_reported():
-    node = unsupported_reason(op_model("GELU", ["float32"], "float32", "GeluOptions", approximate=False), 8)
-    assert node.reason_code == "unsupported_attribute" and "erf" in node.reason
+@pytest.mark.parametrize("type_name", ["float32", "uint8", "int8"])
+def test_gelu_erf_form_is_the_erf_composition(type_name):
+    """TensorFlow's default GELU (approximate=False): 0.5 x (1 + erf(x / sqrt 2)) on the A&S erf composition,
+    within the float tolerance of LiteRT's kernel; ABS/EXP/NEG/LESS/SELECT need feature level 3."""
+    data = op_model("GELU", [type_name], type_name, "GeluOptions", version=1 if type_name == "float32" else 2,
+                    approximate=False)
+    check_levels(data, 3)
 
 
 def test_newer_version_is_reported():
@@ -100,7 +104,8 @@ def test_prelu_per_channel_alpha_is_reported():
 def test_int16_relu_is_reported():
     data = op_model("RELU", [("INT16", dict(scale=0.001, zero_point=0))], ("INT16", dict(scale=0.001, zero_point=0)),
                     version=3)
-    assert unsupported_reason(data, 8).reason_code == "operand_type"
+    node = unsupported_reason(data, 8)
+    assert node.reason_code == "quantization_type" and "int16 activation" in node.reason
 
 
 def test_prelu_with_float16_alpha_through_dequantize():
@@ -131,3 +136,10 @@ def test_quantized_activation_chain():
     g.op("DEQUANTIZE", [s], [out], version=2)
     g.output(out)
     check_levels(g.finish(), 3)
+
+
+def test_gelu_erf_form_on_negative_and_large_inputs():
+    from .tflite_harness import assert_matches_litert
+    data = op_model("GELU", ["float32"], "float32", "GeluOptions", approximate=False)
+    x = np.linspace(-6.0, 6.0, int(np.prod(SHAPE)), dtype=np.float32).reshape(SHAPE)
+    assert_matches_litert(data, 8, inputs=[x])

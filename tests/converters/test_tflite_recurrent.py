@@ -195,20 +195,6 @@ def test_basic_quantized_lstm_sizes():
     assert node.reason_code == "unsupported_attribute" and "'x'" in node.reason
 
 
-def test_hybrid_lstm_is_reported():
-    g = GraphBuilder()
-    rng = _rng()
-    x = g.input("x", [B, I])
-    weights, _ = _lstm_weights(g, rng, "", I)
-    weights[0] = g.const("i2input_int8", rng.integers(-100, 100, (U, I)).astype(np.int8), scale=0.01, zero_point=0)
-    out = g.tensor("out", [B, U])
-    g.op("LSTM", [x] + weights + [_variable(g, "h", [B, U]), _variable(g, "c", [B, U])], [out], "LSTMOptions",
-         fused_activation_function="TANH")
-    g.output(out)
-    node = unsupported_reason(g.finish(), 8)
-    assert node.reason_code == "quantization_type" and "'i2input_int8'" in node.reason and "hybrid" in node.reason
-
-
 # -- RNNs and SVDF ---------------------------------------------------------------------
 
 def rnn_model(op, time_major=False, merge=False, aux=False, activation="RELU"):
@@ -402,10 +388,11 @@ def test_newer_version_is_reported():
 
 @pytest.mark.parametrize("op", ["RNN", "SVDF"])
 def test_quantized_rnn_and_svdf_are_reported(op):
-    """NNAPI's RNN and SVDF are float only: integer and hybrid variants are reported, not approximated."""
+    """NNAPI's RNN and SVDF are float only: integer variants are reported, not approximated (hybrid
+    ones, int8 weights with a float input, convert: test_tflite_hybrid.py)."""
     source = read(rnn_model("RNN") if op == "RNN" else svdf_model())
-    # the same graph with int8 weights (TFLite's hybrid kernel)
+    # the same graph with uint8 weights, which no LiteRT hybrid kernel defines
     w = next(t for t in source.main.tensors if t.is_constant)
-    w.dtype, w.quant, w.data = np.dtype(np.int8), Quant((0.01,), (0,)), np.zeros(w.shape, np.int8)
+    w.dtype, w.quant, w.data = np.dtype(np.uint8), Quant((0.01,), (128,)), np.zeros(w.shape, np.uint8)
     node = convert_source(source, 8).unsupported[0]
     assert node.reason_code == "quantization_type" and repr(w.name) in node.reason

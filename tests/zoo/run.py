@@ -193,6 +193,12 @@ def run(model: ZooModel) -> dict:
             row["parity"] = "pass" if report.get("passed") else "fail"
             row["parity_error"], row["parity_ratio"] = _worst_error(report)
             row["reference"] = report.get("reference")
+            verdict = report.get("verdict") or {}
+            row["verdict_rule"] = verdict.get("rule")
+            row["drift"] = verdict.get("drift")
+            row["local_worst_units"] = max((e["max_units"] for e in report.get("local") or []
+                                            if e.get("max_units") is not None), default=None)
+            row["tolerance_mode"] = (report.get("tolerance") or {}).get("mode")
         else:
             row["internal_error"] = row["internal_error"] or "internal error" in err
             row["parity"], row["parity_message"] = "error", f"parity exit {code}: {_last_line(err, path)}"

@@ -90,6 +90,18 @@ def _reasons(r: dict) -> str:
 
 def _parity(r: dict) -> str:
     p = r.get("parity", "n/a")
+    if r.get("verdict_rule") == "local" and r.get("drift"):
+        d = r["drift"]
+        bits = [f"local ≤{r['local_worst_units']:g}u" if r.get("local_worst_units") is not None else "local"]
+        if d.get("max_units") is not None:
+            bits.append(f"drift {d['max_units']:g}u")
+        elif d.get("max_abs_error") is not None:
+            bits.append(f"drift {d['max_abs_error']:.3g}")
+        if d.get("cosine") is not None:
+            bits.append(f"cos {d['cosine']:.4f}")
+        if d.get("top1_agreement") is not None:
+            bits.append(f"top-1 {d['top1_agreement']:.0%}")
+        return f"{p} ({', '.join(bits)})"
     if r.get("parity_ratio") is not None:
         return f"{p} ({r['parity_error']:.3g}, {r['parity_ratio']:.2f}× allowed)"
     if p == "error":
@@ -130,7 +142,9 @@ def render(rows: list[dict]) -> str:
         "",
         "Columns: nodes on NNAPI at feature level 8; the share of MACs on NNAPI at levels 8, 4 and 3; "
         "partitions; reason codes of the nodes left off NNAPI; the parity verdict with the worst absolute "
-        "error and its ratio to the allowed error; conversion time (`nnapi convert`, seconds).",
+        "error and its ratio to the allowed error (quantized models: the local verdict's worst operation in "
+        "stored units, then the end-to-end drift, cosine and top-1 agreement); conversion time "
+        "(`nnapi convert`, seconds).",
         "",
     ]
     for category in sorted({r["category"] for r in rows}):

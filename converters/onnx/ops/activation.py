@@ -1,16 +1,18 @@
-"""Activations: Relu, Clip, Sigmoid, Tanh, Elu, LeakyRelu, QLinearSigmoid (com.microsoft), Softmax.
+"""Activations: Relu, Clip, Sigmoid, Tanh, Elu, LeakyRelu, QLinearSigmoid (com.microsoft), Softmax,
+LogSoftmax.
 A Relu/Clip the fusion plan folds into its producer emits nothing (OnnxContext.convert_node)."""
 from __future__ import annotations
 
 import numpy as np
 
-from nnapi import OperandType, OperationCode as Op
+from nnapi import OperandCode as C, OperandType, OperationCode as Op
 
 from ...registry import Reason, Unsupported
 from ..common import MS_DOMAIN_VERSIONS, OPSET_MAX, onnx_op
 from ..context import ACTIVATION_OPS
 from ..fusion import clip_bounds, fuse_code
 from ..quant import data_inputs
+from .compose import known_rank
 
 UNARY = {"Sigmoid": Op.LOGISTIC, "Tanh": Op.TANH, "QLinearSigmoid": Op.LOGISTIC}
 
@@ -71,28 +73,50 @@ def leaky_relu(node, ctx):
                   alpha=ctx.const(np.float32([node.attrs.get("alpha", 0.01)])))
 
 
-@onnx_op("Softmax", versions=(1, OPSET_MAX))
+SOFTMAXES = {"Softmax": Op.SOFTMAX, "LogSoftmax": Op.LOG_SOFTMAX}
+
+
+@onnx_op("Softmax", "LogSoftmax", versions=(1, OPSET_MAX))
 def softmax(node, ctx):
-    """Softmax along an axis (opset 13+) or over the flattened trailing axes (opset < 13) as SOFTMAX."""
+    """SOFTMAX / LOG_SOFTMAX along any axis; opset < 13 over the flattened trailing axes (RESHAPE to 2-D).
+
+    Feature level 3 for LOG_SOFTMAX and for a SOFTMAX axis other than the last. Along `axis` (opset 13+, in
+    the operand's layout), or over the flattened axes from `axis` on (opset < 13: a RESHAPE to 2-D around it
+    unless `axis` is the last; an NHWC operand flattens as it is, the order of the flattened axes does not
+    matter)."""
     x, y = node.inputs[0], node.outputs[0]
-    shape = ctx.source_shape(x)
+    code = SOFTMAXES[node.op]
+    shape = known_rank(ctx, node, x)
     rank = len(shape)
-    axis = int(node.attrs.get("axis", -1 if node.version >= 13 else 1)) % rank
-    beta = ctx.f32(1.0)
+    axis = int(node.attrs.get("axis", -1 if node.version >= 13 else 1))
+    if not -rank <= axis < rank:
+        raise Unsupported(Reason.INVALID, f"{node.label()}: axis {axis} is outside rank {rank}")
+    axis %= rank
+    float16 = ctx.model.operands[ctx.operand(x)].type.code == C.TENSOR_FLOAT16
+    beta = ctx.scalar(C.FLOAT16, 1.0) if float16 else ctx.f32(1.0)  # beta has the input's float type
     if node.version >= 13 or axis == rank - 1:
         a = ctx.axis(x, axis)
-        extra = {} if a == rank - 1 else {"axis": ctx.i32(a)}
-        ctx.emit_form(Op.SOFTMAX, "default", [ctx.output(y)], input=ctx.operand(x), beta=beta, **extra)
+        extra = {} if a == rank - 1 and code == Op.SOFTMAX else {"axis": ctx.i32(a)}
+        ctx.emit_form(code, "default", [ctx.output(y)], input=ctx.operand(x), beta=beta, **extra)
         return
     if not all(shape):  # coerce to 2-D: softmax over everything from `axis` on
-        raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: opset {node.version} Softmax needs known shapes")
+        raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: opset {node.version} {node.op} over axes "
+                                                f"{axis}.. needs known extents, not {list(shape)}")
     out = ctx.output(y)
     otype = ctx.model.operands[out].type
+    # softmax over the flattened axes from `axis` on ignores their order: an operand whose layout keeps the
+    # leading axes (NHWC after a Conv, axis 1) flattens as it is; the layout plan gives the output that
+    # layout too (layout.py), else the ONNX order
+    perm = ctx.perm_of(y)
+    if perm is not None and (tuple(perm[:axis]) != tuple(range(axis)) or ctx.perm_of(x) != perm):
+        raise Unsupported(Reason.INVALID, f"{node.label()}: layout {perm} moves the leading axes")
+    src = ctx.operand(x) if perm is not None else ctx.operand_data(x)
+    src_t = ctx.model.operands[src].type
     flat_shape = (int(np.prod(shape[:axis])), int(np.prod(shape[axis:])))
-    src_t = ctx.model.operands[ctx.operand(x)].type
     flat_in = ctx.temp(OperandType(src_t.code, flat_shape, src_t.scale, src_t.zero_point), f"{ctx.tensor(x).name}/2d")
     flat_out = ctx.temp(OperandType(otype.code, flat_shape, otype.scale, otype.zero_point), f"{ctx.tensor(y).name}/2d")
-    ctx.emit_form(Op.RESHAPE, "default", [flat_in], input=ctx.operand_data(x),
-                  shape=ctx.const(np.asarray(flat_shape, np.int32)))
-    ctx.emit_form(Op.SOFTMAX, "default", [flat_out], input=flat_in, beta=beta)
-    ctx.emit_form(Op.RESHAPE, "default", [out], input=flat_out, shape=ctx.const(np.asarray(shape, np.int32)))
+    ctx.emit_form(Op.RESHAPE, "default", [flat_in], input=src, shape=ctx.const(np.asarray(flat_shape, np.int32)))
+    extra = {"axis": ctx.i32(1)} if code == Op.LOG_SOFTMAX else {}
+    ctx.emit_form(code, "default", [flat_out], input=flat_in, beta=beta, **extra)
+    ctx.emit_form(Op.RESHAPE, "default", [out], input=flat_out,
+                  shape=ctx.const(np.asarray(otype.dimensions, np.int32)))

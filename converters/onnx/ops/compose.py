@@ -73,6 +73,15 @@ def require_float(ctx, node, i: int) -> None:
                           f"exact only for float tensors")
 
 
+def known_rank(ctx, node, i: int) -> tuple:
+    """Tensor i's shape (0 for unknown extents); Unsupported when even its rank is unknown."""
+    shape = ctx.source_shape(i)
+    if not shape:
+        raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: tensor {ctx.tensor(i).name!r} has an unknown rank "
+                                                f"(pin the inputs with input_shapes)")
+    return tuple(shape)
+
+
 def known_shape(ctx, node, i: int) -> tuple:
     shape = ctx.source_shape(i)
     if not all(shape):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnapi import OperandCode as C, OperationCode as Op
+from nnapi import OperandCode as C, OperandType, OperationCode as Op
 
 from ...registry import Reason, Unsupported
 from ..common import OPSET_MAX, bias_operand, form_of, ints, onnx_op, rank_of, spatial_padding
@@ -96,27 +96,47 @@ def conv_transpose(node, ctx):
         raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: needs known input and output sizes")
     pads = ints(node, "pads", [0, 0, 0, 0])
     auto = node.attrs.get("auto_pad", "NOTSET")
-    begin_end = []
     extra = ints(node, "output_padding", [0, 0])
     if auto != "NOTSET" and any(extra):
         raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: auto_pad {auto} with output_padding: onnxruntime "
                                             f"and the ONNX spec give different output sizes")
+    given = "output_shape" in node.attrs  # then the pads follow from it (as onnxruntime computes them)
+    cuts, grow = [], []
     for k, (size, o, s, kk) in enumerate(zip((h, wd), out_shape[2:], strides, (kh, kw))):
         total = s * (size - 1) + kk - o  # what must be cut from the full scatter to get ONNX's output size
-        if auto == "NOTSET":
+        if auto == "NOTSET" and not given:
             first = pads[k]
-        else:  # the ONNX spec's split: SAME_UPPER cuts the odd row at the end
-            first = total // 2 if auto == "SAME_UPPER" else total - total // 2
-        if total - first < 0 or first < 0:
-            raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: output_padding beyond the pads needs "
-                                                f"negative NNAPI padding")
-        begin_end.append((first, total - first))
-    (pt, pb), (pl, pr) = begin_end
+        else:  # SAME_UPPER cuts the odd row at the end; onnxruntime pads by nothing when the output is larger
+            p = max(0, total + (extra[k] if given else 0))
+            first = p // 2 if auto == "SAME_UPPER" else p - p // 2
+        if first < 0:
+            raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: negative pads")
+        cuts.append((first, max(total - first, 0)))
+        grow.append(max(first - total, 0))  # output rows past the scatter: only the bias reaches them
+    (pt, pb), (pl, pr) = cuts
     check_bias_scale(ctx, node, x, w)
     inp = ctx.operand_as(x, NHWC)
     flt = ctx.weight(w, DEPTHWISE, unsigned=ctx.model.operands[inp].type.code == C.TENSOR_QUANT8_ASYMM)
     fuse, out = ctx.fused_output(node)
-    ctx.emit_form(Op.TRANSPOSE_CONV_2D, "explicit", [out], input=inp, filter=flt,
-                  bias=bias_operand(ctx, b, n_out, x, w),
-                  pad_left=ctx.i32(pl), pad_right=ctx.i32(pr), pad_top=ctx.i32(pt), pad_bottom=ctx.i32(pb),
-                  stride_w=ctx.i32(strides[1]), stride_h=ctx.i32(strides[0]), fuse=fuse, layout=ctx.boolean(False))
+    bias = bias_operand(ctx, b, n_out, x, w)
+    geometry = dict(input=inp, filter=flt, pad_left=ctx.i32(pl), pad_right=ctx.i32(pr), pad_top=ctx.i32(pt),
+                    pad_bottom=ctx.i32(pb), stride_w=ctx.i32(strides[1]), stride_h=ctx.i32(strides[0]),
+                    layout=ctx.boolean(False))
+    if not any(grow):
+        ctx.emit_form(Op.TRANSPOSE_CONV_2D, "explicit", [out], bias=bias, fuse=fuse, **geometry)
+        return
+    # output_padding / output_shape past the scatter: TRANSPOSE_CONV_2D without bias, PAD the rows and
+    # columns it cannot write with zeros, then ADD the bias (with the fused activation) to every pixel
+    otype = ctx.model.operands[out].type
+    if otype.code not in (C.TENSOR_FLOAT32, C.TENSOR_FLOAT16):
+        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: a quantized output larger than the transposed "
+                                            f"convolution's (output_padding beyond the pads)")
+    n, oh, ow, c = otype.dimensions
+    scattered = ctx.temp(OperandType(otype.code, [n, oh - grow[0], ow - grow[1], c]), f"{ctx.tensor(node.outputs[0]).name}/scatter")
+    padded = ctx.temp(OperandType(otype.code, [n, oh, ow, c]), f"{ctx.tensor(node.outputs[0]).name}/padded")
+    dtype = OperandType(otype.code).dtype
+    ctx.emit_form(Op.TRANSPOSE_CONV_2D, "explicit", [scattered], bias=ctx.const(np.zeros(n_out, dtype)),
+                  fuse=ctx.i32(0), **geometry)
+    ctx.emit_form(Op.PAD, "default", [padded], input=scattered,
+                  paddings=ctx.const(np.asarray([[0, 0], [0, grow[0]], [0, grow[1]], [0, 0]], np.int32)))
+    ctx.emit_form(Op.ADD, "default", [out], input1=padded, input2=bias, fuse=fuse)

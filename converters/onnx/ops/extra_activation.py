@@ -1,12 +1,7 @@
 """Activations and elementwise math NNAPI has no single op for, as exact compositions of NNAPI ops
-(float tensors): HardSigmoid, HardSwish (HARD_SWISH), Gelu with approximate="tanh", Softplus, Softsign,
-Selu, Celu, ThresholdedRelu, Reciprocal, Sign, Ceil, Round (half to even).
-
-Gelu's exact form needs erf, which NNAPI lacks and no finite composition of its ops computes: it is
-reported (as is Erf itself, which has no converter)."""
+(float tensors): HardSigmoid, HardSwish (HARD_SWISH), Softplus, Mish, Softsign, Selu, Celu,
+ThresholdedRelu, Reciprocal, Sign, Ceil, Round (half to even). (Erf and Gelu: erf.py.)"""
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
@@ -41,26 +36,23 @@ def hard_swish(node, ctx):
     ctx.emit_form(Op.HARD_SWISH, "default", [ctx.output(node.outputs[0])], input=ctx.operand(node.inputs[0]))
 
 
-@onnx_op("Gelu", versions=(20, OPSET_MAX))
-def gelu(node, ctx):
-    """approximate="tanh": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) as MUL/ADD/TANH."""
-    if node.attrs.get("approximate", "none") != "tanh":
-        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: approximate=\"none\" needs erf, which NNAPI "
-                                            f"has no operation or exact composition for")
-    c, x, y = _io(node, ctx)
-    cube = c.binary(Op.MUL, c.binary(Op.MUL, x, x), x)
-    inner = c.binary(Op.ADD, x, c.binary(Op.MUL, cube, c.scalar(0.044715)))
-    t = c.unary(Op.TANH, c.binary(Op.MUL, inner, c.scalar(math.sqrt(2.0 / math.pi))))
-    half_x = c.binary(Op.MUL, x, c.scalar(0.5))
-    c.binary(Op.MUL, half_x, c.binary(Op.ADD, t, c.scalar(1.0)), out=ctx.output(y))
+def _softplus(c: Chain, x: int, out: int | None = None) -> int:
+    tail = c.unary(Op.LOG, c.binary(Op.ADD, c.unary(Op.EXP, c.unary(Op.NEG, c.unary(Op.ABS, x))), c.scalar(1.0)))
+    return c.binary(Op.ADD, c.unary(Op.RELU, x), tail, out=out)
 
 
 @onnx_op("Softplus", versions=(7, OPSET_MAX))
 def softplus(node, ctx):
     """log(1 + exp(x)) in the overflow-free form relu(x) + log(1 + exp(-|x|))."""
     c, x, y = _io(node, ctx)
-    tail = c.unary(Op.LOG, c.binary(Op.ADD, c.unary(Op.EXP, c.unary(Op.NEG, c.unary(Op.ABS, x))), c.scalar(1.0)))
-    c.binary(Op.ADD, c.unary(Op.RELU, x), tail, out=ctx.output(y))
+    _softplus(c, x, out=ctx.output(y))
+
+
+@onnx_op("Mish", versions=(18, OPSET_MAX))
+def mish(node, ctx):
+    """x * tanh(softplus(x)), softplus in its overflow-free form, as RELU/ABS/NEG/EXP/ADD/LOG/TANH/MUL."""
+    c, x, y = _io(node, ctx)
+    c.binary(Op.MUL, x, c.unary(Op.TANH, _softplus(c, x)), out=ctx.output(y))
 
 
 @onnx_op("Softsign", versions=(7, OPSET_MAX))

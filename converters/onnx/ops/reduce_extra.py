@@ -4,7 +4,8 @@ ReduceSum/Max/Min/Prod map to REDUCE_*; ReduceL1, ReduceL2, ReduceSumSquare, Red
 ReduceLogSumExp are exact compositions around REDUCE_SUM (LogSumExp subtracts the maximum first, as
 onnxruntime does, so large inputs do not overflow). Axes come from the attribute before the opset that
 made them an input (13 for ReduceSum, 18 for the others). ArgMax/ArgMin/TopK indices are int32 in NNAPI:
-an int64 graph output is noted in io_rewrites."""
+an int64 graph output is noted in io_rewrites ("int64 -> int32"; the caller widens it), and later nodes
+read the int32 operand (OnnxContext.int32_indices)."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,7 +16,7 @@ from nnapi import OperationCode as Op
 
 from ...registry import Reason, Unsupported
 from ..common import OPSET_MAX, const_ints, ints, onnx_op
-from .compose import Chain
+from .compose import Chain, known_rank
 
 DIRECT = {"ReduceSum": Op.REDUCE_SUM, "ReduceMax": Op.REDUCE_MAX, "ReduceMin": Op.REDUCE_MIN,
           "ReduceProd": Op.REDUCE_PROD}
@@ -24,7 +25,6 @@ BOOL_REDUCE = {"ReduceMax": Op.REDUCE_ANY, "ReduceMin": Op.REDUCE_ALL}  # max/mi
 COMPOSED = {"ReduceL1": (Op.ABS, None), "ReduceL2": (Op.MUL, Op.SQRT), "ReduceSumSquare": (Op.MUL, None),
             "ReduceLogSum": (None, Op.LOG), "ReduceLogSumExp": (Op.EXP, Op.LOG)}
 AXES_INPUT_FROM = {"ReduceSum": 13}  # the others take axes as an input from opset 18
-INDEX_NOTE = "int64 -> int32: NNAPI indices are int32"
 
 
 def reduce_axes(node, ctx, x: int):
@@ -112,54 +112,91 @@ def _kept_dims(ctx, x: int, axes) -> tuple:
     return tuple(dims)
 
 
-def _index_output(ctx, i: int, dims) -> int:
-    note = INDEX_NOTE if i in ctx.graph.outputs else None
-    return ctx.bind_output(i, OperandType(C.TENSOR_INT32, tuple(dims) or (1,)), note)
-
-
 @onnx_op("ArgMax", "ArgMin", versions=(7, OPSET_MAX))
 def arg_extreme(node, ctx):
-    """ARGMAX / ARGMIN along an axis (ONNX layout); keepdims as a RESHAPE after (feature level 3)."""
-    if node.attrs.get("select_last_index", 0):
-        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: select_last_index=1 (NNAPI returns the first index)")
+    """ARGMAX / ARGMIN along an axis (ONNX layout; feature level 3); keepdims as EXPAND_DIMS after;
+    select_last_index=1 as the same op on the input reversed along the axis by a constant GATHER, and
+    n - 1 - index (SUB, feature level 4)."""
     x, y = node.inputs[0], node.outputs[0]
-    shape = ctx.source_shape(x)
+    shape = known_rank(ctx, node, x)
     axis = int(node.attrs.get("axis", 0)) % len(shape)
     code = Op.ARGMAX if node.op == "ArgMax" else Op.ARGMIN
     kept = [d for k, d in enumerate(shape) if k != axis]
-    out_shape = ctx.source_shape(y)
     keep = bool(node.attrs.get("keepdims", 1))
-    out = _index_output(ctx, y, out_shape)
-    dst = out
-    if keep and kept:  # NNAPI drops the axis (a rank-1 input gives shape [1], as keepdims does)
-        dst = ctx.temp(OperandType(C.TENSOR_INT32, tuple(kept)), f"{ctx.tensor(y).name}/squeezed")
-    ctx.emit_form(code, "default", [dst], input=ctx.operand_as(x), axis=ctx.i32(axis))
-    if dst != out:
+    last = bool(node.attrs.get("select_last_index", 0))
+    out = ctx.output(y)
+    src = ctx.operand_as(x)
+    if last:
+        n = shape[axis]
+        if not n:
+            raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: select_last_index needs the extent of axis "
+                                                    f"{axis} (pin it with input_shapes)")
+        rev = ctx.temp_like(x, "reversed", dimensions=tuple(shape))
+        ctx.emit_form(Op.GATHER, "default", [rev], input=src, axis=ctx.i32(axis),
+                      indices=ctx.const(np.arange(n - 1, -1, -1, dtype=np.int32)))
+        src = rev
+    index_type = OperandType(C.TENSOR_INT32, tuple(kept) or (1,))
+    # NNAPI drops the axis (a rank-1 input gives shape [1], as keepdims does)
+    expand = keep and kept
+    dst = ctx.temp(index_type, f"{ctx.tensor(y).name}/arg") if expand or last else out
+    ctx.emit_form(code, "default", [dst], input=src, axis=ctx.i32(axis))
+    if last:
+        flipped = ctx.temp(index_type, f"{ctx.tensor(y).name}/from_end") if expand else out
+        ctx.emit_form(Op.SUB, "default", [flipped], input1=ctx.const(np.int32([shape[axis] - 1])), input2=dst,
+                      fuse=ctx.i32(0))
+        dst = flipped
+    if expand:
         ctx.emit_form(Op.EXPAND_DIMS, "default", [out], input=dst, axis=ctx.i32(axis))
 
 
 @onnx_op("TopK", versions=(7, OPSET_MAX))
 def topk(node, ctx):
-    """TOPK_V2 along the last axis (constant K; sorted); largest=0 as TOPK_V2 of the negated input."""
+    """TOPK_V2 (constant K, sorted=1) along any axis (another than the last: swapped there by TRANSPOSE).
+
+    Feature level 3. Along another axis than the last, that axis is swapped to the end by a TRANSPOSE before
+    and after (float and quantized values; the int32 indices go back through CAST to float32 and TRANSPOSE,
+    exact below 2**24, as NNAPI has no int32 TRANSPOSE); largest=0 as TOPK_V2 of the negated input. Ties keep
+    the lower index first, as ONNX specifies."""
     x, values, indices = node.inputs[0], node.outputs[0], node.outputs[1]
-    shape = ctx.source_shape(x)
-    axis = int(node.attrs.get("axis", -1)) % len(shape)
-    if axis != len(shape) - 1:
-        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: axis {axis} is not the last axis (TOPK_V2 works "
-                                            f"along the last one)")
+    shape = known_rank(ctx, node, x)
+    rank = len(shape)
+    axis = int(node.attrs.get("axis", -1)) % rank
     if not node.attrs.get("sorted", 1):
         raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: sorted=0 (TOPK_V2 output order is sorted)")
-    k = ints(node, "k") if node.version < 10 else const_ints(ctx, node, 1, "K")
-    src = ctx.operand_as(x)
-    largest = bool(node.attrs.get("largest", 1))
+    k = int(node.attrs["k"]) if node.version < 10 else const_ints(ctx, node, 1, "K")[0]
+    if not k or shape[axis] and k > shape[axis]:
+        raise Unsupported(Reason.INVALID, f"{node.label()}: K = {k} for an axis of extent {shape[axis]} (NNAPI "
+                                          f"has no empty tensors)")
+    swap = list(range(rank))
+    swap[axis], swap[-1] = swap[-1], swap[axis]
+    moved = axis != rank - 1
     c = Chain(ctx, node, values)
-    if not largest:
+    if moved and c.code == C.TENSOR_INT32:
+        raise Unsupported(Reason.OPERAND_TYPE, f"{node.label()}: int32 values along axis {axis} (not the last) "
+                                               f"would need an int32 TRANSPOSE, which NNAPI lacks")
+    src = ctx.operand_as(x, tuple(swap) if moved else None)
+    src_dims = ctx.model.operands[src].type.dimensions
+    out_dims = tuple(src_dims[:-1]) + (k,)
+    if not node.attrs.get("largest", 1):
         if c.code not in (C.TENSOR_FLOAT32, C.TENSOR_FLOAT16, C.TENSOR_INT32):
             raise Unsupported(Reason.OPERAND_TYPE, f"{node.label()}: largest=0 needs a float or int32 input")
-        src = c.unary(Op.NEG, src, out=c.temp(dims=ctx.model.operands[src].type.dimensions))
-    vals = ctx.output(values) if largest else c.temp()
-    idx = _index_output(ctx, indices, ctx.source_shape(indices)) if indices >= 0 else \
-        ctx.temp(OperandType(C.TENSOR_INT32, ctx.model.operands[vals].type.dimensions), "topk/indices")
-    ctx.emit_form(Op.TOPK_V2, "default", [vals, idx], input=src, k=ctx.i32(k[0]))
-    if not largest:
-        c.unary(Op.NEG, vals, out=ctx.output(values))
+        src = c.unary(Op.NEG, src, out=c.temp(dims=src_dims))
+    vals = ctx.output(values) if node.attrs.get("largest", 1) and not moved else c.temp(dims=out_dims)
+    idx_type = OperandType(C.TENSOR_INT32, out_dims)
+    idx = ctx.output(indices) if indices >= 0 and not moved else \
+        ctx.temp(idx_type, f"{ctx.tensor(values).name}/indices")
+    ctx.emit_form(Op.TOPK_V2, "default", [vals, idx], input=src, k=ctx.i32(k))
+    if not node.attrs.get("largest", 1):
+        vals = c.unary(Op.NEG, vals, out=ctx.output(values) if not moved else c.temp(dims=out_dims))
+    if not moved:
+        return
+    perm = ctx.const(np.asarray(swap, np.int32))  # a swap is its own inverse
+    ctx.emit_form(Op.TRANSPOSE, "default", [ctx.output(values)], input=vals, perm=perm)
+    if indices < 0:
+        return
+    as_float = ctx.temp(OperandType(C.TENSOR_FLOAT32, out_dims), f"{ctx.tensor(indices).name}/float")
+    ctx.emit_form(Op.CAST, "default", [as_float], input=idx)
+    back = ctx.temp(OperandType(C.TENSOR_FLOAT32, tuple(out_dims[p] for p in swap)),
+                    f"{ctx.tensor(indices).name}/transposed")
+    ctx.emit_form(Op.TRANSPOSE, "default", [back], input=as_float, perm=perm)
+    ctx.emit_form(Op.CAST, "default", [ctx.output(indices)], input=back)

@@ -8,16 +8,24 @@ from nnapi import OperandType, OperationCode as Op
 
 from ...registry import Reason, Unsupported
 from ..common import OPSET_MAX, const_ints, ints, onnx_op
-from .. import layout
+from .. import layout, unit_axis
+from .compose import known_rank
 
 
 def _i32(ctx, values) -> int:
     return ctx.const(np.asarray(values, np.int32))
 
 
+def _known_rank(ctx, node, i: int) -> None:
+    if ctx.tensor(i).shape is None:
+        raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: the rank of {ctx.tensor(i).name!r} is not known "
+                                                f"before run time (pin the inputs)")
+
+
 def reshape_to_output(node, ctx) -> None:
     """RESHAPE the input's row-major data to the output's inferred shape (one unknown extent allowed)."""
     x, y = node.inputs[0], node.outputs[0]
+    _known_rank(ctx, node, y)
     shape = [d if d else -1 for d in ctx.source_shape(y)]
     if node.op == "Reshape" and shape.count(-1) > 1 and ctx.is_const(node.inputs[1]):
         # a shape folded at conversion (Shape -> ... -> Concat): inference saw it as unknown
@@ -30,6 +38,11 @@ def reshape_to_output(node, ctx) -> None:
     if shape.count(-1) > 1:
         raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: output shape {shape} has several unknown "
                                                 f"extents (pin the inputs with input_shapes)")
+    held = unit_axis.plan(ctx.graph)
+    if y in held:  # a rank-5 middle held without its unit axis (unit_axis.py)
+        ctx.emit_form(Op.RESHAPE, "default", [ctx.output(y)], input=ctx.operand_data(x),
+                      shape=_i32(ctx, unit_axis.without(shape, held[y])))
+        return
     if len(shape) > 4:
         raise Unsupported(Reason.RANK, f"{node.label()}: RESHAPE output rank {len(shape)} > 4")
     ctx.emit_form(Op.RESHAPE, "default", [ctx.output(y)], input=ctx.operand_data(x), shape=_i32(ctx, shape))
@@ -45,8 +58,16 @@ def reshape(node, ctx):
 def transpose(node, ctx):
     """Transpose as one TRANSPOSE composed with the input's layout (nothing when they cancel)."""
     x, y = node.inputs[0], node.outputs[0]
+    _known_rank(ctx, node, x)
     rank = len(ctx.source_shape(x))
     perm = tuple(ints(node, "perm", list(range(rank - 1, -1, -1))))
+    held = unit_axis.plan(ctx.graph)
+    if x in held and y in held:  # rank-5 middles held without their unit axes (unit_axis.py)
+        u = held[x]
+        perm4 = [p - (p > u) for p in perm if p != u]
+        ctx.emit_form(Op.TRANSPOSE, "default", [ctx.output(y)], input=ctx.operand(x),
+                      perm=_i32(ctx, perm4))
+        return
     nn_perm = layout.compose(ctx.perm_of(x), perm, rank)
     if layout.is_identity(nn_perm) and not ctx.is_const(x) and y not in ctx.graph.outputs:
         ctx.share(y, ctx.operand(x))  # the input's layout already is the transposed order
@@ -66,21 +87,32 @@ def concat(node, ctx):
 
 @onnx_op("Split", versions=(7, OPSET_MAX))
 def split(node, ctx):
-    """Split: SPLIT for equal parts, else one SLICE per output."""
+    """Split: SPLIT for equal parts, else one SLICE per output (the `split` attribute before opset 13, the
+    input after; without it equal parts, the last one smaller for num_outputs (opset 18))."""
     x = node.inputs[0]
-    shape = ctx.source_shape(x)
-    axis = int(node.attrs.get("axis", 0)) % len(shape)
+    shape = known_rank(ctx, node, x)
+    axis = int(node.attrs.get("axis", 0))
+    if not -len(shape) <= axis < len(shape):
+        raise Unsupported(Reason.INVALID, f"{node.label()}: axis {axis} for rank {len(shape)}")
+    axis %= len(shape)
     outs = [o for o in node.outputs if o >= 0]
     sizes = ints(node, "split") if node.version < 13 else const_ints(ctx, node, 1, "split")
+    n = len(node.outputs)
     if sizes is None and shape[axis]:
-        n = len(node.outputs)
         step = -(-shape[axis] // n)
         sizes = [min(step, shape[axis] - k * step) for k in range(n)]
+    if sizes is not None and (len(sizes) != n or any(v < 0 for v in sizes)
+                              or shape[axis] and sum(sizes) != shape[axis]):
+        raise Unsupported(Reason.INVALID, f"{node.label()}: split {sizes} for {n} outputs of an axis of extent "
+                                          f"{shape[axis]}")
+    if sizes is not None and 0 in sizes and len(set(sizes)) > 1:  # (a SLICE of extent 0)
+        raise Unsupported(Reason.INVALID, f"{node.label()}: split {sizes} has an empty part (NNAPI has no empty "
+                                          f"tensors)")
     a = ctx.axis(x, axis)
     src = ctx.operand(x)
-    if sizes is None or len(set(sizes)) == 1 and len(outs) == len(node.outputs):
+    if sizes is None or len(set(sizes)) == 1 and len(outs) == n:
         ctx.emit_form(Op.SPLIT, "default", [ctx.output(o) for o in node.outputs], input=src, axis=ctx.i32(a),
-                      num_splits=ctx.i32(len(node.outputs)))
+                      num_splits=ctx.i32(n))
         return
     start = 0
     for o, size in zip(node.outputs, sizes):
@@ -119,20 +151,27 @@ def slice_(node, ctx):
         starts, ends = const_ints(ctx, node, 1, "starts"), const_ints(ctx, node, 2, "ends")
         axes = const_ints(ctx, node, 3, "axes", list(range(len(starts))))
         steps = const_ints(ctx, node, 4, "steps", [1] * len(starts))
-    begin, end, stride = [0] * rank, [0] * rank, [1] * rank
+    held = unit_axis.plan(ctx.graph)
+    u = held.get(x) if y in held else None  # rank-5 middles held without their unit axes (unit_axis.py)
+    axis_of = (lambda k: k - (k > u)) if u is not None else (lambda k: ctx.axis(x, k))
+    n_axes = rank - (u is not None)
+    begin, end, stride = [0] * n_axes, [0] * n_axes, [1] * n_axes
     end_mask = 0
     for k in range(rank):  # untouched axes: the whole extent
-        a = ctx.axis(x, k)
-        end_mask |= 1 << a
+        if k != u:
+            end_mask |= 1 << axis_of(k)
     for s, e, ax, st in zip(starts, ends, axes, steps):
         ax %= rank
         if not shape[ax]:
             raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: axis {ax} has an unknown extent")
         b, en, mask = _slice_bounds(shape[ax], s, e, st)
-        a = ctx.axis(x, ax)
+        if ax == u:  # the unit axis stays whole (the plan holds only slices that keep it)
+            continue
+        a = axis_of(ax)
         begin[a], end[a], stride[a] = b, en, st
         end_mask = end_mask | (1 << a) if mask else end_mask & ~(1 << a)
-    ctx.emit_form(Op.STRIDED_SLICE, "default", [ctx.output(y)], input=ctx.operand(x), begin=_i32(ctx, begin),
+    out = ctx.output(y)
+    ctx.emit_form(Op.STRIDED_SLICE, "default", [out], input=ctx.operand(x), begin=_i32(ctx, begin),
                   end=_i32(ctx, end), strides=_i32(ctx, stride), begin_mask=ctx.i32(0), end_mask=ctx.i32(end_mask),
                   shrink_axis_mask=ctx.i32(0))
 

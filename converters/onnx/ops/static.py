@@ -20,6 +20,7 @@ from nnapi import OperationCode as Op
 from ...folding import FOLDERS, folder
 from ...registry import Reason, Unsupported
 from ..common import OPSET_MAX, const_ints, onnx_op
+from ..shapes import evaluate
 from .compose import broadcast_to
 
 INT64_NOTE = "int64 -> int32: NNAPI has no int64 tensors"
@@ -89,7 +90,6 @@ INTEGER_MATH = ("Add", "Sub", "Mul", "Div", "Mod", "Neg", "Abs", "Min", "Max", "
 
 def _reference(node, ctx) -> list:
     """Outputs of a node whose inputs are all constants, from onnx.reference (one-node model)."""
-    from onnx.reference import ReferenceEvaluator
     ins = [i for i in node.inputs if i >= 0]
     if not all(ctx.is_const(i) and ctx.tensor(i).quant is None for i in ins):
         raise Unsupported(Reason.NON_CONSTANT_OPERAND, f"{node.label()}: an input is computed at run time")
@@ -100,12 +100,9 @@ def _reference(node, ctx) -> list:
              for k, v in node.attrs.items()}
     names = [f"i{k}" if i >= 0 else "" for k, i in enumerate(node.inputs)]
     outs = [f"o{k}" for k in range(len(node.outputs))]
-    proto = helper.make_node(node.op, names, outs, domain=node.domain or None, **attrs)
-    graph = helper.make_graph([proto], "fold", [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(
-        v.dtype), v.shape) for n, v in feeds.items()], [helper.make_tensor_value_info(o, 0, None) for o in outs])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid(node.domain or "", node.version)])
     try:
-        return [np.asarray(v) for v in ReferenceEvaluator(model).run(None, feeds)]
+        return evaluate(helper.make_node(node.op, names, outs, domain=node.domain or None, **attrs), feeds,
+                        node.version)
     except Exception as e:  # noqa: BLE001 (the reference raises many types for nodes it rejects)
         raise Unsupported(Reason.INVALID, f"{node.label()}: cannot be evaluated ({type(e).__name__})") from None
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from nnapi import FuseCode, OperandCode as C, OperationCode as Op
 
+from ...compositions import erf
 from ...registry import Reason, Unsupported, converter
 from .common import name, otype
 from .unary_emit import (DTYPES, F32, FLOAT_LEVEL, FLOATS, QUANT8, const_like, elementwise, emit, is_quantized,
@@ -141,10 +142,43 @@ def _gelu_tanh_body(ctx, xs, out):
     emit(ctx, Op.MUL, [half_x, step(ctx, Op.ADD, [t, const_like(ctx, 1.0, x)], out, "one_plus_tanh")], out)
 
 
+class _Emitter:
+    """The emitter converters/compositions.py takes, writing temporaries shaped like `like`."""
+
+    def __init__(self, ctx, like: int):
+        self.ctx, self.like, self._n = ctx, like, 0
+
+    def _suffix(self) -> str:
+        self._n += 1
+        return f"erf{self._n}"
+
+    def unary(self, op: Op, x: int) -> int:
+        return step(self.ctx, op, [x], self.like, self._suffix())
+
+    def binary(self, op: Op, a: int, b: int, out_code=None) -> int:
+        return step(self.ctx, op, [a, b], self.like, self._suffix(), out_code)
+
+    def scalar(self, value) -> int:
+        return const_like(self.ctx, value, self.like)
+
+    def select(self, cond: int, a: int, b: int, out=None) -> int:
+        return emit(self.ctx, Op.SELECT, [cond, a, b], temp(self.ctx, self.like, self._suffix()) if out is None else out)
+
+
+def _gelu_erf_body(ctx, xs, out):
+    """0.5 * x * (1 + erf(x / sqrt 2)) with the erf composition of converters/compositions.py (A&S 7.1.26:
+    within 2.7e-7 |x| of the exact GELU in float32; feature level 3)."""
+    x = xs[0]
+    c = _Emitter(ctx, out)
+    e = erf(c, step(ctx, Op.MUL, [x, const_like(ctx, math.sqrt(0.5), x)], out, "scaled"))
+    half_x = step(ctx, Op.MUL, [x, const_like(ctx, 0.5, x)], out, "half_x")
+    emit(ctx, Op.MUL, [half_x, step(ctx, Op.ADD, [e, const_like(ctx, 1.0, x)], out, "one_plus_erf")], out)
+
+
 @converter("tflite", "GELU", versions=(1, 2))
 def gelu(node, ctx):
-    """GELU with approximate=True (tanh form); the erf form has no NNAPI equivalent."""
-    if not node.attrs.get("approximate", False):
-        raise Unsupported(Reason.ATTRIBUTE, f"GELU {name(ctx, node.outputs[0])} with approximate=False needs "
-                                            f"erf, which NNAPI has no operation for (only the tanh form converts)")
-    elementwise(ctx, node, "GELU", _gelu_tanh_body)
+    """GELU: approximate=True is the tanh formula (exact composition of level-1 ops); approximate=False
+    (the erf form, TensorFlow's default) is 0.5 x (1 + erf(x / sqrt 2)) on the erf composition of
+    converters/compositions.py (within 2.7e-7 |x| in float32). Quantized tensors go through float."""
+    exact = not node.attrs.get("approximate", False)
+    elementwise(ctx, node, "GELU", _gelu_erf_body if exact else _gelu_tanh_body)

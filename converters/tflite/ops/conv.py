@@ -7,16 +7,17 @@ from nnapi import OperationCode as Op, PaddingCode
 
 from ...registry import Reason, Unsupported, converter
 from .common import name
-from .nn_common import (bias_operand, fuse_of, padding, positive_attrs, reject_float16, reject_hybrid, require_rank,
+from .hybrid import dequantize_hybrid
+from .nn_common import (bias_operand, fuse_of, padding, positive_attrs, reject_float16, require_rank,
                         static_shape, weights_operand)
 
 
 def _checked_weights(ctx, input_i: int, filter_i: int, bias_i: int) -> tuple:
     """(input shape, filter shape) of a 4-D convolution whose weights NNAPI can take as they are."""
-    reject_hybrid(ctx, input_i, filter_i)
     reject_float16(ctx, input_i, filter_i, bias_i)
     flt = ctx.tensor(filter_i)
-    if flt.quant is not None and flt.quant.per_channel and ctx.tensor(input_i).quant is None:
+    hybrid = dequantize_hybrid(ctx, input_i, filter_i)
+    if flt.quant is not None and flt.quant.per_channel and ctx.tensor(input_i).quant is None and not hybrid:
         raise Unsupported(Reason.QUANTIZATION_TYPE, f"per-channel filter {name(ctx, filter_i)} with float input")
     require_rank(ctx, filter_i, {4}, "filter")
     return require_rank(ctx, input_i, {4}, "input"), static_shape(ctx, filter_i, "filter")

@@ -15,8 +15,9 @@ from nnapi import OperandType, OperationCode as Op, PaddingCode
 from ...folding import folder
 from ...registry import Reason, Unsupported, converter
 from .common import name, otype, temp
+from .hybrid import dequantize_hybrid, hybrid_weights, is_hybrid
 from .nn_common import (bias_operand, const_like, constant_array, constant_from, densify, fuse_of, fuse_operand,
-                        reject_float16, reject_hybrid, require_rank, reshape_into, reshaped, static_shape,
+                        reject_float16, require_rank, reshape_into, reshaped, static_shape,
                         weights_operand)
 
 BATCH_MATMUL_LEVEL = 6  # NNAPI BATCH_MATMUL
@@ -56,12 +57,11 @@ def fully_connected(node, ctx):
     if node.attrs.get("weights_format", 0):
         raise Unsupported(Reason.ATTRIBUTE, f"weights_format {node.attrs['weights_format']} of {name(ctx, w)}: "
                                             f"only DEFAULT weights are supported")
-    reject_hybrid(ctx, x, w)
     reject_float16(ctx, x, w, b)
     units, depth = require_rank(ctx, w, {2}, "weights")
     rows = _rows(ctx, x, depth)
     q = ctx.tensor(w).quant
-    if q is not None and q.per_channel:
+    if not dequantize_hybrid(ctx, x, w) and q is not None and q.per_channel:
         return _per_channel_fc(node, ctx, x, w, b, rows, units, depth)
     fuse, out, finish = _fc_result(ctx, node, rows, units)
     ctx.emit_form(Op.FULLY_CONNECTED, "default", [out], input=_as_rows(ctx, x, rows, depth),
@@ -108,11 +108,11 @@ def _swap_last(ctx, operand: int, shape: tuple, label: str) -> int:
 def batch_matmul(node, ctx):
     """BATCH_MATMUL (adj_x, adj_y); below feature level 6 a FULLY_CONNECTED when y is a constant matrix."""
     x, y = node.inputs[0], node.inputs[1]
-    reject_hybrid(ctx, x, y)
     reject_float16(ctx, x, y)
     adj_x, adj_y = bool(node.attrs.get("adj_x")), bool(node.attrs.get("adj_y"))
     if ctx.feature_level < BATCH_MATMUL_LEVEL:
         return _matmul_as_fc(node, ctx, x, y, adj_x, adj_y)
+    dequantize_hybrid(ctx, x, y)
     rank = max(len(ctx.shape(x)), len(ctx.shape(y)), 2)
     ctx.emit_form(Op.BATCH_MATMUL, "default", [ctx.output(node.outputs[0])], x=_rank_to(ctx, x, rank),
                   y=_rank_to(ctx, y, rank), adj_x=ctx.boolean(adj_x), adj_y=ctx.boolean(adj_y))
@@ -138,7 +138,13 @@ def _matmul_as_fc(node, ctx, x, y, adj_x, adj_y):
     rows = math.prod(x_shape) // depth
     if len(x_shape) not in (2, 3, 4):
         lhs = reshaped(ctx, lhs, [rows, depth], f"{ctx.tensor(x).name}/rows")
-    w_operand = const_like(ctx, y, np.ascontiguousarray(weights), f"{ctx.tensor(y).name}/weights")
+    label = f"{ctx.tensor(y).name}/weights"
+    if is_hybrid(ctx, x, y):  # a per-channel axis of y's last two dimensions moves with the transpose
+        q = ctx.tensor(y).quant
+        axis = None if not q.per_channel else (1 - (q.axis - len(y_shape) + 2) if not adj_y else q.axis - len(y_shape) + 2)
+        w_operand = hybrid_weights(ctx, y, np.ascontiguousarray(weights), axis, label)
+    else:
+        w_operand = const_like(ctx, y, np.ascontiguousarray(weights), label)
     fuse, out, finish = _fc_result(ctx, node, rows, units)
     ctx.emit_form(Op.FULLY_CONNECTED, "default", [out], input=lhs, weights=w_operand,
                   bias=bias_operand(ctx, -1, x, y, units), fuse=fuse)

@@ -13,6 +13,7 @@ from nnapi import OperationCode as Op
 from nnapi.ops import SPECS
 
 from ...registry import Reason, Unsupported, converter
+from .hybrid import float_values
 from .lstm_basic import FULL, basic_lstm
 from .lstm_integer import integer_args
 from .recurrent_common import (GATES, LAYER_NORM, LAYER_NORM_FIRST, WEIGHTS, activation_code, check_merged_outputs,
@@ -31,7 +32,7 @@ def _float_args(ctx, node, diagonal: bool = False) -> dict:
     def weight(name, i):
         if diagonal and name.startswith("recurrent_to_"):
             # a [units] vector that multiplies h elementwise is the diagonal matrix
-            values = ctx.const_value(i, "diagonal recurrent weights").astype(np.float32)
+            values = float_values(ctx, i, "diagonal recurrent weights")
             return ctx.const(np.diag(values), name=ctx.tensor(i).name)
         return ctx.operand(i)
     named = {**named_inputs(ctx, node, 1, WEIGHTS, operand=weight), "activation": activation_code(ctx, node),

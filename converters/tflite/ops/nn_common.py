@@ -50,16 +50,6 @@ def static_shape(ctx, i: int, what: str) -> tuple:
     return shape
 
 
-def reject_hybrid(ctx, input_i: int, weights_i: int) -> None:
-    """Float activations with 8-bit weights: LiteRT quantizes the activations at run time
-    (a 'hybrid' kernel); NNAPI has no such operation and dequantized weights would not match."""
-    if (np.dtype(ctx.tensor(input_i).dtype).kind == "f"
-            and np.dtype(ctx.tensor(weights_i).dtype) in _QUANT_DTYPES):
-        raise Unsupported(Reason.QUANTIZATION_TYPE,
-                          f"hybrid kernel: float input {name(ctx, input_i)} with 8-bit weights {name(ctx, weights_i)} "
-                          f"(LiteRT quantizes the input at run time; NNAPI has no hybrid operation)")
-
-
 def reject_float16(ctx, *tensors: int) -> None:
     """LiteRT's float kernels read float16 tensors as float32 bytes (models put a DEQUANTIZE in
     front of float16 weights), so a float16 tensor feeding these ops directly has no meaning."""
@@ -81,7 +71,7 @@ def weights_operand(ctx, i: int) -> int:
     """The operand of a weights tensor; a sparse constant (FULLY_CONNECTED takes those directly
     from version 8) becomes a dense constant."""
     t = ctx.tensor(i)
-    if t.is_constant and getattr(t, "sparse", False):
+    if t.is_constant and getattr(t, "sparse", False) and i not in ctx.operand_of:
         return const_like(ctx, i, densify(t))
     return ctx.operand(i)
 

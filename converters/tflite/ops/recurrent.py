@@ -3,8 +3,9 @@
 TFLite keeps recurrent state in variable tensors that start at zero; one
 NNAPI execution is one invocation of a fresh interpreter, so the state
 inputs become zero constants (recurrent_common.state_operand) and the
-NNAPI state outputs are scratch operands. Quantized and hybrid variants
-have no NNAPI counterpart and are reported."""
+NNAPI state outputs are scratch operands. Quantized variants have no NNAPI
+counterpart and are reported; hybrid ones (int8 weights, float input) run in
+float on dequantized weights (hybrid.py)."""
 from __future__ import annotations
 
 import numpy as np

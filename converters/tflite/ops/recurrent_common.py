@@ -8,6 +8,7 @@ import numpy as np
 from nnapi import OperandCode as C, OperandType
 
 from ...registry import Reason, Unsupported
+from .hybrid import dequantize_hybrid
 
 # TFLite ActivationFunctionType values NNAPI's RNN/LSTM/SVDF activation takes with the same
 # numbering (NONE, RELU, RELU_N1_TO_1, RELU6, TANH); SIGN_BIT (5) has no counterpart
@@ -36,7 +37,8 @@ def input_at(node, k: int) -> int:
 
 
 def require_float(ctx, node, weight_slots) -> None:
-    """The NNAPI recurrent ops are float: reject quantized inputs and hybrid (quantized-weight) models."""
+    """The NNAPI recurrent ops are float: reject quantized inputs; int8 weights with a float input
+    (a hybrid kernel) are dequantized (hybrid.py), other non-float weights rejected."""
     x = ctx.tensor(node.inputs[0])
     if np.dtype(x.dtype) != np.float32:
         raise Unsupported(Reason.QUANTIZATION_TYPE if x.quant is not None else Reason.OPERAND_TYPE,
@@ -47,11 +49,11 @@ def require_float(ctx, node, weight_slots) -> None:
         if i < 0:
             continue
         t = ctx.tensor(i)
-        if np.dtype(t.dtype) != np.float32:
-            raise Unsupported(Reason.QUANTIZATION_TYPE,
-                              f"{node.op} tensor {t.name!r} is {np.dtype(t.dtype).name} with a float input: "
-                              f"hybrid (dynamic-range) kernels quantize the activations at run time, which "
-                              f"no NNAPI operation reproduces")
+        if np.dtype(t.dtype) == np.int8:
+            dequantize_hybrid(ctx, node.inputs[0], i)
+        elif np.dtype(t.dtype) != np.float32:
+            raise Unsupported(Reason.QUANTIZATION_TYPE, f"{node.op} tensor {t.name!r} is {np.dtype(t.dtype).name} "
+                                                        f"with a float input: NNAPI's {node.op} is float")
 
 
 def omitted(ctx, name: str, code: C = C.TENSOR_FLOAT32, scale: float = 0.0) -> int:

@@ -1,0 +1,90 @@
+"""Text, markdown and HTML for lens reports: one lens's report is the coverage report with the lens
+(and device) named; several lenses show side by side, per feature level and per node."""
+from __future__ import annotations
+
+import html
+
+from ..coverage_render import LEVELS, _html_table, _md_table, _pct, _table
+
+
+def lens_label(r: dict) -> str:
+    if r.get("lens") == "tflite-delegate":
+        o = r.get("delegate_options", {})
+        on = f", on device {r['device']['name']}" if "device" in r else ""
+        return (f"lens tflite-delegate (LiteRT NNAPI delegate, android_sdk_version "
+                f"{r['delegate']['android_sdk_version']}, max_number_delegated_partitions "
+                f"{o.get('max_number_delegated_partitions')}{on})")
+    if "device" in r:
+        d = r["device"]
+        return f"lens converter on device {d['name']} ({d['type']}, feature level {d['feature_level']})"
+    return "lens converter" if "lens" in r else ""
+
+
+def _names(r: dict) -> list:
+    return list(r["lenses"])
+
+
+def _level_rows(r: dict):
+    for lv in LEVELS:
+        row = [lv]
+        for name in _names(r):
+            s = r["lenses"][name]["per_feature_level"][lv]
+            row += [f"{s['supported_nodes']}/{s['nodes']}", str(s["partitions"])]
+        yield row
+
+
+def _reason(n: dict) -> str:
+    return f"[{n['reason_code']}] {n['reason']}" if n["reason_code"] else ""
+
+
+def _node_rows(r: dict):
+    lenses = [r["lenses"][k]["nodes"] for k in _names(r)]
+    gains = {c["index"]: c["gain"] for c in r.get("comparison", [])}
+    for nodes in zip(*lenses):
+        n0 = nodes[0]
+        row = [str(n0["index"]), f"{n0['op']} v{n0['version']}"]
+        row += ["yes" if n["supported"] else "NO" for n in nodes]
+        row.append(gains.get(n0["index"], ""))
+        row += [_reason(n) for n in nodes]
+        yield row
+
+
+def _headers(r: dict) -> tuple:
+    names = _names(r)
+    level = ["FL"] + [f"{k} {what}" for k in names for what in ("nodes", "partitions")]
+    nodes = ["#", "op"] + names + ["gain"] + [f"{k} reason" for k in names]
+    return level, nodes
+
+
+def _summary_lines(r: dict) -> list:
+    out = []
+    for name in _names(r):
+        s = r["lenses"][name]["summary"]
+        out.append(f"{name}: {s['supported_nodes']}/{s['nodes']} nodes ({_pct(s['supported_fraction'])}), "
+                   f"{_pct(s['supported_macs_fraction'])} of MACs, {s['partitions']} partition(s)")
+    gained = [c for c in r.get("comparison", []) if c["gain"] == "converter_only"]
+    if "comparison" in r:
+        out.append(f"nnapi convert + nnapi export run {len(gained)} node(s) the delegate leaves on the CPU"
+                   + (": " + ", ".join(f"{c['index']}:{c['op']}" for c in gained[:12]) if gained else "")
+                   + (" ..." if len(gained) > 12 else ""))
+    return out
+
+
+def render_lenses(r: dict, fmt: str) -> str:
+    level_h, node_h = _headers(r)
+    title = f"NNAPI coverage through {', '.join(_names(r))}: {r['model']} at feature level {r['feature_level']}"
+    if fmt == "markdown":
+        return "\n".join([f"# {title}", ""] + [f"- {x}" for x in _summary_lines(r)] + ["", "## Per feature level", ""]
+                         + _md_table(level_h, _level_rows(r)) + ["", "## Nodes", ""]
+                         + _md_table(node_h, _node_rows(r)))
+    if fmt == "html":
+        body = (f"<h1>{html.escape(title)}</h1><ul>"
+                + "".join(f"<li>{html.escape(x)}</li>" for x in _summary_lines(r)) + "</ul>"
+                + "<h2>Per feature level</h2>" + _html_table(level_h, _level_rows(r))
+                + "<h2>Nodes</h2>" + _html_table(node_h, _node_rows(r)))
+        style = ("body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}"
+                 "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}th{background:#eee}")
+        return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+                f"<style>{style}</style></head><body>{body}</body></html>")
+    return "\n".join([title, ""] + _summary_lines(r) + [""] + _table(level_h, _level_rows(r)) + [""]
+                     + _table(node_h, _node_rows(r)))

@@ -1,0 +1,268 @@
+"""The ONNX shape pass, run once on the protobuf before the graph is read.
+
+1. Pins: `input_shapes` ({input name: dims}) replace a graph input's shape;
+   `dims` ({dim_param: N}) set that named dimension everywhere it appears
+   (graph inputs, outputs and value_info).
+2. Inference: onnx's `infer_shapes(data_prop=True)` first (always installed).
+   When it leaves extents unknown and onnxruntime is installed, onnxruntime's
+   SymbolicShapeInference runs too: it evaluates shape-computing subgraphs
+   (Shape -> Gather -> Concat -> Reshape, Range, Expand, Where, arithmetic on
+   shape values) symbolically, which onnx's data propagation does only for
+   some ops, and knows the com.microsoft ops. The result with fewer unknown
+   extents wins. The subgraphs themselves are then folded into constants by
+   converters/folding.py (ops/static.py), with the static shapes this pass
+   gives.
+3. Symbols: unknown extents keep their dim_param (a model's own name such as
+   "batch", or an expression of them from SymbolicShapeInference such as
+   "floor(H/4)"), so coverage can say which pins would make a tensor static.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from typing import Optional
+
+import numpy as np
+import onnx
+import onnx.numpy_helper
+
+from ..source_graph import SourceError
+
+
+def pin(proto: onnx.ModelProto, input_shapes: Optional[dict], dims: Optional[dict]) -> None:
+    """Apply the user's pins to proto (in place); SourceError for a pin that names nothing in the model."""
+    graph = proto.graph
+    for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
+        for d in vi.type.tensor_type.shape.dim if vi.type.HasField("tensor_type") else ():
+            if d.HasField("dim_value") and d.dim_value < 0:  # exporters write -1 for "unknown"
+                d.dim_param = ""
+    for name, want in (input_shapes or {}).items():
+        vi = next((v for v in graph.input if v.name == name and v.type.HasField("tensor_type")), None)
+        if vi is None:
+            continue  # converters.convert.check_input_shapes names the inputs the model has
+        have = vi.type.tensor_type.shape.dim
+        if len(have) and len(have) != len(want):
+            raise SourceError(f"input {name!r} has rank {len(have)}, input_shapes gives {list(want)}")
+        del have[:]
+        for d in want:
+            have.add().dim_value = int(d)
+    if not dims:
+        return
+    seen = set()
+    for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
+        if not vi.type.HasField("tensor_type"):
+            continue
+        for d in vi.type.tensor_type.shape.dim:
+            if d.HasField("dim_param") and d.dim_param in dims:
+                seen.add(d.dim_param)
+                d.dim_value = int(dims[d.dim_param])  # clears dim_param (a oneof)
+    missing = sorted(set(dims) - seen)
+    if any(missing):
+        known = sorted(symbols_of_inputs(proto))
+        raise SourceError(f"--dim {missing[0]}: the model has no dimension named {missing[0]!r} (named "
+                          f"dimensions: {', '.join(map(repr, known)) or 'none'})")
+
+
+UNNAMED = "unnamed_dim_"  # prefix of the names given to input extents the model leaves unnamed ('?', -1)
+
+
+def name_input_dims(proto: onnx.ModelProto) -> dict:
+    """Give every unknown, unnamed input extent a name (so inference can carry it) and return
+    {dim_param: [(input name, axis), ...]} for every named input extent left dynamic."""
+    where: dict = {}
+    constants = {t.name for t in proto.graph.initializer}
+    for vi in proto.graph.input:
+        if not vi.type.HasField("tensor_type") or vi.name in constants:
+            continue
+        for axis, d in enumerate(vi.type.tensor_type.shape.dim):
+            if d.HasField("dim_value") and d.dim_value >= 0:
+                continue
+            if not d.dim_param or d.dim_param == "?":  # "?" (Paddle) names no particular extent
+                d.dim_param = f"{UNNAMED}{len(where)}"
+            where.setdefault(d.dim_param, []).append((vi.name, axis))
+    return where
+
+
+def symbols_of_inputs(proto: onnx.ModelProto) -> set:
+    return {d.dim_param for vi in proto.graph.input if vi.type.HasField("tensor_type")
+            for d in vi.type.tensor_type.shape.dim if d.HasField("dim_param") and d.dim_param}
+
+
+def unknown_extents(proto: onnx.ModelProto) -> tuple:
+    """How much of the node outputs' shapes is unknown, to compare inference results: (outputs with a
+    non-static extent, outputs of unknown rank, extents whose name ties them to nothing ('unk__3'))."""
+    typed = {vi.name: vi.type.tensor_type for vi in list(proto.graph.value_info) + list(proto.graph.output)
+             if vi.type.HasField("tensor_type")}
+    dynamic = unranked = untied = 0
+    for n in proto.graph.node:
+        for o in n.output:
+            tt = typed.get(o)
+            if not o:
+                continue
+            if tt is None or not tt.HasField("shape"):
+                dynamic, unranked = dynamic + 1, unranked + 1
+                continue
+            dims = [d for d in tt.shape.dim if not d.HasField("dim_value")]
+            dynamic += bool(dims)
+            untied += sum(not d.dim_param or d.dim_param.startswith("unk__") for d in dims)
+    return dynamic, unranked, untied
+
+
+def _onnx_inference(proto: onnx.ModelProto) -> onnx.ModelProto:
+    try:
+        return onnx.shape_inference.infer_shapes(proto, data_prop=True)
+    except Exception:  # noqa: BLE001 (inference is best effort: the declared shapes still count)
+        return proto
+
+
+def _symbolic_inference(proto: onnx.ModelProto) -> Optional[onnx.ModelProto]:
+    """onnxruntime's SymbolicShapeInference, or None (not installed, or it cannot run the model).
+
+    Its infer_shapes() entry point writes sym_shape_infer_temp.onnx into the working directory when some
+    shape stays unknown; a converter must not, so the same steps are taken here and a partial result is
+    kept instead."""
+    try:
+        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+    except Exception:  # noqa: BLE001 (onnxruntime is optional)
+        return None
+    log = logging.getLogger("onnxruntime.tools.symbolic_shape_infer")
+    level = log.level
+    log.setLevel(logging.CRITICAL)  # it warns for every op it cannot infer; the count below tells
+    try:
+        ssi = SymbolicShapeInference(int_max=2 ** 31 - 1, auto_merge=True, guess_output_rank=False, verbose=0)
+        ssi._preprocess(proto)
+        while ssi.run_:
+            ssi._infer_impl()
+        ssi._update_output_from_vi()
+        return ssi.out_mp_
+    except Exception:  # noqa: BLE001 (it raises many types on models it does not understand)
+        return None
+    finally:
+        log.setLevel(level)
+
+
+def infer(proto: onnx.ModelProto, rounds: int = 8) -> onnx.ModelProto:
+    """proto with every shape the pinned inputs and the static dimensions determine (see module doc).
+
+    Each round infers shapes on a scratch copy, then evaluates the nodes that became computable (Shape of a
+    static tensor, small nodes of constants) and makes their outputs initializers of the copy, so the next
+    round sees them as constants; the value_info of the last round is given to proto (whose nodes stay:
+    converters/folding.py folds them into the converted model's constants)."""
+    work = proto
+    for _ in range(rounds):
+        inferred = _best_inference(work)
+        values = _computable(inferred)
+        if not values:
+            break
+        work = _with_constants(inferred, values)
+    else:
+        inferred = _best_inference(work)  # the last round's constants reach the shapes too
+    out = onnx.ModelProto()
+    out.CopyFrom(proto)
+    del out.graph.value_info[:]
+    have = {vi.name for vi in list(out.graph.input) + list(out.graph.output)}
+    outputs = {vi.name: vi for vi in out.graph.output}
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
+        if vi.name in outputs and vi.type.tensor_type.HasField("shape"):
+            outputs[vi.name].type.CopyFrom(vi.type)
+        elif vi.name not in have:
+            out.graph.value_info.append(vi)
+    return _onnx_inference(out) if work is not proto else inferred  # onnx's pass types the If/Loop bodies
+
+
+def _best_inference(proto: onnx.ModelProto) -> onnx.ModelProto:
+    best = _onnx_inference(proto)
+    missing = unknown_extents(best)
+    if any(missing):
+        symbolic = _symbolic_inference(proto)
+        if symbolic is not None and unknown_extents(symbolic) < missing:
+            best = symbolic
+    return best
+
+
+FOLD_LIMIT = 1024  # elements: shape values are small; larger constant subgraphs are left to folding.py
+NOT_FOLDED = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
+
+
+def _computable(proto: onnx.ModelProto) -> dict:
+    """{output name: value} for the nodes whose outputs are known from the inferred shapes and constants."""
+    consts = {}
+    for t in proto.graph.initializer:
+        if t.data_location != onnx.TensorProto.EXTERNAL and int(np.prod(t.dims)) <= FOLD_LIMIT:
+            try:
+                consts[t.name] = onnx.numpy_helper.to_array(t)
+            except Exception:  # noqa: BLE001 (malformed: the reader names it)
+                pass
+    static = {}
+    for vi in list(proto.graph.input) + list(proto.graph.value_info) + list(proto.graph.output):
+        tt = vi.type.tensor_type
+        if vi.type.HasField("tensor_type") and tt.HasField("shape") and all(d.HasField("dim_value")
+                                                                           for d in tt.shape.dim):
+            static[vi.name] = tuple(d.dim_value for d in tt.shape.dim)
+    opsets = {o.domain or "": o.version for o in proto.opset_import}
+    found: dict = {}
+    for n in proto.graph.node:
+        if (n.domain or "") not in ("", "ai.onnx") or n.op_type in NOT_FOLDED or any(
+                a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in n.attribute):
+            continue
+        try:
+            if n.op_type in ("Shape", "Size") and n.input[0] in static:
+                shape = static[n.input[0]]
+                if n.op_type == "Size":
+                    values = [np.asarray(int(np.prod(shape)), np.int64)]
+                else:
+                    a = {x.name: x.i for x in n.attribute}
+                    values = [np.asarray(shape[a.get("start", 0):a.get("end", len(shape))], np.int64)]
+            elif all(not x or x in consts for x in n.input):  # Constant nodes too (no inputs)
+                feeds = {x: consts[x] for x in n.input if x}
+                if any(v.size > FOLD_LIMIT for v in feeds.values()):
+                    continue
+                values = evaluate(n, feeds, opsets.get("", 1))
+            else:
+                continue
+        except Exception:  # noqa: BLE001 (a node the reference cannot evaluate stays for inference)
+            continue
+        if any(v.size > FOLD_LIMIT for v in values):
+            continue
+        for name, v in zip([o for o in n.output if o], values):
+            consts[name] = found[name] = v
+    return found
+
+
+def _with_constants(proto: onnx.ModelProto, values: dict) -> onnx.ModelProto:
+    """A copy of proto where the nodes producing `values` are gone and the values are initializers."""
+    out = onnx.ModelProto()
+    out.CopyFrom(proto)
+    outputs = {vi.name for vi in out.graph.output}  # a graph output stays produced by its node
+    keep = [n for n in out.graph.node if not any(o in values for o in n.output) or any(o in outputs for o in n.output)]
+    del out.graph.node[:]
+    out.graph.node.extend(keep)
+    for name, v in values.items():
+        if name not in outputs:
+            out.graph.initializer.append(onnx.numpy_helper.from_array(np.asarray(v), name))
+    # the next round infers afresh from the new constants: a shape guessed while they were unknown (e.g.
+    # onnxruntime's symbolic pass on a ReduceMean whose axes were still computed) must not survive it
+    del out.graph.value_info[:]
+    return out
+
+
+def evaluate(node: onnx.NodeProto, feeds: dict, opset: int) -> list:
+    """The outputs of one node on constant inputs (numpy arrays by input name), from onnx.reference."""
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+    inputs = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+              for k, v in feeds.items()]
+    outputs = [helper.make_tensor_value_info(o, 0, None) for o in node.output if o]
+    graph = helper.make_graph([node], "evaluate", inputs, outputs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid(node.domain or "", opset)])
+    return [np.asarray(v) for v in ReferenceEvaluator(model).run(None, feeds)]
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+
+
+def symbols_in(dim_param: str, inputs: set) -> set:
+    """The input dimension names an extent's dim_param depends on ('floor(H/4) + 1' -> {'H'})."""
+    if dim_param in inputs:
+        return {dim_param}
+    return {s for s in _NAME.findall(dim_param) if s in inputs}

@@ -1,0 +1,119 @@
+"""Which pins would let refused nodes convert: for a model whose inputs have dynamic dimensions, the nodes
+refused for a shape reason are grouped by the input dimensions their tensors' extents (or, for shape
+computations, their values) depend on, e.g. "pin x (batch, height, width): 49 nodes and 90% of MACs wait
+on it". Extents that no input dimension determines (a NonZero count, a Reshape to computed values) are
+value-dependent: the tensor whose extent first depends on values is named instead.
+
+The dependence comes from the dim_params the ONNX shape pass keeps on every tensor (SourceTensor.symbols,
+converters/onnx/shapes.py): a model's own names, or expressions of them ("floor(H/4)")."""
+from __future__ import annotations
+
+import numpy as np
+
+from .source_graph import SourceModel
+
+# refusals a pin cannot lift: the op, its version, its quantization or the feature level
+NOT_SHAPE_REASONS = {"unsupported_operator", "operator_version", "quantization_type", "feature_level_too_low",
+                     "fused_activation"}
+# ops whose output extents depend on input values whatever the shapes
+VALUE_OPS = {"NonZero", "Unique", "NonMaxSuppression", "Compress", "TopK", "Loop", "Scan", "If", "StringSplit"}
+SMALL = 8  # elements: a float tensor this small next to shape values carries them (Resize scales)
+
+
+def analyse(source: SourceModel, results, macs) -> dict:
+    """{"pins_needed": [...], "value_dependent": [...]} for the main graph's refused nodes (see module doc)."""
+    graph = source.main
+    where = source.metadata.get("input_symbols") or {}
+    if not where:
+        return {"pins_needed": [], "value_dependent": []}
+    from .onnx.shapes import UNNAMED, symbols_in
+    inputs = set(where)
+    extent: dict = {}   # tensor -> input symbols its extents depend on
+    foreign: dict = {}  # tensor -> symbols of its extents that no input dimension names
+    for t in graph.tensors:
+        syms = [s for s in (t.symbols or ()) if s]
+        extent[t.index] = set().union(*(symbols_in(s, inputs) for s in syms)) if syms else set()
+        foreign[t.index] = {s for s in syms if not symbols_in(s, inputs)}
+    valued: dict = {}   # tensor -> input symbols its values depend on (shape computations)
+    derived: dict = {}  # foreign symbol -> the input symbols of the node that introduced it
+    origin: dict = {}   # foreign symbol -> (tensor, node) where it first appears, when values decide it
+    for node in graph.nodes:
+        ins = [i for i in node.inputs if i >= 0]
+        for i in ins:
+            extent[i] |= set().union(*(derived.get(s, set()) for s in foreign[i])) if foreign[i] else set()
+        reads = set().union(*(extent[i] | valued.get(i, set()) for i in ins)) if ins else set()
+        carried = set().union(*(extent[i] for i in ins)) if node.op in ("Shape", "Size") else set()
+        carried |= set().union(*(valued.get(i, set()) for i in ins)) if ins else set()
+        for o in node.outputs:
+            if o < 0:
+                continue
+            t = graph.tensors[o]
+            if t.data is None and (np.dtype(t.dtype).kind in "iub" or (t.shape and int(np.prod(
+                    [max(d, 1) for d in t.shape])) <= SMALL)):
+                valued[o] = carried
+            for s in foreign[o]:
+                if s in derived or s in origin or any(s in foreign[i] for i in ins):
+                    continue
+                if node.op in VALUE_OPS or not reads:  # values decide it (a NonZero count, a computed shape)
+                    origin[s] = (o, node)
+                else:  # an extent inference could not write as an expression of the inputs' dimensions
+                    derived[s] = reads
+            extent[o] |= set().union(*(derived.get(s, set()) for s in foreign[o])) if foreign[o] else set()
+            if t.shape is None and t.data is None:  # unknown rank: whatever the node reads may decide it
+                extent[o] |= reads
+    total = float(sum(macs)) or 1.0
+    per_input: dict = {}
+    per_value: dict = {}
+    for r, m, node in zip(results, macs, graph.nodes):
+        if r.supported or r.reason_code in NOT_SHAPE_REASONS:
+            continue
+        tensors = [i for i in node.inputs + node.outputs if i >= 0]
+        syms = set().union(*(extent[i] | valued.get(i, set()) for i in tensors)) if tensors else set()
+        for name in {n for s in syms for n, _ in where[s]}:
+            entry = per_input.setdefault(name, {"input": name, "dims": {}, "nodes": set(), "macs": 0})
+            entry["nodes"].add(node.index)
+            entry["macs"] += int(m)
+        for s in syms:
+            for name, axis in where[s]:
+                per_input[name]["dims"][axis] = s
+        for s in set().union(*(foreign[i] for i in tensors)) if tensors else set():
+            if s in origin:
+                t, src = origin[s]
+                entry = per_value.setdefault(t, {"tensor": graph.tensors[t].name, "node": src.index, "op": src.op,
+                                                 "nodes": set()})
+                entry["nodes"].add(node.index)
+    shapes = {graph.tensors[i].name: graph.tensors[i].shape or () for i in graph.inputs}
+    pins = []
+    for e in sorted(per_input.values(), key=lambda e: -len(e["nodes"])):
+        axes = sorted(e["dims"])
+        names = [e["dims"][a] for a in axes]
+        shape = shapes.get(e["input"], ())
+        pins.append({"input": e["input"], "axes": axes,
+                     "dims": [None if n.startswith(UNNAMED) else n for n in names],
+                     "input_shape": ",".join(str(d) if d >= 0 else "?" for d in shape),
+                     "nodes": len(e["nodes"]), "macs_fraction": e["macs"] / total})
+    values = [{"tensor": e["tensor"], "node": e["node"], "op": e["op"], "nodes": len(e["nodes"])}
+              for e in sorted(per_value.values(), key=lambda e: -len(e["nodes"]))]
+    return {"pins_needed": pins, "value_dependent": values}
+
+
+def for_result(result) -> dict:
+    """analyse() of a ConversionResult's main graph."""
+    from .macs import graph_macs
+    return analyse(result.source, result.nodes, graph_macs(result.source.main))
+
+
+def sentences(found: dict) -> list:
+    """One line per pin and per value-dependent extent."""
+    lines = []
+    for p in found.get("pins_needed", []):
+        dims = ", ".join(d if d is not None else f"axis {a}" for d, a in zip(p["dims"], p["axes"]))
+        named = [d for d in p["dims"] if d is not None]
+        how = f"--input-shape {p['input']}={p['input_shape'] or '...'}" + (
+            f" or --dim {' --dim '.join(n + '=N' for n in dict.fromkeys(named))}" if named else "")
+        lines.append(f"pin {p['input']} ({dims}): {p['nodes']} node(s) and {100 * p['macs_fraction']:.0f}% of "
+                     f"MACs wait on it ({how})")
+    for v in found.get("value_dependent", []):
+        lines.append(f"value-dependent: the extent of {v['tensor']!r} (node {v['node']} {v['op']}) depends on "
+                     f"tensor values; {v['nodes']} node(s) wait on it and no pin fixes it")
+    return lines
