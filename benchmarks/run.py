@@ -3,10 +3,13 @@ reference kernels) and, for ONNX models, onnxruntime and onnx's ReferenceEvaluat
 every model measured side by side in this one process at one thread, medians.
 
     python -m benchmarks.run [--runs N] [--warmup N] [--models-dir DIR] [MODEL ...]
+    python -m benchmarks.run --zoo [--only SUBSTRING] [--runs N] [-o docs/benchmarks.md]
 
 Models: the given paths, else samples/*.tflite and samples/*.onnx plus the
 authored benchmark models (benchmarks/models.py, written to --models). Prints
 one table; ratios are ours / theirs (below 1 means the executor is faster).
+With --zoo: every zoo model against LiteRT built-in, LiteRT XNNPACK and
+onnxruntime, written to docs/benchmarks.md (benchmarks/zoo.py).
 """
 from __future__ import annotations
 
@@ -102,7 +105,15 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--models-dir", type=Path, default=Path(tempfile.gettempdir()) / "nnapi-bench-models",
                     help="where the authored benchmark models are written (default: a temporary folder)")
+    ap.add_argument("--zoo", action="store_true", help="time every zoo model (tests/zoo/manifest) and write "
+                                                        "the table to --output")
+    ap.add_argument("--only", help="with --zoo: only models whose id contains this")
+    ap.add_argument("-o", "--output", type=Path, default=ROOT / "docs" / "benchmarks.md",
+                    help="with --zoo: the markdown file to write (default docs/benchmarks.md)")
     args = ap.parse_args(argv)
+    if args.zoo:
+        from .zoo import run_zoo
+        return run_zoo(args.only, args.runs, args.warmup, args.output)
     paths = args.models or default_models(args.models_dir)
     rows = [measure(p, args.runs, args.warmup) for p in paths]
     print(table(rows))

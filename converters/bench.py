@@ -4,12 +4,16 @@ JSON fields (stable): model, ours_ms_median, ours_ms_spread, reference, referenc
 reference_ms_spread, ratio (ours / reference), macs, gflops (achieved by the executor),
 planned_peak_bytes (the executor's peak of live intermediate bytes), arena_bytes (the buffers the plan
 shares among intermediates), peak_rss_bytes, threads (both sides), blas ({"library", "version",
-"threads"}: the executor's BLAS as threadpoolctl reports it, held to `threads` while timing).
+"threads"}: the executor's BLAS as threadpoolctl reports it, held to `threads` while timing), clock
+("wall", or "cpu": the thread's CPU time, for a loaded machine).
 
 With profile=True: profile [{"operation_index", "nnapi_op", "source_node", "output_shape", "ms", "share",
 "cumulative_share", "macs"}] (slowest first; ms is the median over the profiled runs), by_op
 [{"nnapi_op", "count", "ms", "share"}] and profile_total_ms (the sum of the per-operation medians, to
-set against ours_ms_median)."""
+set against ours_ms_median).
+
+A partial model (some nodes stay on the CPU) is timed as partial_pipeline runs it; field partial
+{"partitions", "fallback_segments", "fallback_nodes", "framework", "nnapi_ms_median", "framework_ms_median"}."""
 from __future__ import annotations
 
 import resource
@@ -27,15 +31,21 @@ from .macs import graph_macs
 from .runners import LITERT_REFERENCES, MissingDependency, litert_interpreter, random_source_inputs, to_nnapi_inputs
 
 
-def timeit_ms(fn, runs: int, warmup: int) -> list[float]:
-    """Milliseconds of each of `runs` calls of fn, after `warmup` untimed calls."""
+# "wall": elapsed time; "cpu": the calling thread's CPU time, which a machine shared with other work
+# inflates far less (a run longer than the scheduler's time slice is otherwise stretched by the load,
+# a shorter one is not: wall-clock ratios then favour the faster side). One thread only.
+CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
+
+
+def timeit_ms(fn, runs: int, warmup: int, clock=time.perf_counter) -> list[float]:
+    """Milliseconds of each of `runs` calls of fn on `clock`, after `warmup` untimed calls."""
     for _ in range(warmup):
         fn()
     times = []
     for _ in range(runs):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        times.append((time.perf_counter() - t0) * 1e3)
+        times.append((clock() - t0) * 1e3)
     return times
 
 
@@ -56,14 +66,16 @@ def blas_threads(threads: int):
 
 
 def bench(path: str, vs: Optional[str] = None, threads: int = 1, runs: int = 20, warmup: int = 3,
-          input_shapes=None, feature_level: int = 8, profile: bool = False, dims=None) -> dict:
+          input_shapes=None, feature_level: int = 8, profile: bool = False, dims=None, clock: str = "wall") -> dict:
+    if clock not in CLOCKS or clock == "cpu" and threads != 1:
+        raise ValueError(f"clock {clock!r}: choose {' or '.join(CLOCKS)} (cpu with one thread only)")
     with blas_threads(threads) as blas:
-        out = _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile, dims)
-    out["blas"] = blas
+        out = _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile, CLOCKS[clock], dims)
+    out["blas"], out["clock"] = blas, clock
     return out
 
 
-def _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile, dims=None) -> dict:
+def _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile, clock, dims=None) -> dict:
     from executor.planner import planned_peak_bytes
     from executor.runtime import RunState, compile_model
     fmt = detect_format(path)
@@ -76,14 +88,17 @@ def _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile
         imp = importer(fmt)
         source = imp.read(path, input_shapes, dims)
         result = imp.convert(path, feature_level=feature_level, input_shapes=input_shapes, dims=dims)
-        if not result.complete:
-            raise ValueError(f"{len(result.unsupported)} node(s) cannot be converted; bench needs a complete model")
-        model = result.model
         ins = random_source_inputs(source.main, 0, input_shapes)
+        if not result.complete:
+            if profile:
+                raise ValueError("--profile times the operations of a complete model; this one is partial")
+            result = imp.convert(path, feature_level=feature_level, input_shapes=input_shapes, dims=dims, partial=True)
+            return _bench_partial(path, fmt, vs, threads, runs, warmup, source, result, ins, clock)
+        model = result.model
         nn_ins = to_nnapi_inputs(result, ins)
     compiled = compile_model(model)
     state = RunState(nnapi.DEFAULT_LOOP_TIMEOUT_S)
-    ours = timeit_ms(lambda: compiled.run(nn_ins, state), runs, warmup)
+    ours = timeit_ms(lambda: compiled.run(nn_ins, state), runs, warmup, clock)
     macs = int(sum(graph_macs(source.main))) if source is not None else 0
     out = {"model": Path(path).name, "ours_ms_median": float(np.median(ours)), "ours_ms_spread": _spread(ours),
            "reference": None, "reference_ms_median": None, "reference_ms_spread": None, "ratio": None,
@@ -94,7 +109,138 @@ def _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile
         out.update(_profile(compiled, nn_ins, runs, warmup, result, source))
     if vs and source is not None:
         ref = _reference_fn(fmt, path, vs, ins, threads)
-        rt = timeit_ms(ref, runs, warmup)
+        rt = timeit_ms(ref, runs, warmup, clock)
+        out.update(reference=vs, reference_ms_median=float(np.median(rt)), reference_ms_spread=_spread(rt),
+                   ratio=float(np.median(ours) / np.median(rt)))
+    out["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return out
+
+
+# the framework that runs a partial model's CPU fallback nodes when --vs names none
+DEFAULT_FRAMEWORK = {"tflite": "litert", "onnx": "onnxruntime"}
+
+
+def _nnapi_stage(p, result, threads: int):
+    """One NNAPI partition on the executor: source-framework arrays in, source-framework arrays out."""
+    from executor.runtime import RunState, compile_model
+
+    from .convert import ConversionResult
+    from .runners import from_nnapi_outputs
+    fake = ConversionResult(result.source, result.feature_level, [], model=p.model, operand_map=p.operand_map,
+                            operand_perm=p.operand_perm)
+    compiled, state = compile_model(p.model), RunState(nnapi.DEFAULT_LOOP_TIMEOUT_S)
+    perms = p.operand_perm or {}
+    dtypes = [result.source.main.tensors[t].dtype for t in p.outputs]
+
+    def run(arrays):
+        outs = [v.array for v in compiled.run(to_nnapi_inputs(fake, arrays, p.model), state)]
+        outs = [np.transpose(y, np.argsort(perms[o])) if o in perms else y for o, y in zip(p.model.outputs, outs)]
+        return from_nnapi_outputs(dtypes, outs)
+    return run, compiled
+
+
+def _framework_stage(fmt: str, path: str, data: bytes, result, seg, framework: str, threads: int):
+    """A run of CPU fallback nodes cut out as a sub-model (converters.extract) on the framework."""
+    from .extract import tflite_submodel
+    graph = result.source.main
+    if fmt == "tflite":
+        it = litert_interpreter(tflite_submodel(data, result.source.main_index, seg.nodes, seg.inputs, seg.outputs),
+                                framework, threads)
+        it.allocate_tensors()
+        ins, outs = it.get_input_details(), it.get_output_details()
+
+        def run(arrays):
+            for d, x in zip(ins, arrays):
+                it.set_tensor(d["index"], x)
+            it.invoke()
+            return [it.get_tensor(d["index"]) for d in outs]
+        return run
+    import onnxruntime as ort
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    sess = ort.InferenceSession(_onnx_segment(path, graph, seg), opts, providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    by_name = {graph.tensors[t].name: k for k, t in enumerate(seg.inputs)}
+    return lambda arrays: sess.run(None, {n: arrays[by_name[n]] for n in names})
+
+
+def _onnx_segment(path: str, graph, seg) -> bytes:
+    """The sub-model of an ONNX segment (onnx.utils.Extractor), with the types of its boundary tensors
+    declared: the extractor needs a value_info for each, which few models carry."""
+    import onnx
+    import onnx.utils
+    from onnx import helper
+    model = onnx.load(path)
+    declared = {vi.name for vi in (*model.graph.value_info, *model.graph.input, *model.graph.output)}
+    for t in (*seg.inputs, *seg.outputs):
+        tt = graph.tensors[t]
+        if tt.name not in declared:
+            dims = None if tt.shape is None else [d if d >= 0 else None for d in tt.shape]
+            model.graph.value_info.append(helper.make_tensor_value_info(
+                tt.name, helper.np_dtype_to_tensor_dtype(np.dtype(tt.dtype)), dims))
+    return onnx.utils.Extractor(model).extract_model([graph.tensors[t].name for t in seg.inputs],
+                                                     [graph.tensors[t].name for t in seg.outputs]).SerializeToString()
+
+
+def partial_pipeline(path: str, fmt: str, framework: str, threads: int, source, result, clock=time.perf_counter):
+    """(run(inputs) -> the model's outputs, spent {"nnapi": [ms...], "framework": [ms...]} per run, the
+    compiled partitions, the fallback segments) for a partial conversion of the model `source` was read
+    from: the NNAPI partitions on the executor, the runs of CPU fallback nodes on `framework`, in
+    execution order."""
+    from types import SimpleNamespace
+
+    from .convert import partition
+    if fmt == "tflite" and framework not in LITERT_REFERENCES or fmt == "onnx" and framework != "onnxruntime":
+        raise ValueError(f"--vs {framework} cannot run a .{fmt} model")
+    graph, data = source.main, Path(path).read_bytes()
+    segments, _ = partition(graph, [SimpleNamespace(index=r.index, supported=not r.supported) for r in result.nodes])
+    stages = [("nnapi", p, *_nnapi_stage(p, result, threads)) for p in result.partitions if p.model is not None]
+    stages += [("framework", s, _framework_stage(fmt, path, data, result, s, framework, threads), None)
+               for s in segments]
+    stages.sort(key=lambda st: st[1].nodes[0])
+    spent = {"nnapi": [], "framework": []}
+    # `source` is the file as read; the conversion folded some tensors into constants (pinned shapes):
+    # the framework's sub-models still compute them or take them as inputs, and get the folded values
+    folded = {t.index: t.data for t in result.source.main.tensors
+              if t.is_constant and not graph.tensors[t.index].is_constant}
+
+    def run(inputs):
+        known = {**folded, **dict(zip(graph.inputs, inputs))}
+        took = {"nnapi": 0.0, "framework": 0.0}
+        for kind, part, fn, _ in stages:
+            t0 = clock()
+            known.update(zip(part.outputs, fn([known[t] for t in part.inputs])))
+            took[kind] += clock() - t0
+        for kind, v in took.items():
+            spent[kind].append(v * 1e3)
+        return [known[t] for t in graph.model_outputs]
+    return run, spent, [st[3] for st in stages if st[3] is not None], segments
+
+
+def _bench_partial(path, fmt, vs, threads, runs, warmup, source, result, ins, clock) -> dict:
+    """A partial model: partial_pipeline (as a TFLite delegate or an onnxruntime execution provider
+    would split it) timed end to end against the framework on the whole model. Extra JSON field
+    `partial`: partitions, fallback_segments, fallback_nodes, framework, nnapi_ms_median and
+    framework_ms_median (the two shares of each run)."""
+    from executor.planner import planned_peak_bytes
+    framework = vs or DEFAULT_FRAMEWORK[fmt]
+    run, spent, compiled, segments = partial_pipeline(path, fmt, framework, threads, source, result, clock)
+    ours = timeit_ms(lambda: run(ins), runs, warmup, clock)
+    spent = {k: v[warmup:] for k, v in spent.items()}
+    graph = source.main
+    macs = int(sum(m for r, m in zip(result.nodes, graph_macs(graph)) if r.supported))
+    out = {"model": Path(path).name, "ours_ms_median": float(np.median(ours)), "ours_ms_spread": _spread(ours),
+           "reference": None, "reference_ms_median": None, "reference_ms_spread": None, "ratio": None,
+           "macs": macs, "gflops": (2 * macs / (np.median(spent["nnapi"]) * 1e6)) if macs else 0.0,
+           "planned_peak_bytes": max(planned_peak_bytes(c) for c in compiled),
+           "arena_bytes": sum(c.plan.arena_bytes for c in compiled), "runs": runs, "warmup": warmup,
+           "threads": threads,
+           "partial": {"partitions": len(compiled), "fallback_segments": len(segments),
+                       "fallback_nodes": len(result.fallback_nodes), "framework": framework,
+                       "nnapi_ms_median": float(np.median(spent["nnapi"])),
+                       "framework_ms_median": float(np.median(spent["framework"]))}}
+    if vs:
+        rt = timeit_ms(_reference_fn(fmt, path, vs, ins, threads), runs, warmup, clock)
         out.update(reference=vs, reference_ms_median=float(np.median(rt)), reference_ms_spread=_spread(rt),
                    ratio=float(np.median(ours) / np.median(rt)))
     out["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

@@ -227,7 +227,7 @@ def unsupported_lines(result) -> list[str]:
 
 
 def cmd_convert(args) -> int:
-    from nnapi.serialize import atomic_write, to_bytes
+    from nnapi.serialize import atomic_write, file_pieces
     from .convert import ConversionError
     from .pins import for_result, sentences
     try:
@@ -236,14 +236,14 @@ def cmd_convert(args) -> int:
         raise CliError(str(e), EXIT_INVALID) from None
     out = Path(args.output)
     if result.complete:
-        atomic_write(out, to_bytes(result.model))
+        atomic_write(out, file_pieces(result.model))
         m = result.model
         print(f"wrote {out}: {len(m.operations)} NNAPI operations, {len(m.operands)} operands, "
               f"feature level {m.min_feature_level()} (target {args.feature_level})")
         for name, how in result.io_rewrites.items():
             print(f"  note: model input/output {name!r}: {how}")
         for n in result.nodes:
-            if n.note and n.nnapi_ops:  # e.g. hybrid weights dequantized (not the folded nodes' notes)
+            if n.note and n.nnapi_ops:  # e.g. hybrid weights dequantized, a PAD folded into a convolution
                 print(f"  note: node {n.index} ({n.op}): {n.note}")
         for v in m.state:
             print(f"  note: state {v.variable!r}: output {v.output} -> input {v.input} between executions "
@@ -261,7 +261,7 @@ def cmd_convert(args) -> int:
 
 
 def _write_partitions(result, out: Path, args) -> int:
-    from nnapi.serialize import atomic_write, to_bytes
+    from nnapi.serialize import atomic_write, file_pieces
     graph = result.source.main
     files, manifest = [], {"model": str(args.model), "feature_level": args.feature_level, "partitions": [],
                            "fallback_nodes": [], "io_rewrites": result.io_rewrites,
@@ -270,7 +270,7 @@ def _write_partitions(result, out: Path, args) -> int:
     blobs = []
     for k, p in enumerate(result.partitions):
         name = f"{out.stem}.part{k}{out.suffix or '.nnapi'}"
-        blobs.append((out.with_name(name), to_bytes(p.model)))
+        blobs.append((out.with_name(name), file_pieces(p.model)))
         manifest["partitions"].append({
             "file": name, "nodes": p.nodes,
             "inputs": [graph.tensors[t].name for t in p.inputs],
@@ -428,7 +428,7 @@ def cmd_bench(args) -> int:
         if args.threads < 1 or args.runs < 1 or args.warmup < 0:
             raise CliError("--threads and --runs must be at least 1, --warmup at least 0")
         r = bench(args.model, args.vs, args.threads, args.runs, args.warmup, shapes, profile=args.profile,
-                  dims=_dims(args))
+                  dims=_dims(args), clock=args.clock)
     except MissingDependency as e:
         raise CliError(str(e), EXIT_MISSING_DEPENDENCY) from None
     except (SourceError, ValueError) as e:
@@ -442,7 +442,13 @@ def cmd_bench(args) -> int:
                 + f"; {r['macs']:,} MACs, {r['gflops']:.2f} GFLOP/s; planned peak {r['planned_peak_bytes']:,} B "
                   f"(shared buffers {r['arena_bytes']:,} B), "
                   f"peak RSS {r['peak_rss_bytes'] / 2**20:.1f} MiB; executor BLAS {r['blas']['library']} "
-                  f"{r['blas']['threads']} thread(s)")
+                  f"{r['blas']['threads']} thread(s)" + ("; CPU time" if r["clock"] == "cpu" else ""))
+        if r.get("partial"):
+            q = r["partial"]
+            text += (f"\npartial model: {q['partitions']} NNAPI partition(s) on the executor "
+                     f"({q['nnapi_ms_median']:.3f} ms), {q['fallback_nodes']} CPU fallback node(s) in "
+                     f"{q['fallback_segments']} segment(s) on {q['framework']} ({q['framework_ms_median']:.3f} ms); "
+                     f"'ours' is both together, the reference runs the whole model")
         if args.profile:
             text += "\n" + _profile_text(r)
     _write_output(text, args.output)
@@ -661,10 +667,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Median and interquartile spread of the executor's latency and the reference's, their ratio, "
                     "achieved GFLOP/s from the model's MACs, the executor's planned peak of intermediate bytes and "
                     "the process's peak RSS. Only the executor is timed unless --vs names a reference (a .nnapi "
-                    "model has none); a .tflite/.onnx model is converted at feature level 8 and must convert "
-                    "completely. Timings are only meaningful as ratios measured in the same run. Examples: nnapi "
+                    "model has none); a .tflite/.onnx model is converted at feature level 8. A partial model runs its "
+                    "NNAPI partitions on the executor and its CPU fallback nodes on the framework (--vs, else LiteRT "
+                    "or onnxruntime), timed together against the framework on the whole model; the output says so "
+                    "and splits the time (JSON field partial). Timings are only meaningful as ratios measured in the same run. Examples: nnapi "
                     "bench model.tflite --vs litert --runs 50; nnapi bench model.onnx --vs onnxruntime --format "
-                    "json -o bench.json. Exit 0 ok, 2 unsupported nodes, 3 invalid model, 4 reference not "
+                    "json -o bench.json. Exit 0 ok, 3 invalid model (or --profile on a partial one), 4 reference not "
                     "installed.")
     s.add_argument("model", help=".tflite, .onnx or .nnapi model")
     s.add_argument("--vs", choices=["litert", "litert-ref", "litert-xnnpack", "onnxruntime"],
@@ -673,6 +681,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="threads on both sides: the reference's, and the executor's BLAS (held with threadpoolctl; "
                         "the JSON's blas field says which library and how many threads) (default 1)")
     s.add_argument("--runs", type=int, default=20, metavar="N", help="timed runs (default 20)")
+    s.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                   help="what is timed: elapsed time (default), or the thread's CPU time, which other work on a "
+                        "loaded machine stretches far less (one thread only)")
     s.add_argument("--profile", action="store_true",
                    help="also time every NNAPI operation (over --runs separate runs) and list the slowest, with a "
                         "summary per operation type; JSON fields profile, by_op, profile_total_ms")

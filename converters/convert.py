@@ -16,6 +16,7 @@ from nnapi.shapes import fill_unknown_dimensions
 
 from .context import ConversionContext
 from .folding import fold_source
+from .model_folds import fold_pads_into_convolutions, fold_reshapes_into_fully_connected
 from .registry import Reason, Supported, Unsupported, lookup
 from .shape_pass import resolve_node_shapes
 from .squeeze_pass import squeeze_graph
@@ -352,6 +353,13 @@ def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: 
     model = ctx.model
     # shapes the source graph leaves unknown but the inputs determine: from the specs' one shape inference
     fill_unknown_dimensions(model)
+    ctx.folds = []
+    for fold in (fold_pads_into_convolutions, fold_reshapes_into_fully_connected):
+        folds = fold(model, {ctx.operand_of[t] for t in outputs})
+        removed = {f.removed for f in folds}
+        ctx.folds += [(emitted_by[f.removed], emitted_by[f.into], f.what) for f in folds]
+        emitted_by = [n for k, n in enumerate(emitted_by) if k not in removed]
+    ctx.emitted_by = emitted_by
     try:
         model.identify_inputs_and_outputs([ctx.operand_of[t] for t in inputs], [ctx.operand_of[t] for t in outputs])
         model.set_state(model_state(graph, model, inputs, outputs))
@@ -425,6 +433,13 @@ def build_subgraph_model(source: SourceModel, k: int, feature_level: int, cache:
     return model
 
 
+def note_folds(result: ConversionResult, ctx: ConversionContext) -> None:
+    """Each node whose operation model_folds.py folded into another's says so in its note."""
+    for removed, into, what in getattr(ctx, "folds", []):
+        r = result.nodes[removed.index]
+        r.note = "; ".join(filter(None, [r.note, f"folded into {into.label()} {what}"]))
+
+
 def convert_source(source: SourceModel, feature_level: int = 8, input_shapes=None,
                    partial: bool = False) -> ConversionResult:
     check_input_shapes(source, input_shapes)
@@ -444,6 +459,7 @@ def convert_source(source: SourceModel, feature_level: int = 8, input_shapes=Non
                               if t in graph.model_inputs or t in graph.model_outputs}
         result.partitions = [Partition(list(range(len(graph.nodes))), graph.model_inputs, graph.model_outputs,
                                        model, result.operand_map)]
+        note_folds(result, ctx)
         return result
     parts, fallback = partition(graph, nodes)
     result.fallback_nodes = fallback
@@ -454,6 +470,7 @@ def convert_source(source: SourceModel, feature_level: int = 8, input_shapes=Non
             p.inputs = [t for t in p.inputs if t in ctx.operand_of]   # the boundary tensors the partition reads
             p.operand_map = {o: (t, graph.tensors[t].name) for o, t in ctx.tensor_of.items()}
             p.operand_perm = dict(ctx.operand_perm)
+            note_folds(result, ctx)
             result.io_rewrites.update({graph.tensors[t].name: v for t, v in ctx.io_rewrites.items()
                                        if t in p.inputs or t in p.outputs})
     result.partitions = parts

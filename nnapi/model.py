@@ -189,6 +189,18 @@ class Model:
         self.operations.append(Operation(code, inputs, outputs))
         return index
 
+    def rewrite_operations(self, operations: Sequence[Operation]) -> None:
+        """Replace the operation list (a tool's rewrite of a model being built, e.g. a fold of two
+        operations into one); each operand keeps at most one writer."""
+        self._check_mutable("rewrite_operations")
+        writer: dict[int, int] = {}
+        for k, op in enumerate(operations):
+            for o in op.outputs:
+                if o in writer:
+                    raise bad_data(f"rewrite_operations: operand {o} is written by operations {writer[o]} and {k}")
+                writer[o] = k
+        self.operations, self._writer = list(operations), writer
+
     def identify_inputs_and_outputs(self, inputs: Sequence[int], outputs: Sequence[int]) -> None:
         self._check_mutable("identify_inputs_and_outputs")
         for kind, indexes in (("input", inputs), ("output", outputs)):

@@ -66,13 +66,25 @@ def _subgraph_order(model: Model) -> list[Model]:
     return [model] + model.referenced_models
 
 
-def to_bytes(model: Model) -> bytes:
-    """The whole file as bytes (see module docstring)."""
+def file_pieces(model: Model) -> list:
+    """The file as a list of byte buffers (constants as views of their arrays, not copies)."""
     if not model.finished:
         raise NnapiError(6, "save: the model must be finished first")  # BAD_STATE
     models = _subgraph_order(model)
     index_of = {id(m): k for k, m in enumerate(models)}
-    blob = bytearray()
+    blob: list = []          # buffers of the blob, padding included
+    size = 0
+
+    def add(value) -> dict:
+        nonlocal size
+        data = memoryview(np.ascontiguousarray(value)).cast("B")
+        offset = _align(size)
+        if offset > size:
+            blob.append(b"\0" * (offset - size))
+        blob.append(data)
+        size = offset + data.nbytes
+        return {"offset": offset, "length": data.nbytes}
+
     subgraphs = []
     for m in models:
         operands = []
@@ -86,11 +98,7 @@ def to_bytes(model: Model) -> bytes:
                 "value": None, "subgraph": None,
             }
             if opnd.is_constant:
-                data = np.ascontiguousarray(opnd.value).tobytes()
-                offset = _align(len(blob))
-                blob.extend(b"\0" * (offset - len(blob)))
-                blob.extend(data)
-                entry["value"] = {"offset": offset, "length": len(data)}
+                entry["value"] = add(opnd.value)
             elif opnd.lifetime is Lifetime.SUBGRAPH:
                 entry["subgraph"] = index_of[id(opnd.subgraph)]
             operands.append(entry)
@@ -102,23 +110,21 @@ def to_bytes(model: Model) -> bytes:
         })
     doc = {"format": "nnapi-model", "version": FORMAT_VERSION, "main": 0, "subgraphs": subgraphs}
     if model.state:
-        doc["state"] = []
-        for v in model.state:
-            data = np.ascontiguousarray(v.initial).tobytes()
-            offset = _align(len(blob))
-            blob.extend(b"\0" * (offset - len(blob)))
-            blob.extend(data)
-            doc["state"].append({"variable": v.variable, "input": v.input, "output": v.output,
-                                 "initial": {"offset": offset, "length": len(data)}})
+        doc["state"] = [{"variable": v.variable, "input": v.input, "output": v.output, "initial": add(v.initial)}
+                        for v in model.state]
     meta = json.dumps(doc, separators=(",", ":")).encode()
     blob_offset = _align(HEADER_SIZE + len(meta))
-    digest = hashlib.sha256(meta + bytes(blob)).digest()
-    header = HEADER.pack(MAGIC, FORMAT_VERSION, 0, len(meta), blob_offset, len(blob), digest)
-    out = bytearray(header.ljust(HEADER_SIZE, b"\0"))
-    out += meta
-    out += b"\0" * (blob_offset - len(out))
-    out += blob
-    return bytes(out)
+    digest = hashlib.sha256(meta)
+    for b in blob:
+        digest.update(b)
+    header = HEADER.pack(MAGIC, FORMAT_VERSION, 0, len(meta), blob_offset, size, digest.digest())
+    head = header.ljust(HEADER_SIZE, b"\0") + meta
+    return [head + b"\0" * (blob_offset - len(head))] + blob
+
+
+def to_bytes(model: Model) -> bytes:
+    """The whole file as bytes (see module docstring)."""
+    return b"".join(file_pieces(model))
 
 
 def _new_file_mode(path: Path) -> int:
@@ -135,14 +141,16 @@ def _new_file_mode(path: Path) -> int:
     return 0o666 & ~umask
 
 
-def atomic_write(path, data: bytes) -> None:
-    """Write `data` to `path` via a temporary file and a rename (no half-written file, ever)."""
+def atomic_write(path, data) -> None:
+    """Write `data` (bytes, or a list of byte buffers written one after the other) to `path` via a
+    temporary file and a rename (no half-written file, ever)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent or "."))
     try:
         with os.fdopen(fd, "wb") as f:
             os.fchmod(f.fileno(), _new_file_mode(path))  # mkstemp's file is private (0600)
-            f.write(data)
+            for piece in ([data] if isinstance(data, (bytes, bytearray, memoryview)) else data):
+                f.write(piece)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -155,7 +163,7 @@ def atomic_write(path, data: bytes) -> None:
 
 
 def save(model: Model, path) -> None:
-    atomic_write(path, to_bytes(model))
+    atomic_write(path, file_pieces(model))   # (no copy of the whole file in memory)
 
 
 def load(path) -> Model:

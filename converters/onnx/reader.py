@@ -3,8 +3,9 @@
 - Shapes come from the shape pass (shapes.py: the pins in `input_shapes` and
   `dims`, then onnx's and onnxruntime's shape inference); unknown extents are
   -1 and keep their dim_param in SourceTensor.symbols.
-- Initializers are numpy views over their raw_data (no copy); external data
-  is read only from files inside the model's folder.
+- Initializers are numpy views over their raw_data (no copy; large ones are
+  taken out of the proto before the shape pass, which would copy them);
+  external data is read only from files inside the model's folder.
 - Constant nodes become constant tensors (they have no NNAPI counterpart).
 - Every attribute is decoded to a plain Python value (TensorProto -> numpy,
   bytes -> str); subgraph attributes (If/Loop bodies) stay GraphProto for the
@@ -42,8 +43,9 @@ def _np_dtype(elem_type: int, where: str) -> np.dtype:
 
 
 class _Reader:
-    def __init__(self, proto: onnx.ModelProto, where: str, folder: Optional[Path]):
+    def __init__(self, proto: onnx.ModelProto, where: str, folder: Optional[Path], detached: Optional[dict] = None):
         self.proto, self.where, self.folder = proto, where, folder
+        self.detached = detached or {}   # initializer name -> raw bytes taken out of the proto (_detach_large)
 
     # -- constants ------------------------------------------------------------------
     def _external(self, t: TensorProto, label: str) -> memoryview:
@@ -87,6 +89,8 @@ class _Reader:
             raw = self._external(t, label)
         elif t.HasField("raw_data"):
             raw = t.raw_data
+        elif t.name in self.detached:
+            raw = self.detached[t.name]
         else:
             raw = None
         if raw is not None and dtype.kind != "O" and t.data_type not in PACKED_TYPES:
@@ -282,9 +286,29 @@ class _Reader:
         raise SourceError(f"{self.where}: {label} has no supported value attribute ({sorted(attrs)})")
 
 
+# TensorProto fields that hold bulk values, never text: not visited (listing them copies the data)
+_BULK_FIELDS = {"raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data"}
+
+
+def _set_fields(msg):
+    """msg.ListFields(), without a TensorProto's bulk value fields."""
+    if not isinstance(msg, TensorProto):
+        return msg.ListFields()
+    fields = []
+    for fd in msg.DESCRIPTOR.fields:
+        if fd.name in _BULK_FIELDS:
+            continue
+        value = getattr(msg, fd.name)
+        repeated = getattr(fd, "is_repeated", None)
+        repeated = fd.label == fd.LABEL_REPEATED if repeated is None else repeated
+        if (len(value) if repeated else (msg.HasField(fd.name) if fd.type == fd.TYPE_MESSAGE else value != fd.default_value)):
+            fields.append((fd, value))
+    return fields
+
+
 def _check_strings(msg, where: str, path: str = "model") -> None:
     """SourceError naming the field when a string field is not UTF-8 (protobuf then hands out bytes)."""
-    for fd, value in msg.ListFields():
+    for fd, value in _set_fields(msg):
         if fd.type == fd.TYPE_MESSAGE:
             single = isinstance(value, Message)
             for k, v in enumerate([value] if single else value):
@@ -311,6 +335,28 @@ def _captured(n) -> list:
     return names
 
 
+# initializers of the main graph above this many bytes are read apart from the proto (_detach_large);
+# the shape pass evaluates only far smaller constants (shapes.FOLD_LIMIT elements)
+DETACH_BYTES = 1 << 16
+
+
+def _detach_large(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, dict]:
+    """(a copy of proto whose large main-graph initializers have no raw_data, {name: their bytes}).
+
+    Shape inference copies the whole model twice (serialized and parsed back) and only needs those
+    initializers' types and dims (the values it propagates, shapes and indexes, are small); each
+    read of a raw_data field is a copy too. Taken out once, the big values exist once: the original
+    proto (and its arena) is freed when the caller drops it."""
+    detached = {}
+    for t in proto.graph.initializer:
+        if t.HasField("raw_data") and t.ByteSize() > DETACH_BYTES and t.name and t.name not in detached:
+            detached[t.name] = t.raw_data
+            t.ClearField("raw_data")
+    if not detached:
+        return proto, detached
+    return onnx.ModelProto.FromString(proto.SerializeToString()), detached
+
+
 def read_onnx(source: Union[str, Path, bytes, bytearray, memoryview],
               input_shapes: Optional[dict] = None, dims: Optional[dict] = None) -> SourceModel:
     """A SourceModel of an .onnx file (path) or its bytes; `input_shapes` pins input shapes by input name,
@@ -327,14 +373,16 @@ def read_onnx(source: Union[str, Path, bytes, bytearray, memoryview],
         proto = onnx.ModelProto.FromString(data)
     except Exception as e:  # google.protobuf DecodeError and friends
         raise SourceError(f"{where}: not a valid ONNX protobuf ({type(e).__name__}: {e})") from None
+    del data   # (the file's bytes: as large as the model)
     if not proto.HasField("graph"):
         raise SourceError(f"{where}: the ONNX model has no graph")
     _check_strings(proto, where)
     shapes.pin(proto, input_shapes, dims)
     dynamic = shapes.name_input_dims(proto)
+    proto, detached = _detach_large(proto)
     inferred = shapes.infer(proto)
     try:
-        model = _Reader(inferred, where, folder).read()
+        model = _Reader(inferred, where, folder, detached).read()
         model.metadata["input_symbols"] = dynamic  # dim_param -> [(input, axis)] still dynamic
         return model
     except SourceError:

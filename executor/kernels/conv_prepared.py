@@ -32,6 +32,7 @@ from .conv import op_args, scalar, window
 from .conv_quant import real_multipliers
 from .gemm import (
     FEW_CHANNELS,
+    MANY_CHANNELS,
     SMALL_DEPTHWISE,
     ChannelRows,
     abs_row_sums,
@@ -177,11 +178,13 @@ class PreparedConv:
 
     def _full_width(self, n: int, shape: tuple, strides: tuple, padded: np.ndarray) -> bool:
         """Whether depthwise_full_width applies and pays: one image; an output too large for one einsum,
-        or unit strides and few channels (where the einsum over copied taps is slower); junk columns
-        adding at most a quarter."""
+        or unit strides and few channels (where the einsum over copied taps is slower); strided, fewer
+        than MANY_CHANNELS; junk columns adding at most a quarter."""
         if n != 1 or (shape[1] * shape[2] * shape[3] <= SMALL_DEPTHWISE
                       and (strides != (1, 1) or shape[3] >= FEW_CHANNELS)):
             return False
+        if strides != (1, 1) and shape[3] >= MANY_CHANNELS:
+            return False   # gemm.depthwise: one einsum over the strided windows
         return 4 * -(-padded.shape[2] // strides[1]) <= 5 * shape[2]
 
     def __call__(self, ctx):

@@ -19,6 +19,9 @@ EXACT_LIMIT = {np.dtype(np.float32): 2.0 ** 24, np.dtype(np.float64): 2.0 ** 53}
 # channels the einsum runs faster on the taps copied into [pixels, kh*kw, C]
 SMALL_DEPTHWISE = 16384
 FEW_CHANNELS = 32
+# strided depthwise with at least this many channels: one einsum over the strided windows beats splitting
+# the input into its stride phases (whose copy costs more than the einsum's shorter inner loops)
+MANY_CHANNELS = 64
 
 
 # numpy applies a per-channel constant to [rows, L] (the constant repeated to length L) several times
@@ -134,11 +137,11 @@ def depthwise(padded, taps: np.ndarray, out_hw, strides, dilations, out: np.ndar
 
     When a tap's (width, channel) axes are one run of memory (unit width stride), `tiled_taps(OW)`
     ([kh, kw, OW*C]: the taps repeated along the width) lets each multiply-add run over whole rows
-    instead of C elements at a time. Small outputs take one einsum instead (fewer calls), over the taps
-    copied into [pixels, kh*kw, C] when there are few channels."""
+    instead of C elements at a time. Small outputs, and strided ones with MANY_CHANNELS, take one einsum
+    instead (fewer calls), over the taps copied into [pixels, kh*kw, C] when there are few channels."""
     kh, kw, c = taps.shape
     view = windows(padded, out_hw, (kh, kw), strides, dilations)
-    if out.size <= SMALL_DEPTHWISE:
+    if out.size <= SMALL_DEPTHWISE or (strides != (1, 1) and c >= MANY_CHANNELS):
         if c >= FEW_CHANNELS:
             return np.einsum("nhwijc,ijc->nhwc", view, taps, out=out)
         # few channels: numpy's einsum runs short inner loops over the strided view; the taps under
@@ -174,8 +177,8 @@ def depthwise_full_width(padded, taps: np.ndarray, out_hw, strides, dilations, o
     is first split into its sh * sw phases (rows a mod sh, columns b mod sw; one copy), each [Hq, Wq, C]
     with Hq, Wq the padded sizes divided by the strides, rounded up; tap (i, j) then reads phase
     (i*dh mod sh, j*dw mod sw) shifted by (i*dh div sh, j*dw div sw) pixels: again one contiguous range.
-    Every multiply-add runs over long contiguous rows, with `tiled_rows(pixels)` -> [kh, kw, L] (the
-    taps repeated to a row length L that divides pixels * C, see row_length).
+    Every product runs over long contiguous rows, with `tiled_rows(pixels)` -> [kh, kw, L] (the taps
+    repeated to a row length L that divides pixels * C, see row_length): one einsum per phase.
 
     Only the junk columns read past their own row; the last valid output's reads end within their
     phase, so no read leaves the input (or meets another phase's data in a valid output). The unwritten
@@ -200,29 +203,40 @@ def depthwise_full_width(padded, taps: np.ndarray, out_hw, strides, dilations, o
     length = pixels * c
     flat_out[length:] = 0
     tiled = tiled_rows(pixels)
-    shape = (-1, tiled.shape[-1])
-    acc = flat_out[:length].reshape(shape)
-    if (sh, sw) == (1, 1) and length <= SMALL_DEPTHWISE:
-        # small: every tap as one strided view [kh, kw, rows, L] (tap (i, j) starts (i*dh*Wq + j*dw) * C
-        # in) and one einsum over them: fewer calls than the tap loop (integer sums below the exactness
-        # bound do not depend on their order; float sums may round differently from the plain kernel's)
-        step = phases.itemsize
-        view = np.ndarray((kh, kw, *acc.shape), phases.dtype, phases, 0,   # (numpy checks it stays within)
-                          (dilations[0] * wq * c * step, dilations[1] * c * step, acc.shape[1] * step, step))
-        np.einsum("ijrl,ijl->rl", view, tiled, out=acc)
-        return out
-    tmp = scratch.get("tap", acc.shape, out.dtype)
-    for i in range(kh):
-        qi, pi = divmod(i * dilations[0], sh)
-        for j in range(kw):
-            qj, pj = divmod(j * dilations[1], sw)
-            start = (((pi * sw + pj) * hq + qi) * wq + qj) * c
-            src = phases[start: start + length].reshape(shape)
-            if i == j == 0:
-                np.multiply(src, tiled[0, 0], out=acc)
+    acc = flat_out[:length].reshape(-1, tiled.shape[-1])
+    # the taps that read one phase lie on a grid (_phase_taps): each grid is one strided view
+    # [taps_h, taps_w, rows, L] and one einsum over it, which beats a multiply-add per tap by about 1.4x
+    # (no temporary; integer sums below the exactness bound do not depend on their order, float sums
+    # may round differently from the plain kernel's)
+    step = phases.itemsize
+    tmp = None
+    for (pi, (i0, di, qi0, dqi, ni)) in _phase_taps(kh, dilations[0], sh):
+        for (pj, (j0, dj, qj0, dqj, nj)) in _phase_taps(kw, dilations[1], sw):
+            start = (((pi * sw + pj) * hq + qi0) * wq + qj0) * c
+            view = np.ndarray((ni, nj, *acc.shape), phases.dtype, phases, start * step,   # (numpy checks bounds)
+                              (dqi * wq * c * step, dqj * c * step, acc.shape[1] * step, step))
+            taps_here = tiled[i0::di, j0::dj][:ni, :nj]
+            if tmp is None:
+                np.einsum("ijrl,ijl->rl", view, taps_here, out=acc)
+                tmp = scratch.get("tap", acc.shape, out.dtype)
             else:
-                np.multiply(src, tiled[i, j], out=tmp)
+                np.einsum("ijrl,ijl->rl", view, taps_here, out=tmp)
                 acc += tmp
+    return out
+
+
+def _phase_taps(k: int, dilation: int, stride: int) -> list:
+    """Along one axis: per input phase p, the taps i with i * dilation = q * stride + p as a grid
+    (p, (first i, i step, first q, q step, count)): they form an arithmetic progression."""
+    groups: dict = {}
+    for i in range(k):
+        q, p = divmod(i * dilation, stride)
+        groups.setdefault(p, []).append((i, q))
+    out = []
+    for p, taps in sorted(groups.items()):
+        (i0, q0), n = taps[0], len(taps)
+        di, dq = (taps[1][0] - i0, taps[1][1] - q0) if n > 1 else (1, 0)
+        out.append((p, (i0, di, q0, dq, n)))
     return out
 
 

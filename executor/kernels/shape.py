@@ -143,20 +143,59 @@ def _strided_range(ctx, d: int, n: int, begin: int, end: int, stride: int, masks
     return start, count
 
 
-@kernel(Op.STRIDED_SLICE)
-def strided_slice(ctx):
-    x = ctx.inputs[0].array
-    begins, ends, strides = (int_values(ctx, i, name, x.ndim) for i, name in
+def _strided_slices(ctx, in_shape: tuple) -> tuple[tuple, list]:
+    """(one basic slice per dimension, the output shape) of STRIDED_SLICE on an input of `in_shape`."""
+    begins, ends, strides = (int_values(ctx, i, name, len(in_shape)) for i, name in
                              ((1, "begin"), (2, "end"), (3, "strides")))
     masks = tuple(ctx.scalar(i) for i in (4, 5, 6))
     index, shape = [], []
-    for d, n in enumerate(x.shape):
+    for d, n in enumerate(in_shape):
         start, count = _strided_range(ctx, d, n, begins[d], ends[d], strides[d], masks)
-        # an explicit index array avoids numpy's reading of a -1 stop as "the last element"
-        index.append(start + strides[d] * np.arange(count))
+        stop = start + strides[d] * count
+        # a negative stop would count from the end: below 0 the range runs to the first element (None)
+        index.append(slice(start, stop if stop >= 0 else None, strides[d]) if count else slice(0, 0))
         if not masks[2] >> d & 1:
             shape.append(count)
-    return [x[np.ix_(*index)].reshape(shape or [1])]
+    return tuple(index), shape or [1]
+
+
+@kernel(Op.STRIDED_SLICE)
+def strided_slice(ctx):
+    x = ctx.inputs[0].array
+    index, shape = _strided_slices(ctx, x.shape)
+    return [x[index].reshape(shape)]
+
+
+class PreparedStridedSlice:
+    """STRIDED_SLICE with constant begin, end, strides and masks: the slices worked out once per input
+    shape (by the kernel's own _strided_slices), each run one copy into output 0's buffer."""
+
+    fresh_outputs = True
+
+    def __init__(self, pctx):
+        self.kernel = pctx.step.kernel
+        self.plans: dict = {}
+
+    def __call__(self, ctx):
+        v = ctx.inputs[0]
+        if v is None:
+            return self.kernel(ctx)
+        x = v.array
+        plan = self.plans.get(x.shape)
+        if plan is None:
+            plan = self.plans[x.shape] = _strided_slices(ctx, x.shape)
+        index, shape = plan
+        part = x[index]
+        out = ctx.output_buffer(0, tuple(shape), x.dtype)
+        np.copyto(out.reshape(part.shape), part)
+        return [out]
+
+
+@prepare(Op.STRIDED_SLICE)
+def prepare_strided_slice(pctx):
+    if not pctx.is_runtime(0) or any(pctx.is_runtime(i) for i in range(1, len(pctx.inputs))):
+        return None
+    return PreparedStridedSlice(pctx)
 
 
 # -- splitting and repeating -------------------------------------------------------------

@@ -1,16 +1,18 @@
 """Padding and spatial rearrangement kernels: PAD, PAD_V2, DEPTH_TO_SPACE,
 SPACE_TO_DEPTH, BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND.
 
-The 4-D ones work in NHWC and honour the optional NCHW layout flag through
+PAD and PAD_V2 with constant paddings are compiled (PreparedPad). The 4-D ones work in NHWC and honour the optional NCHW layout flag through
 common.to_nhwc/from_nhwc. Each rearrangement is one reshape-transpose-reshape.
 """
 from __future__ import annotations
+
+from typing import Optional
 
 import numpy as np
 
 from nnapi.codes import OperationCode as Op
 
-from ..registry import kernel
+from ..registry import kernel, prepare
 from .common import QUANT_RANGE, is_quant, from_nhwc, to_nhwc
 from .shape import int_values
 
@@ -49,6 +51,74 @@ def pad_v2(ctx):
         if not lo <= value <= hi:
             ctx.fail(f"pad value {value} outside the {code.name} range [{lo}, {hi}]")
     return _pad(ctx, value)
+
+
+class PreparedPad:
+    """PAD / PAD_V2 with constant paddings and value: the input copied into the interior of output 0's
+    buffer and only the border filled (np.pad's own bookkeeping costs more than the copy on the tensors
+    of real models). The same values as the plain kernel; anything unexpected goes to it."""
+
+    fresh_outputs = True
+
+    def __init__(self, pctx, pads: np.ndarray, fill):
+        self.kernel = pctx.step.kernel
+        self.pads = [tuple(int(v) for v in row) for row in pads]
+        self.fill, self.dtype = fill, pctx.operand(0).type.dtype
+        self.rank = len(self.pads)
+        self.plans: dict = {}
+
+    def _plan(self, shape: tuple):
+        """(output shape, interior slices, border slices) for an input shape."""
+        plan = self.plans.get(shape)
+        if plan is None:
+            out = tuple(n + a + b for n, (a, b) in zip(shape, self.pads))
+            interior = tuple(slice(a, a + n) for n, (a, _) in zip(shape, self.pads))
+            borders = []
+            for axis, (a, b) in enumerate(self.pads):   # each border slab once: earlier axes' interior only
+                head = interior[:axis]
+                if a:
+                    borders.append(head + (slice(0, a),))
+                if b:
+                    borders.append(head + (slice(a + shape[axis], out[axis]),))
+            plan = self.plans[shape] = (out, interior, borders)
+        return plan
+
+    def __call__(self, ctx):
+        v = ctx.inputs[0]
+        if v is None or v.array.ndim != self.rank or v.array.dtype != self.dtype:
+            return self.kernel(ctx)
+        shape, interior, borders = self._plan(v.array.shape)
+        out = ctx.output_buffer(0, shape, self.dtype)
+        out[interior] = v.array
+        for b in borders:
+            out[b] = self.fill
+        return [out]
+
+
+def _prepare_pad(pctx, fill_index: Optional[int]):
+    if not pctx.is_runtime(0) or any(pctx.is_runtime(i) for i in range(1, len(pctx.inputs))):
+        return None
+    t = pctx.operand(0).type
+    pads = pctx.inputs[1].array if pctx.inputs[1] is not None else None
+    if t.dtype is None or not t.dimensions or pads is None or pads.shape != (len(t.dimensions), 2) or (pads < 0).any():
+        return None
+    if fill_index is None:
+        fill = t.zero_point if is_quant(t.code) else 0
+    else:
+        fill = pctx.inputs[fill_index].array.item()
+        if is_quant(t.code) and not QUANT_RANGE[t.code][0] <= fill <= QUANT_RANGE[t.code][1]:
+            return None   # the plain kernel reports it
+    return PreparedPad(pctx, pads, np.asarray(fill).astype(t.dtype))
+
+
+@prepare(Op.PAD)
+def prepare_pad(pctx):
+    return _prepare_pad(pctx, None)
+
+
+@prepare(Op.PAD_V2)
+def prepare_pad_v2(pctx):
+    return _prepare_pad(pctx, 2)
 
 
 # -- depth <-> space (square blocks) ------------------------------------------------------

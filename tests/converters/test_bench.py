@@ -63,3 +63,14 @@ def test_bench_holds_the_executor_blas_to_the_thread_count(tmp_path):
     # the limit is lifted afterwards
     assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] == before
     assert main(["bench", str(src), "--threads", "0"]) == 3
+
+
+def test_bench_cpu_clock(tmp_path):
+    src = tmp_path / "m.tflite"
+    three_op_model(src)
+    out = tmp_path / "bench.json"
+    assert main(["bench", str(src), "--vs", "litert", "--runs", "3", "--warmup", "1", "--clock", "cpu",
+                 "--format", "json", "-o", str(out)]) == 0
+    r = json.loads(out.read_text())
+    assert r["clock"] == "cpu" and r["ours_ms_median"] > 0 and r["reference_ms_median"] > 0
+    assert main(["bench", str(src), "--clock", "cpu", "--threads", "2", "--runs", "1"]) == 3   # one thread only

@@ -185,14 +185,18 @@ QS8 = (C.TENSOR_QUANT8_ASYMM_SIGNED, -128, 127, np.int8)
 
 
 @pytest.mark.parametrize("case", ["conv", "strided_dilated", "grouped", "depthwise_x2", "depthwise_large",
-                                  "worst_case"])
+                                  "depthwise_large_strided_dilated", "depthwise_strided_many", "worst_case"])
 @pytest.mark.parametrize("qtype", [Q8, QS8])
 def test_quantized_conv_fast_path_is_bit_identical(case, qtype):
     code_t, lo, hi, dt = qtype
     n, h, w, c, o, k = 2, 9, 8, 4, 6, 3
-    if case == "depthwise_large":  # above SMALL_DEPTHWISE outputs: the tap loop over whole rows
+    if case == "depthwise_large":  # above SMALL_DEPTHWISE outputs: computed at full width
         n, h, w = 1, 48, 50
     stride, pads, dil, groups = (1, 1), (1, 1, 1, 1), (1, 1), 1
+    if case == "depthwise_large_strided_dilated":  # full width over the stride phases, 5x5 taps
+        n, h, w, k, stride, dil, pads = 1, 100, 104, 5, (2, 2), (1, 2), (2, 1, 4, 3)
+    if case == "depthwise_strided_many":  # strided with MANY_CHANNELS outputs: one einsum over the windows
+        n, h, w, c, stride, pads = 1, 40, 42, 40, (2, 2), (0, 1, 1, 0)
     if case == "strided_dilated":
         stride, dil, pads = (2, 3), (2, 1), (2, 0, 1, 3)
     if case == "grouped":
@@ -233,7 +237,8 @@ def test_quantized_conv_fast_path_is_bit_identical(case, qtype):
                (C.INT32, stride[1]), (C.INT32, stride[0])]
     fuse = 1 if case == "conv" else 0  # RELU once, else the whole output range
     if case.startswith("depthwise"):
-        op, scalars = Op.DEPTHWISE_CONV_2D, scalars + [(C.INT32, 2), (C.INT32, fuse)]
+        op, scalars = Op.DEPTHWISE_CONV_2D, scalars + [(C.INT32, 2), (C.INT32, fuse), (C.BOOL, False),
+                                                       (C.INT32, dil[1]), (C.INT32, dil[0])]
     elif groups > 1:
         op, scalars = Op.GROUPED_CONV_2D, scalars + [(C.INT32, groups), (C.INT32, fuse), (C.BOOL, False)]
     else:

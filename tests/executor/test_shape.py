@@ -3,6 +3,7 @@ executor/kernels/shape.py, executor/kernels/shape_space.py), through the public 
 import numpy as np
 import pytest
 
+import nnapi
 from nnapi import NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
 from tests.executor.op_harness import OMIT, build, run
 
@@ -125,3 +126,61 @@ def test_finish_rejects_an_unsupported_type():
     with pytest.raises(NnapiError) as e:
         m.finish()
     assert e.value.code == ResultCode.BAD_DATA
+
+
+@pytest.mark.parametrize("code,fill", [(F32, None), (Q8, None), (C.TENSOR_QUANT8_ASYMM_SIGNED, None),
+                                       (F32, -2.5), (Q8, 200), (C.TENSOR_FLOAT16, None)])
+def test_pad_with_constant_paddings_matches_numpy_on_every_axis(code, fill):
+    """The compiled PAD (shape_space.PreparedPad) writes the interior and every border slab, run after run
+    (the output buffer is reused: nothing from the previous run may survive)."""
+    rng = np.random.default_rng(5)
+    pads = [[1, 0], [0, 2], [3, 1], [0, 4]]
+    zp = {Q8: 3, C.TENSOR_QUANT8_ASYMM_SIGNED: -5}.get(code, 0)
+    scale = 0.5 if zp else 0.0
+    in_t, out_t = OperandType(code, [2, 3, 4, 5], scale, zp), OperandType(code, [3, 5, 8, 9], scale, zp)
+    inputs = [(in_t, None), tensor(pads)]
+    if fill is not None:
+        inputs.append(scalar(fill, C.FLOAT32 if code == F32 else C.INT32))
+    m = build(Op.PAD_V2 if fill is not None else Op.PAD, inputs, [out_t])
+    comp = nnapi.Compilation(m)
+    comp.finish()
+    for _ in range(2):
+        x = (rng.normal(0, 3, in_t.dimensions) if code in (F32, C.TENSOR_FLOAT16) else rng.integers(-5, 100, in_t.dimensions)).astype(in_t.dtype)
+        ex = nnapi.Execution(comp)
+        ex.set_input(0, x)
+        out = np.full(out_t.dimensions, 99, out_t.dtype)
+        ex.set_output(0, out)
+        ex.compute()
+        want = np.pad(x, pads, constant_values=np.asarray(zp if fill is None else fill).astype(x.dtype))
+        np.testing.assert_array_equal(out, want)
+
+
+def test_strided_slice_with_constant_parameters_matches_index_arithmetic():
+    """The compiled STRIDED_SLICE (shape.PreparedStridedSlice) against indices worked out by hand:
+    start + k * stride for each k below the count, negative strides running to the first element, masks."""
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(5, 6, 7)).astype(np.float32)
+    cases = [([4, 5, 6], [-8, -9, -10], [-1, -2, -3], 0, 0, 0),   # back to the first element
+             ([1, 0, 2], [4, 6, 7], [2, 1, 2], 0b010, 0b001, 0),
+             ([3, 1, 0], [4, 5, 7], [1, 2, 3], 0, 0, 0b001)]        # shrink axis 0
+    for begin, end, strides, bmask, emask, shrink in cases:
+        index = []
+        for d, n in enumerate(x.shape):
+            b = (0 if strides[d] > 0 else n - 1) if bmask >> d & 1 else begin[d] % n if begin[d] < 0 else begin[d]
+            e = (n if strides[d] > 0 else -1) if emask >> d & 1 else max(end[d] + n, -1) if end[d] < 0 else end[d]
+            index.append([i for i in range(min(b, n - 1) if strides[d] < 0 else b, e, strides[d]) if 0 <= i < n])
+        want = x[np.ix_(*index)]
+        if shrink:
+            want = want[0]
+        m = build(Op.STRIDED_SLICE, [(OperandType(F32, list(x.shape)), None), tensor(begin), tensor(end),
+                                     tensor(strides), scalar(bmask), scalar(emask), scalar(shrink)],
+                  [OperandType(F32, list(want.shape))])
+        comp = nnapi.Compilation(m)
+        comp.finish()
+        for _ in range(2):   # the second run takes the plan the first one made
+            ex = nnapi.Execution(comp)
+            ex.set_input(0, x)
+            out = np.zeros(want.shape, np.float32)
+            ex.set_output(0, out)
+            ex.compute()
+            np.testing.assert_array_equal(out, want)

@@ -1,0 +1,205 @@
+"""converters/model_folds.py: a PAD of height and width read only by convolutions becomes their explicit
+padding. Folded conversions match LiteRT / onnxruntime and give exactly the unfolded conversion's outputs."""
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper as h, numpy_helper
+
+import converters.convert as driver
+from converters.onnx import convert as convert_onnx
+from converters.onnx.runner import parity as onnx_parity
+from converters.runners import random_source_inputs, run_converted
+from converters.tflite import convert as convert_tflite
+
+from .test_tflite_conv import Net
+from .tflite_harness import assert_matches_litert
+
+CONV_OPTIONS = {"CONV_2D": "Conv2DOptions", "DEPTHWISE_CONV_2D": "DepthwiseConv2DOptions"}
+
+
+FOLDS = ("fold_pads_into_convolutions", "fold_reshapes_into_fully_connected")
+
+
+def _unfolded(convert, data, **kw):
+    """The conversion without the folds (the driver's fold steps replaced by ones that fold nothing)."""
+    saved = {name: getattr(driver, name) for name in FOLDS}
+    for name in FOLDS:
+        setattr(driver, name, lambda model, keep: [])
+    try:
+        return convert(data, **kw)
+    finally:
+        for name, fn in saved.items():
+            setattr(driver, name, fn)
+
+
+def _same_outputs(folded, unfolded, seeds=(0, 1)):
+    for seed in seeds:
+        x = random_source_inputs(folded.source.main, seed)
+        for a, b in zip(run_converted(folded, x), run_converted(unfolded, x)):
+            np.testing.assert_array_equal(a, b)
+
+
+def _codes(result):
+    return [op.code.name for op in result.model.operations]
+
+
+def pad_conv_tflite(type_name, op, pads, padding, stride=1, dilation=1, readers=1, pad_value=None):
+    """x [1, 7, 8, 3] -> PAD (or PADV2 with `pad_value`) -> `readers` convolutions (3x3 filters)."""
+    net = Net(type_name)
+    x = net.input([1, 7, 8, 3])
+    g = net.g
+    shape = [1, 7 + pads[1][0] + pads[1][1], 8 + pads[2][0] + pads[2][1], 3 + pads[3][0] + pads[3][1]]
+    padded = net.act("padded", shape, q=net.in_q)
+    inputs = [x, g.const("paddings", np.array(pads, np.int32))]
+    if pad_value is not None:
+        inputs.append(g.const("value", np.array([pad_value], np.float32 if type_name == "float32" else np.int8),
+                              **net.in_q))
+    g.op("PADV2" if pad_value is not None else "PAD", inputs, [padded])
+    outs = []
+    for k in range(readers):
+        axis = 3 if op == "DEPTHWISE_CONV_2D" else 0
+        w_shape = [1, 3, 3, shape[3]] if op == "DEPTHWISE_CONV_2D" else [4, 3, 3, shape[3]]
+        w, scales = net.weights(f"w{k}", w_shape, axis)
+        eff = 2 * dilation + 1
+        size = [(n + stride - 1) // stride if padding == "SAME" else (n - eff + stride) // stride for n in shape[1:3]]
+        y = net.act(f"y{k}", [1, *size, w_shape[axis]])
+        opts = dict(padding=padding, stride_w=stride, stride_h=stride, dilation_w_factor=dilation,
+                    dilation_h_factor=dilation, fused_activation_function="RELU")
+        if op == "DEPTHWISE_CONV_2D":
+            opts["depth_multiplier"] = 1
+        g.op(op, [padded, w, net.bias(f"b{k}", w_shape[axis], scales)], [y], CONV_OPTIONS[op], **opts)
+        outs.append(y)
+    return net.finish(*outs)
+
+
+SPATIAL = [[0, 0], [1, 2], [2, 1], [0, 0]]
+
+
+@pytest.mark.parametrize("type_name", ["float32", "uint8", "int8", "int8pc"])
+@pytest.mark.parametrize("op,padding,stride,dilation", [
+    ("DEPTHWISE_CONV_2D", "VALID", 2, 1), ("DEPTHWISE_CONV_2D", "SAME", 1, 2), ("CONV_2D", "SAME", 2, 1),
+    ("CONV_2D", "VALID", 1, 1)])
+def test_pad_folds_into_the_convolution(type_name, op, padding, stride, dilation):
+    data = pad_conv_tflite(type_name, op, SPATIAL, padding, stride, dilation)
+    folded = assert_matches_litert(data, 8)
+    assert _codes(folded) == [op]
+    pad_node = folded.nodes[0]
+    assert pad_node.supported and f"folded into node 1 ({op}" in pad_node.note, pad_node.note
+    assert pad_node.note.endswith("as its explicit padding")
+    unfolded = _unfolded(convert_tflite, data)
+    assert _codes(unfolded) == ["PAD", op]
+    _same_outputs(folded, unfolded)
+
+
+def test_pad_read_by_two_convolutions_folds_into_both():
+    data = pad_conv_tflite("int8", "DEPTHWISE_CONV_2D", SPATIAL, "VALID", readers=2)
+    folded = assert_matches_litert(data, 8)
+    assert _codes(folded) == ["DEPTHWISE_CONV_2D", "DEPTHWISE_CONV_2D"]
+    _same_outputs(folded, _unfolded(convert_tflite, data))
+
+
+@pytest.mark.parametrize("why,pads,pad_value", [
+    ("pads channels", [[0, 0], [1, 1], [1, 1], [0, 2]], None),
+    ("pads with a value other than zero", SPATIAL, 0.5),
+])
+def test_pad_that_changes_values_is_kept(why, pads, pad_value):
+    data = pad_conv_tflite("float32", "CONV_2D", pads, "VALID", pad_value=pad_value)
+    result = assert_matches_litert(data, 8)
+    assert _codes(result)[0] in ("PAD", "PAD_V2"), why
+    assert "folded" not in result.nodes[0].note
+
+
+def test_padv2_with_the_zero_point_folds():
+    data = pad_conv_tflite("int8", "DEPTHWISE_CONV_2D", SPATIAL, "VALID", pad_value=-3)   # the input's zero point
+    folded = assert_matches_litert(data, 8)
+    assert _codes(folded) == ["DEPTHWISE_CONV_2D"]
+    _same_outputs(folded, _unfolded(convert_tflite, data))
+
+
+def test_pad_that_is_a_model_output_is_kept():
+    net = Net("float32")
+    x = net.input([1, 5, 5, 2])
+    padded = net.act("padded", [1, 7, 7, 2])
+    net.g.op("PAD", [x, net.g.const("p", np.array([[0, 0], [1, 1], [1, 1], [0, 0]], np.int32))], [padded])
+    w, _ = net.weights("w", [3, 3, 3, 2])
+    y = net.act("y", [1, 5, 5, 3])
+    net.g.op("CONV_2D", [padded, w, net.bias("b", 3, None)], [y], "Conv2DOptions", padding="VALID",
+             stride_w=1, stride_h=1)
+    result = assert_matches_litert(net.finish(padded, y), 8)
+    assert _codes(result) == ["PAD", "CONV_2D"]
+
+
+def _onnx_pad_conv(pads, mode="constant", value=None, group=1):
+    """x -> 1x1 Conv -> Pad -> 3x3 Conv, stride 2 -> Relu (NCHW)."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(np.array(pads, np.int64), "pads"),
+             numpy_helper.from_array(rng.standard_normal((4, 4 // group, 3, 3)).astype(np.float32), "W"),
+             numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "B"),
+             numpy_helper.from_array(rng.standard_normal((4, 4, 1, 1)).astype(np.float32), "W0")]
+    pad_inputs = ["x0", "pads"]
+    if value is not None:
+        inits.append(numpy_helper.from_array(np.array(value, np.float32), "value"))
+        pad_inputs.append("value")
+    nodes = [h.make_node("Conv", ["x", "W0"], ["x0"], kernel_shape=[1, 1]),   # (NHWC from here on)
+             h.make_node("Pad", pad_inputs, ["p"], mode=mode),
+             h.make_node("Conv", ["p", "W", "B"], ["y"], kernel_shape=[3, 3], strides=[2, 2], group=group),
+             h.make_node("Relu", ["y"], ["out"])]
+    graph = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 9, 10])],
+                         [h.make_tensor_value_info("out", TensorProto.FLOAT, None)], inits)
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 13)]).SerializeToString()
+
+
+@pytest.mark.parametrize("group", [1, 4])
+def test_onnx_pad_folds_into_conv(group):
+    data = _onnx_pad_conv([0, 0, 1, 2, 0, 0, 2, 1], group=group)
+    folded = convert_onnx(data)
+    assert "PAD" not in _codes(folded), _codes(folded)
+    assert "folded into node 2 (Conv" in folded.nodes[1].note, folded.nodes[1].note
+    assert onnx_parity(folded, data, seeds=(0, 1)) == []
+    unfolded = _unfolded(convert_onnx, data)
+    assert "PAD" in _codes(unfolded)
+    _same_outputs(folded, unfolded)
+
+
+def test_onnx_reflect_pad_is_kept():
+    data = _onnx_pad_conv([0, 0, 1, 1, 0, 0, 1, 1], mode="reflect")
+    result = convert_onnx(data)
+    assert "folded into" not in result.nodes[1].note
+    assert onnx_parity(result, data) == []
+
+
+def test_tflite_reshape_folds_into_fully_connected():
+    """[1, 2, 2, 3] -> RESHAPE [1, 12] -> FULLY_CONNECTED: the FULLY_CONNECTED flattens the 4-D input itself."""
+    for type_name in ("float32", "int8"):
+        net = Net(type_name)
+        x = net.input([1, 2, 2, 3])
+        flat = net.act("flat", [1, 12], q=net.in_q)
+        net.g.op("RESHAPE", [x, net.g.const("shape", np.array([1, 12], np.int32))], [flat])
+        w, scales = net.weights("w", [5, 12])
+        y = net.act("y", [1, 5])
+        net.g.op("FULLY_CONNECTED", [flat, w, net.bias("b", 5, scales)], [y], "FullyConnectedOptions")
+        data = net.finish(y)
+        folded = assert_matches_litert(data, 8)
+        assert _codes(folded) == ["FULLY_CONNECTED"], type_name
+        assert "folded into node 1 (FULLY_CONNECTED" in folded.nodes[0].note
+        unfolded = _unfolded(convert_tflite, data)
+        assert _codes(unfolded) == ["RESHAPE", "FULLY_CONNECTED"]
+        _same_outputs(folded, unfolded)
+
+
+def test_onnx_flatten_folds_into_gemm():
+    rng = np.random.default_rng(1)
+    nodes = [h.make_node("Conv", ["x", "W0"], ["c"], kernel_shape=[1, 1]), h.make_node("Flatten", ["c"], ["f"]),
+             h.make_node("Gemm", ["f", "W", "B"], ["y"], transB=1)]
+    inits = [numpy_helper.from_array(rng.standard_normal((3, 2, 1, 1)).astype(np.float32), "W0"),
+             numpy_helper.from_array(rng.standard_normal((4, 3 * 2 * 2)).astype(np.float32), "W"),
+             numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "B")]
+    graph = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 2, 2])],
+                         [h.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    data = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)]).SerializeToString()
+    folded = convert_onnx(data)
+    assert onnx_parity(folded, data, seeds=(0, 1)) == []
+    unfolded = _unfolded(convert_onnx, data)
+    assert len(folded.model.operations) < len(unfolded.model.operations), (_codes(folded), _codes(unfolded))
+    _same_outputs(folded, unfolded)
+
