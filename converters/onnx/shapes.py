@@ -36,6 +36,20 @@ def pin(proto: onnx.ModelProto, input_shapes: Optional[dict], dims: Optional[dic
         for d in vi.type.tensor_type.shape.dim if vi.type.HasField("tensor_type") else ():
             if d.HasField("dim_value") and d.dim_value < 0:  # exporters write -1 for "unknown"
                 d.dim_param = ""
+    # named dimensions first, so that an input also pinned whole (--input-shape) still has its names to match
+    seen = set()
+    for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
+        if not vi.type.HasField("tensor_type"):
+            continue
+        for d in vi.type.tensor_type.shape.dim:
+            if d.HasField("dim_param") and d.dim_param in (dims or {}):
+                seen.add(d.dim_param)
+                d.dim_value = int(dims[d.dim_param])  # clears dim_param (a oneof)
+    missing = sorted(set(dims or {}) - seen)
+    if any(missing):
+        known = sorted(symbols_of_inputs(proto))
+        raise SourceError(f"--dim {missing[0]}: the model has no dimension named {missing[0]!r} (named "
+                          f"dimensions: {', '.join(map(repr, known)) or 'none'})")
     for name, want in (input_shapes or {}).items():
         vi = next((v for v in graph.input if v.name == name and v.type.HasField("tensor_type")), None)
         if vi is None:
@@ -46,21 +60,6 @@ def pin(proto: onnx.ModelProto, input_shapes: Optional[dict], dims: Optional[dic
         del have[:]
         for d in want:
             have.add().dim_value = int(d)
-    if not dims:
-        return
-    seen = set()
-    for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
-        if not vi.type.HasField("tensor_type"):
-            continue
-        for d in vi.type.tensor_type.shape.dim:
-            if d.HasField("dim_param") and d.dim_param in dims:
-                seen.add(d.dim_param)
-                d.dim_value = int(dims[d.dim_param])  # clears dim_param (a oneof)
-    missing = sorted(set(dims) - seen)
-    if any(missing):
-        known = sorted(symbols_of_inputs(proto))
-        raise SourceError(f"--dim {missing[0]}: the model has no dimension named {missing[0]!r} (named "
-                          f"dimensions: {', '.join(map(repr, known)) or 'none'})")
 
 
 UNNAMED = "unnamed_dim_"  # prefix of the names given to input extents the model leaves unnamed ('?', -1)

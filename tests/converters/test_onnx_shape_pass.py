@@ -177,3 +177,18 @@ def test_other_report_formats_name_the_pins(tmp_path):
     r = report_for_path(str(p), 8)
     for fmt in ("text", "markdown", "html"):
         assert "pin x (batch, height, width)" in render(r, fmt)
+
+
+def test_dims_and_input_shapes_together():
+    """--dim and --input-shape pinning the same input agree: the named dimension is matched first."""
+    import numpy as np
+    from onnx import TensorProto, helper
+
+    from converters.onnx import convert
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])])
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+    result = convert(data, input_shapes={"x": (2, 4)}, dims={"batch": 2})
+    assert result.complete and list(result.model.operands[result.model.inputs[0]].type.dimensions) == [2, 4]
+    assert np.dtype(result.source.main.tensors[result.source.main.inputs[0]].dtype) == np.float32
