@@ -347,6 +347,39 @@ class OnnxContext(ConversionContext):
             return all(self.supported(c) and self.quantized_core(c) for c in f.dq_cores[k])
         return False
 
+    def float_core(self, node) -> bool:
+        """A QDQ core whose quantized form NNAPI refuses for its quantization parameters alone (LOGISTIC,
+        SOFTMAX and TANH have fixed output scales, the pools and RESHAPE keep the input's): it computes in
+        float between DEQUANTIZE and QUANTIZE instead, rounding once to the requested output scale as the
+        QDQ graph (and onnxruntime's QLinear kernels) do, where a requantization after the fixed scale would
+        round twice."""
+        memo, probing = self.plans.setdefault("float_core", {}), self.plans.setdefault("probing", set())
+        k = node.index
+        if k in probing:
+            return False  # the probe itself: the quantized form
+        if k not in memo:
+            probing.add(k)
+            try:
+                g = next(n for n, gr in enumerate(self.graphs) if gr is self.graph)
+                verdict = driver.check_node(SourceModel("onnx", self.graphs), g, node, self.feature_level,
+                                            self.input_shapes)
+            finally:
+                probing.discard(k)
+            memo[k] = isinstance(verdict, Unsupported) and verdict.reason is Reason.QUANTIZATION_TYPE
+        return memo[k]
+
+    def _convert_float_core(self, node, fn) -> None:
+        """The core in float: its run-time DequantizeLinear inputs and QuantizeLinear outputs (absorbed into
+        the group) are emitted here, around the float op."""
+        alias = self.fusion.core_alias[node.index]
+        for f, q in alias.items():
+            if f in node.inputs and not self.graph.tensors[f].is_constant and f not in self.operand_of:
+                self.emit_form(Op.DEQUANTIZE, "default", [self.output(f)], input=self.operand(q))
+        fn(node, self)
+        for f, q in alias.items():
+            if f in node.outputs:
+                self.emit_form(Op.QUANTIZE, "default", [self.output(q)], input=self.operand(f))
+
     def convert_node(self, node, fn) -> None:
         """Run converter fn on node with the plans applied (see common.onnx_op)."""
         runtime = quant.runtime_parameter(self.graph, node)
@@ -355,11 +388,15 @@ class OnnxContext(ConversionContext):
                                                            f"tensor; NNAPI quantization parameters are constants")
         if self.absorbed(node):
             return
-        self.alias = self.fusion.core_alias[node.index] if self.quantized_core(node.index) else {}
-        try:
-            fn(node, self)
-        finally:
-            self.alias = {}
+        core = self.quantized_core(node.index)
+        if core and self.float_core(node):
+            self._convert_float_core(node, fn)
+        else:
+            self.alias = self.fusion.core_alias[node.index] if core else {}
+            try:
+                fn(node, self)
+            finally:
+                self.alias = {}
         for temp, final, perm in self._pending:  # NHWC graph outputs back to the ONNX layout
             dims = self.model.operands[temp].type.dimensions
             if layout.moves_only_unit_axes(perm, dims) and all(dims):

@@ -135,11 +135,11 @@ def test_qdq_core_unsupported_falls_back_consistently():
     """A QDQ core that cannot convert leaves its Q and DQ nodes converting on their own (--partial)."""
     inits = {}
     nodes, xdq = qdq("x", np.uint8, 0.02, 128, inits)
-    nodes += [h.make_node("LeakyRelu", [xdq], ["e"])]  # no quantized LeakyRelu mapping
+    nodes += [h.make_node("Hardmax", [xdq], ["e"])]  # no NNAPI mapping at all
     more, _ = qdq("e", np.uint8, 0.02, 128, inits)
     data = make_model(nodes + more, [("x", np.float32, SHAPE)], ["e_dq"], inits, opset=13)
     r = convert(data, 8, partial=True)
-    assert [n.op for n in r.unsupported] == ["LeakyRelu"]
+    assert [n.op for n in r.unsupported] == ["Hardmax"]
     assert len(r.partitions) == 2 and all(p.model is not None for p in r.partitions)
 
 

@@ -52,6 +52,10 @@ def fully_connected(node, ctx, a: int, b: int, c: int = -1, trans_b: bool = Fals
     k_n = ctx.const_value(b, "B").shape
     n = k_n[0] if trans_b else k_n[1]
     a_op = a_operand if a_operand is not None else ctx.operand_data(a)
+    bq = ctx.tensor(b).quant
+    if bq is not None and bq.per_channel:
+        _per_channel_fc(node, ctx, a_op, b, c, trans_b, alpha, beta, n)
+        return
     weights = _fc_weights(ctx, b, trans_b, alpha, node.label(),
                           ctx.model.operands[a_op].type.code == C.TENSOR_QUANT8_ASYMM)
     check_bias_scale(ctx, node, a, b)
@@ -71,6 +75,39 @@ def fully_connected(node, ctx, a: int, b: int, c: int = -1, trans_b: bool = Fals
     ctx.emit_form(Op.FULLY_CONNECTED, "default", [flat], input=a_op, weights=weights, bias=bias,
                   fuse=fuse)
     ctx.emit_form(Op.RESHAPE, "default", [out], input=flat, shape=ctx.const(np.asarray(out_shape, np.int32)))
+
+
+def _per_channel_fc(node, ctx, a_op: int, b: int, c: int, trans_b: bool, alpha, beta, n: int) -> None:
+    """FULLY_CONNECTED has no per-channel weights: the same products as a 1x1 CONV_2D over the rows
+    ([rows, 1, 1, K] -> [rows, 1, 1, N]), which takes per-channel weights (and requantizes per column)."""
+    bq = ctx.tensor(b).quant
+    if bq.axis != (0 if trans_b else 1):
+        raise Unsupported(Reason.QUANTIZATION_TYPE, f"{node.label()}: B is quantized per {'row' if trans_b else 'column'}"
+                                                    f" of K, not per output column")
+    if alpha != 1.0:
+        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: alpha {alpha} on quantized weights")
+    a_dims = ctx.model.operands[a_op].type.dimensions
+    out_t = ctx.tensor(node.outputs[0])
+    out_shape = tuple(int(d) for d in (ctx.source_shape(node.outputs[0]) or ()))
+    if not a_dims or not all(a_dims) or not out_shape or not all(out_shape):
+        raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: per-channel weights need known shapes")
+    k = int(a_dims[-1])
+    rows = int(np.prod(a_dims)) // k
+    at = ctx.model.operands[a_op].type
+    a4 = ctx.temp(OperandType(at.code, (rows, 1, 1, k), at.scale, at.zero_point), f"{out_t.name}/rows")
+    ctx.emit_form(Op.RESHAPE, "default", [a4], input=a_op, shape=ctx.const(np.asarray((rows, 1, 1, k), np.int32)))
+    # B as [N, 1, 1, K]: [1, 1, N, K] (transB) or [1, 1, K, N] moved so N leads
+    weights = ctx.weight(b, (2, 0, 1, 3) if trans_b else (3, 0, 1, 2), rank=4)
+    check_bias_scale(ctx, node, node.inputs[0], b)
+    bias = _fc_bias(ctx, node, c, n, node.inputs[0], b, beta)
+    fuse, out = ctx.fused_output(node)
+    otype = ctx.model.operands[out].type
+    conv = ctx.temp(OperandType(otype.code, (rows, 1, 1, n), otype.scale, otype.zero_point), f"{out_t.name}/conv")
+    zero = ctx.i32(0)
+    ctx.emit_form(Op.CONV_2D, "explicit", [conv], input=a4, filter=weights, bias=bias, pad_left=zero,
+                  pad_right=zero, pad_top=zero, pad_bottom=zero, stride_w=ctx.i32(1), stride_h=ctx.i32(1), fuse=fuse)
+    ctx.emit_form(Op.RESHAPE, "default", [out], input=conv,
+                  shape=ctx.const(np.asarray(otype.dimensions, np.int32)))
 
 
 def batch_matmul(node, ctx, a: int, b: int, adj_a=False, adj_b=False):
