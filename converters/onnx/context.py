@@ -16,6 +16,7 @@ Converters are registered with `common.onnx_op`, which runs them through
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 import numpy as np
@@ -28,6 +29,9 @@ from ..registry import Reason, Supported, Unsupported
 from ..source_graph import SourceModel
 from . import fusion, layout, quant
 
+# QLinear ops without weights that compute in float when NNAPI refuses their scales (float_core)
+FLOAT_QLINEAR = {"QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu", "QLinearAveragePool",
+                 "QLinearGlobalAveragePool", "QLinearConcat"}
 ACTIVATION_OPS = {FuseCode.RELU: Op.RELU, FuseCode.RELU1: Op.RELU1, FuseCode.RELU6: Op.RELU6}
 # outputs NNAPI computes as int32 where ONNX has int64 (the indices of ArgMax, ArgMin, TopK)
 INDEX_OUTPUTS = {"ArgMax": (0,), "ArgMin": (0,), "TopK": (1,)}
@@ -368,16 +372,42 @@ class OnnxContext(ConversionContext):
             memo[k] = isinstance(verdict, Unsupported) and verdict.reason is Reason.QUANTIZATION_TYPE
         return memo[k]
 
+    def _float_twin(self, t: int, role: str) -> int:
+        """A float32 tensor standing for quantized tensor t (a QLinear op computed in float), in t's layout;
+        one per role ("input": its DEQUANTIZE, "output": before its QUANTIZE), so a reader never sees the
+        unrounded value a writer computed."""
+        twins = self.graph.__dict__.setdefault("_float_twins", {})
+        if (t, role) not in twins:
+            src = self.graph.tensors[t]
+            k = twins[(t, role)] = len(self.graph.tensors)
+            self.graph.tensors.append(dataclasses.replace(src, index=k, name=f"{src.name}/float_{role}",
+                                                          dtype=np.dtype(np.float32), quant=None, data=None))
+        if t in self.layout:
+            self.layout[twins[(t, role)]] = self.layout[t]
+        return twins[(t, role)]
+
     def _convert_float_core(self, node, fn) -> None:
-        """The core in float: its run-time DequantizeLinear inputs and QuantizeLinear outputs (absorbed into
-        the group) are emitted here, around the float op."""
-        alias = self.fusion.core_alias[node.index]
-        for f, q in alias.items():
-            if f in node.inputs and not self.graph.tensors[f].is_constant and f not in self.operand_of:
+        """The core in float between DEQUANTIZE and QUANTIZE: a QDQ core's run-time DequantizeLinear inputs
+        and QuantizeLinear outputs (absorbed into the group) are emitted here; a QLinear op reads and writes
+        float twins of its quantized tensors."""
+        if node.index in self.fusion.core_alias:
+            pairs, alias = self.fusion.core_alias[node.index], {}
+        else:
+            data = [i for i in quant.data_inputs(node) if i >= 0 and self.graph.tensors[i].quant is not None]
+            pairs = {self._float_twin(t, "input"): t for t in data}
+            pairs.update({self._float_twin(t, "output"): t for t in node.outputs if t >= 0})
+            alias = {t: f for f, t in pairs.items()}
+        outputs = set(node.outputs)
+        for f, q in pairs.items():
+            if not ({f, q} & outputs) and not self.graph.tensors[f].is_constant and f not in self.operand_of:
                 self.emit_form(Op.DEQUANTIZE, "default", [self.output(f)], input=self.operand(q))
-        fn(node, self)
-        for f, q in alias.items():
-            if f in node.outputs:
+        self.alias = alias
+        try:
+            fn(node, self)
+        finally:
+            self.alias = {}
+        for f, q in pairs.items():
+            if {f, q} & outputs:
                 self.emit_form(Op.QUANTIZE, "default", [self.output(q)], input=self.operand(f))
 
     def convert_node(self, node, fn) -> None:
@@ -389,7 +419,7 @@ class OnnxContext(ConversionContext):
         if self.absorbed(node):
             return
         core = self.quantized_core(node.index)
-        if core and self.float_core(node):
+        if (core or node.op in FLOAT_QLINEAR) and self.float_core(node):
             self._convert_float_core(node, fn)
         else:
             self.alias = self.fusion.core_alias[node.index] if core else {}

@@ -25,6 +25,7 @@ from google.protobuf.message import Message
 from onnx import TensorProto, helper, numpy_helper
 
 from ..source_graph import SourceError, SourceGraph, SourceModel, SourceNode, SourceTensor
+from . import ms_shapes
 
 STANDARD_DOMAINS = ("", "ai.onnx")
 # element types packed several to a byte: raw_data is not one element per itemsize (onnx unpacks them)
@@ -343,6 +344,7 @@ def read_onnx(source: Union[str, Path, bytes, bytearray, memoryview],
         inferred = onnx.shape_inference.infer_shapes(proto)
     except Exception:  # inference is best effort: declared shapes still count
         inferred = proto
+    inferred = ms_shapes.complete(inferred)  # ONNX inference stops at com.microsoft quantized ops
     try:
         return _Reader(inferred, where, folder).read()
     except SourceError:

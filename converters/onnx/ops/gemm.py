@@ -7,7 +7,7 @@ import numpy as np
 from nnapi import OperandCode as C, OperandType, OperationCode as Op
 
 from ...registry import Reason, Unsupported
-from ..common import OPSET_MAX, bias_operand, onnx_op
+from ..common import MS_DOMAIN_VERSIONS, OPSET_MAX, bias_operand, onnx_op
 from ..quant import data_inputs
 from .quantize import check_bias_scale
 
@@ -141,11 +141,14 @@ def qlinear_matmul(node, ctx):
     _matmul(node, ctx, *data_inputs(node)[:2])
 
 
+@onnx_op("QGemm", versions=MS_DOMAIN_VERSIONS)
 @onnx_op("Gemm", versions=(7, OPSET_MAX))
 def gemm(node, ctx):
-    """Gemm (alpha, beta, transA, transB, C): FULLY_CONNECTED when B and C are constant."""
-    a, b = node.inputs[0], node.inputs[1]
-    c = node.inputs[2] if len(node.inputs) > 2 else -1
+    """Gemm (alpha, beta, transA, transB, C): FULLY_CONNECTED when B and C are constant; com.microsoft
+    QGemm (int32 C) likewise, quantized."""
+    ins = data_inputs(node)
+    a, b = ins[0], ins[1]
+    c = ins[2] if len(ins) > 2 else -1
     alpha, beta = float(node.attrs.get("alpha", 1.0)), float(node.attrs.get("beta", 1.0))
     trans_a, trans_b = bool(node.attrs.get("transA", 0)), bool(node.attrs.get("transB", 0))
     if ctx.is_const(b) and (c < 0 or ctx.is_const(c)):
