@@ -34,11 +34,11 @@ NHWC = (0, 2, 3, 1)
 # ops whose NNAPI form needs NHWC 4-D activations (input 0 and output 0)
 SPATIAL = {"Conv", "ConvTranspose", "AveragePool", "MaxPool", "GlobalAveragePool", "GlobalMaxPool",
            "DepthToSpace", "SpaceToDepth", "Resize", "LRN", "QLinearConv", "QLinearAveragePool",
-           "QLinearGlobalAveragePool", "InstanceNormalization"}
+           "QLinearGlobalAveragePool", "InstanceNormalization", "ConvInteger"}
 # one activation input; the output has its layout (per-channel constants are transposed)
 FOLLOW = {"Relu", "Clip", "Sigmoid", "Tanh", "Floor", "Abs", "Exp", "Log", "Neg", "Sin", "Sqrt", "Elu",
           "LeakyRelu", "Identity", "Dropout", "Cast", "QuantizeLinear", "DequantizeLinear", "QLinearSigmoid",
-          "QLinearLeakyRelu",
+          "QLinearLeakyRelu", "DynamicQuantizeLinear",
           "BatchNormalization", "Split", "Slice", "Pad", "Softmax", "LogSoftmax", "CumSum",
           # elementwise compositions (ops/extra_activation.py, ops/erf.py, ops/compare.py)
           "HardSigmoid", "HardSwish", "Gelu", "Erf", "Mish", "Softplus", "Softsign", "Selu", "Celu",

@@ -12,17 +12,19 @@ from ..quant import data_inputs
 from .quantize import check_bias_scale
 
 
-def _fc_weights(ctx, b: int, trans_b: bool, alpha: float, name: str, unsigned: bool = False) -> int:
-    """FULLY_CONNECTED weights [N, K] from ONNX B ([K, N], or [N, K] when transposed)."""
+def _fc_weights(ctx, b: int, trans_b: bool, alpha: float, name: str, unsigned: bool = False,
+                values=None) -> int:
+    """FULLY_CONNECTED weights [N, K] from ONNX B ([K, N], or [N, K] when transposed); `values`: float
+    values standing for B's (MatMulInteger's B minus its zero points)."""
     t = ctx.tensor(b)
-    if t.quant is not None:
+    if t.quant is not None and values is None:
         if alpha != 1.0:
             raise Unsupported(Reason.ATTRIBUTE, f"{name}: alpha {alpha} on quantized weights")
         if t.quant.per_channel:
             raise Unsupported(Reason.QUANTIZATION_TYPE, f"{name}: FULLY_CONNECTED has no per-channel weights")
         return ctx.weight(b, None if trans_b else (1, 0), unsigned=unsigned)
     with np.errstate(invalid="ignore", over="ignore"):  # inf * 0, float64 beyond float32: IEEE, like the source
-        data = ctx.const_value(b, "B").astype(np.float32)
+        data = (ctx.const_value(b, "B") if values is None else values).astype(np.float32)
         data = data if trans_b else data.T
         data = data * np.float32(alpha) if alpha != 1.0 else data
     return ctx.const(data, name=f"{t.name}/fc_weights")
@@ -46,20 +48,22 @@ def _fc_bias(ctx, node, c: int, n: int, a: int, b: int, beta: float) -> int:
 
 
 def fully_connected(node, ctx, a: int, b: int, c: int = -1, trans_b: bool = False, alpha=1.0, beta=1.0,
-                    a_operand=None):
+                    a_operand=None, b_values=None):
     """out = a @ B (+ C): FULLY_CONNECTED on the row-major data of a (or a prepared 2-D a_operand),
-    reshaped back for rank > 2."""
+    reshaped back for rank > 2; `b_values` are float values standing for B's."""
     k_n = ctx.const_value(b, "B").shape
     n = k_n[0] if trans_b else k_n[1]
     a_op = a_operand if a_operand is not None else ctx.operand_data(a)
     bq = ctx.tensor(b).quant
-    if bq is not None and bq.per_channel:
+    if bq is not None and bq.per_channel and b_values is None:
         _per_channel_fc(node, ctx, a_op, b, c, trans_b, alpha, beta, n)
         return
     weights = _fc_weights(ctx, b, trans_b, alpha, node.label(),
-                          ctx.model.operands[a_op].type.code == C.TENSOR_QUANT8_ASYMM)
-    check_bias_scale(ctx, node, a, b)
-    bias = _fc_bias(ctx, node, c, n, a, b, beta)
+                          ctx.model.operands[a_op].type.code == C.TENSOR_QUANT8_ASYMM, b_values)
+    if b_values is None:
+        check_bias_scale(ctx, node, a, b)
+    bias = _fc_bias(ctx, node, c, n, a, b, beta) if b_values is None else \
+        ctx.const(np.zeros(n, np.float32), name=f"{ctx.tensor(b).name}/zero_bias")
     fuse, out = ctx.fused_output(node)
     out_shape = ctx.model.operands[out].type.dimensions
     if len(out_shape) == 2:
