@@ -106,6 +106,15 @@ def complete(proto: onnx.ModelProto) -> onnx.ModelProto:
     if not nodes:
         return proto
     inits = {i.name: i for i in proto.graph.initializer}
+    # declared shapes with symbolic extents (an export's dynamic axes) would stay symbolic when inference
+    # merges what it learns behind these nodes: let inference derive them from the pinned inputs instead
+    for v in [v for v in proto.graph.value_info if v.type.tensor_type.HasField("shape")
+              and not all(d.HasField("dim_value") for d in v.type.tensor_type.shape.dim)]:
+        proto.graph.value_info.remove(v)
+    try:
+        proto = onnx.shape_inference.infer_shapes(proto)
+    except Exception:  # noqa: BLE001 (inference is best effort, as in the reader)
+        pass
     for _ in range(len(nodes) + 1):
         shapes, types = {}, {}
         for v in list(proto.graph.input) + list(proto.graph.value_info) + list(proto.graph.output):

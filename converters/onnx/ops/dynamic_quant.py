@@ -1,17 +1,21 @@
-"""DynamicQuantizeLinear, MatMulInteger and ConvInteger of onnxruntime's dynamic quantization, in float
-(the approximation and its bound: converters/onnx/dynamic.py)."""
+"""DynamicQuantizeLinear, MatMulInteger and ConvInteger of onnxruntime's dynamic quantization, in float32
+holding the same integers (converters/onnx/dynamic.py); com.microsoft DynamicQuantizeLSTM as the float LSTM
+with dequantized weights (an approximation, stated on its converter)."""
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
 from nnapi import OperandCode as C, OperandType, OperationCode as Op
 
 from ...registry import Reason, Unsupported
-from ..common import OPSET_MAX, onnx_op
+from ..common import MS_DOMAIN_VERSIONS, OPSET_MAX, onnx_op
 from ..dynamic import INTEGER_OPS
 from ..layout import NHWC
 from .conv import conv2d
 from .gemm import fully_connected
+from .recurrent import lstm_rnn
 
 FLT_MIN = float(np.finfo(np.float32).tiny)
 
@@ -122,3 +126,42 @@ def matmul_integer(node, ctx):
         raise Unsupported(Reason.NON_CONSTANT_OPERAND, f"{node.label()}: B must be a constant matrix")
     fully_connected(node, ctx, x, b, a_operand=_x_operand(ctx, node, x),
                     b_values=_minus_zero_point(ctx, node, b, 3, 1))
+
+
+def _dequantized_weight(ctx, node, k: int, scale_at: int, name: str) -> int:
+    """A float32 constant tensor of DynamicQuantizeLSTM's quantized W or R ([dirs, rows, 4 * hidden],
+    scales and zero points per direction or per direction and column) as ONNX LSTM's [dirs, 4 * hidden,
+    rows]; made once per graph."""
+    made = ctx.graph.__dict__.setdefault("_dequantized_lstm", {})
+    key = (node.index, k)
+    if key not in made:
+        q = ctx.const_value(node.inputs[k], name).astype(np.float64)
+        scale = ctx.const_value(node.inputs[scale_at], f"{name}_scale").astype(np.float64)
+        zp_in = node.inputs[scale_at + 1] if scale_at + 1 < len(node.inputs) else -1
+        zp = np.zeros_like(scale) if zp_in < 0 else ctx.const_value(zp_in, f"{name}_zero_point").astype(np.float64)
+        if q.ndim != 3 or scale.size not in (q.shape[0], q.shape[0] * q.shape[2]) or zp.size != scale.size:
+            raise Unsupported(Reason.INVALID, f"{node.label()}: {name} {list(q.shape)} with {scale.size} scales "
+                                              f"and {zp.size} zero points")
+        shape = (q.shape[0], 1, 1 if scale.size == q.shape[0] else q.shape[2])
+        values = ((q - zp.reshape(shape)) * scale.reshape(shape)).transpose(0, 2, 1).astype(np.float32)
+        src = ctx.graph.tensors[node.inputs[k]]
+        values.flags.writeable = False
+        made[key] = len(ctx.graph.tensors)
+        ctx.graph.tensors.append(dataclasses.replace(src, index=made[key], name=f"{src.name}/dequantized",
+                                                     dtype=np.dtype(np.float32), quant=None, data=values,
+                                                     shape=values.shape))
+    return made[key]
+
+
+@onnx_op("DynamicQuantizeLSTM", versions=MS_DOMAIN_VERSIONS)
+def dynamic_quantize_lstm(node, ctx):
+    """com.microsoft DynamicQuantizeLSTM as the float LSTM with the dequantized W and R. An approximation:
+    onnxruntime quantizes X and each step's h to uint8 at run time (scale range / 255) before its integer
+    products, the float form does not, so each gate's pre-activation differs by at most
+    (x_scale / 2) * sum|W row| + (h_scale / 2) * sum|R row| per step (bounded for one step in
+    tests/converters/test_onnx_dynamic_quant.py), compounding through the recurrence."""
+    ins = list(node.inputs) + [-1] * (12 - len(node.inputs))
+    lstm = dataclasses.replace(node, op="LSTM", domain="", version=14,
+                               inputs=[ins[0], _dequantized_weight(ctx, node, 1, 8, "W"),
+                                       _dequantized_weight(ctx, node, 2, 10, "R"), *ins[3:8]])
+    lstm_rnn(lstm, ctx)
