@@ -107,10 +107,15 @@ def complete(proto: onnx.ModelProto) -> onnx.ModelProto:
         return proto
     inits = {i.name: i for i in proto.graph.initializer}
     # declared shapes with symbolic extents (an export's dynamic axes) would stay symbolic when inference
-    # merges what it learns behind these nodes: let inference derive them from the pinned inputs instead
-    for v in [v for v in proto.graph.value_info if v.type.tensor_type.HasField("shape")
-              and not all(d.HasField("dim_value") for d in v.type.tensor_type.shape.dim)]:
-        proto.graph.value_info.remove(v)
+    # merges what it learns behind these nodes: with every input static (pinned), let inference derive
+    # them instead (with a dynamic input, the declared ranks are all there is)
+    def static(v):
+        tt = v.type.tensor_type
+        return tt.HasField("shape") and all(d.HasField("dim_value") for d in tt.shape.dim)
+
+    if all(static(v) for v in proto.graph.input if v.name not in inits):
+        for v in [v for v in proto.graph.value_info if v.type.tensor_type.HasField("shape") and not static(v)]:
+            proto.graph.value_info.remove(v)
     try:
         proto = onnx.shape_inference.infer_shapes(proto)
     except Exception:  # noqa: BLE001 (inference is best effort, as in the reader)
