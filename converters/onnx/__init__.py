@@ -24,6 +24,7 @@ from typing import Optional
 from ..convert import ConversionResult, convert_source
 from ..source_graph import SourceModel
 from . import context  # noqa: F401  (registers OnnxContext for "onnx")
+from . import dynamic
 from .quant import annotate
 from .reader import read_onnx
 
@@ -33,6 +34,7 @@ def read(path_or_bytes, input_shapes: Optional[dict] = None, dims: Optional[dict
     source = read_onnx(path_or_bytes, input_shapes, dims)
     for g in source.graphs:
         annotate(g)
+        dynamic.plan(g)
     return source
 
 

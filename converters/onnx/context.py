@@ -29,6 +29,9 @@ from ..registry import Reason, Supported, Unsupported
 from ..source_graph import SourceModel
 from . import fusion, layout, quant, unit_axis
 
+# QLinear ops without weights that compute in float when NNAPI refuses their scales (float_core)
+FLOAT_QLINEAR = {"QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu", "QLinearAveragePool",
+                 "QLinearGlobalAveragePool", "QLinearConcat"}
 ACTIVATION_OPS = {FuseCode.RELU: Op.RELU, FuseCode.RELU1: Op.RELU1, FuseCode.RELU6: Op.RELU6}
 # outputs NNAPI computes as int32 where ONNX has int64 (the indices of ArgMax, ArgMin, TopK)
 INDEX_OUTPUTS = {"ArgMax": (0,), "ArgMin": (0,), "TopK": (1,)}
@@ -399,6 +402,65 @@ class OnnxContext(ConversionContext):
             return all(self.supported(c) and self.quantized_core(c) for c in f.dq_cores[k])
         return False
 
+    def float_core(self, node) -> bool:
+        """A QDQ core whose quantized form NNAPI refuses for its quantization parameters alone (LOGISTIC,
+        SOFTMAX and TANH have fixed output scales, the pools and RESHAPE keep the input's): it computes in
+        float between DEQUANTIZE and QUANTIZE instead, rounding once to the requested output scale as the
+        QDQ graph (and onnxruntime's QLinear kernels) do, where a requantization after the fixed scale would
+        round twice."""
+        memo, probing = self.plans.setdefault("float_core", {}), self.plans.setdefault("probing", set())
+        k = node.index
+        if k in probing:
+            return False  # the probe itself: the quantized form
+        if k not in memo:
+            probing.add(k)
+            try:
+                g = next(n for n, gr in enumerate(self.graphs) if gr is self.graph)
+                verdict = driver.check_node(SourceModel("onnx", self.graphs), g, node, self.feature_level,
+                                            self.input_shapes)
+            finally:
+                probing.discard(k)
+            memo[k] = isinstance(verdict, Unsupported) and verdict.reason is Reason.QUANTIZATION_TYPE
+        return memo[k]
+
+    def _float_twin(self, t: int, role: str) -> int:
+        """A float32 tensor standing for quantized tensor t (a QLinear op computed in float), in t's layout;
+        one per role ("input": its DEQUANTIZE, "output": before its QUANTIZE), so a reader never sees the
+        unrounded value a writer computed."""
+        twins = self.graph.__dict__.setdefault("_float_twins", {})
+        if (t, role) not in twins:
+            src = self.graph.tensors[t]
+            k = twins[(t, role)] = len(self.graph.tensors)
+            self.graph.tensors.append(dataclasses.replace(src, index=k, name=f"{src.name}/float_{role}",
+                                                          dtype=np.dtype(np.float32), quant=None, data=None))
+        if t in self.layout:
+            self.layout[twins[(t, role)]] = self.layout[t]
+        return twins[(t, role)]
+
+    def _convert_float_core(self, node, fn) -> None:
+        """The core in float between DEQUANTIZE and QUANTIZE: a QDQ core's run-time DequantizeLinear inputs
+        and QuantizeLinear outputs (absorbed into the group) are emitted here; a QLinear op reads and writes
+        float twins of its quantized tensors."""
+        if node.index in self.fusion.core_alias:
+            pairs, alias = self.fusion.core_alias[node.index], {}
+        else:
+            data = [i for i in quant.data_inputs(node) if i >= 0 and self.graph.tensors[i].quant is not None]
+            pairs = {self._float_twin(t, "input"): t for t in data}
+            pairs.update({self._float_twin(t, "output"): t for t in node.outputs if t >= 0})
+            alias = {t: f for f, t in pairs.items()}
+        outputs = set(node.outputs)
+        for f, q in pairs.items():
+            if not ({f, q} & outputs) and not self.graph.tensors[f].is_constant and f not in self.operand_of:
+                self.emit_form(Op.DEQUANTIZE, "default", [self.output(f)], input=self.operand(q))
+        self.alias = alias
+        try:
+            fn(node, self)
+        finally:
+            self.alias = {}
+        for f, q in pairs.items():
+            if {f, q} & outputs:
+                self.emit_form(Op.QUANTIZE, "default", [self.output(q)], input=self.operand(f))
+
     def convert_node(self, node, fn) -> None:
         """Run converter fn on node with the plans applied (see common.onnx_op)."""
         runtime = quant.runtime_parameter(self.graph, node)
@@ -407,12 +469,19 @@ class OnnxContext(ConversionContext):
                                                            f"tensor; NNAPI quantization parameters are constants")
         if self.absorbed(node):
             return
-        self.alias = self.fusion.core_alias[node.index] if self.quantized_core(node.index) else {}
-        try:
-            fn(node, self)
-        finally:
-            self.alias = {}
-            self._lifting = False
+        core = self.quantized_core(node.index)
+        if (core or node.op in FLOAT_QLINEAR) and self.float_core(node):
+            try:
+                self._convert_float_core(node, fn)
+            finally:
+                self._lifting = False
+        else:
+            self.alias = self.fusion.core_alias[node.index] if core else {}
+            try:
+                fn(node, self)
+            finally:
+                self.alias = {}
+                self._lifting = False
         for temp, final, perm in self._pending:  # lifted 1-D outputs; NHWC graph outputs back to the ONNX layout
             dims = self.model.operands[temp].type.dimensions
             if perm is None:

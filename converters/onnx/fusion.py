@@ -131,7 +131,9 @@ def _qdq_groups(graph, p, producers, users, outputs, sole_user, ok) -> None:
             alias[o] = q.outputs[0]
             p.q_core[q.index] = n.index
         p.core_alias[n.index] = alias
-        p.core_members[n.index] = frozenset([n.index] + [d.index for d in dqs] + [q.index for q in qs])
+        # a folded DequantizeLinear (of a constant) emits nothing wherever it is: not a member
+        p.core_members[n.index] = frozenset([n.index] + [d.index for d in dqs if not d.folded]
+                                            + [q.index for q in qs])
         for dq in dqs:
             p.dq_cores.setdefault(dq.index, set()).add(n.index)
     for dq in list(p.dq_cores):  # a DQ emits nothing only when every user is a core of a group

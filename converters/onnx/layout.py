@@ -44,17 +44,18 @@ FOLLOW_1D = {"InstanceNormalization"}
 # ops whose NNAPI form needs NHWC 4-D activations (input 0 and output 0)
 SPATIAL = {"Conv", "ConvTranspose", "AveragePool", "MaxPool", "GlobalAveragePool", "GlobalMaxPool",
            "DepthToSpace", "SpaceToDepth", "Resize", "LRN", "QLinearConv", "QLinearAveragePool",
-           "QLinearGlobalAveragePool", "InstanceNormalization"}
+           "QLinearGlobalAveragePool", "InstanceNormalization", "ConvInteger"}
 # one activation input; the output has its layout (per-channel constants are transposed)
 FOLLOW = {"Relu", "Clip", "Sigmoid", "Tanh", "Floor", "Abs", "Exp", "Log", "Neg", "Sin", "Sqrt", "Elu",
           "LeakyRelu", "Identity", "Dropout", "Cast", "QuantizeLinear", "DequantizeLinear", "QLinearSigmoid",
+          "QLinearLeakyRelu", "DynamicQuantizeLinear",
           "BatchNormalization", "Split", "Slice", "Pad", "Softmax", "LogSoftmax", "CumSum",
           # elementwise compositions (ops/extra_activation.py, ops/erf.py, ops/compare.py)
           "HardSigmoid", "HardSwish", "Gelu", "Erf", "Mish", "Softplus", "Softsign", "Selu", "Celu",
           "ThresholdedRelu", "Reciprocal", "Ceil", "Sign", "Round", "Not"}
 # several activation inputs of one rank, broadcast or joined: all take one layout
 BROADCAST = {"Add", "Sub", "Mul", "Div", "Pow", "PRelu", "Min", "Max", "Sum", "Mean", "QLinearAdd",
-             "QLinearMul", "Concat", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",
+             "QLinearMul", "Concat", "QLinearConcat", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",
              "Mod", "Where"}
 # reductions: keepdims=0 drops axes from the layout
 REDUCE = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",

@@ -21,14 +21,26 @@ QLINEAR = {
     "QLinearMul": ([(0, 1, 2, False), (3, 4, 5, False), (0, 6, 7, True)], (0, 3)),
     "QLinearSigmoid": ([(0, 1, 2, False), (0, 3, 4, True)], (0,)),
     "QLinearAveragePool": ([(0, 1, 2, False), (0, 3, 4, True)], (0,)),
+    "QLinearGlobalAveragePool": ([(0, 1, 2, False), (0, 3, 4, True)], (0,)),
+    "QLinearLeakyRelu": ([(0, 1, 2, False), (0, 3, 4, True)], (0,)),
+    "QGemm": ([(0, 1, 2, False), (3, 4, 5, False), (0, 7, 8, True)], (0, 3, 6)),
     "QuantizeLinear": ([(0, 1, 2, True)], (0,)),
     "DequantizeLinear": ([(0, 1, 2, False)], (0,)),
 }
 
 
+def _spec(node):
+    """QLINEAR's entry for node; QLinearConcat's depends on its arity (Y_scale, Y_zero_point, then
+    X, X_scale, X_zero_point per input)."""
+    if node.op == "QLinearConcat":
+        xs = range(2, len(node.inputs) - 2, 3)
+        return [(k, k + 1, k + 2, False) for k in xs] + [(0, 0, 1, True)], tuple(xs)
+    return QLINEAR.get(node.op)
+
+
 def data_inputs(node) -> list:
     """The tensors a converter treats as the op's inputs (QLinear ops drop their scale/zp operands)."""
-    spec = QLINEAR.get(node.op)
+    spec = _spec(node)
     if spec is None:
         return list(node.inputs)
     return [node.inputs[k] if k < len(node.inputs) else -1 for k in spec[1]]
@@ -38,7 +50,7 @@ def runtime_parameter(graph, node):
     """(what, tensor name) of the first scale or zero point of a Q/DQ/QLinear node computed at run time,
     or None. Such a node has no NNAPI form (quantization is a property of an operand): it is left
     unannotated, and its converter refuses it (OnnxContext.convert_node)."""
-    spec = QLINEAR.get(node.op)
+    spec = _spec(node)
     for _, sp, zp, _ in (spec[0] if spec else ()):
         for pos, what in ((sp, "scale"), (zp, "zero point")):
             if pos < len(node.inputs) and node.inputs[pos] >= 0 and not graph.tensors[node.inputs[pos]].is_constant:
@@ -109,7 +121,7 @@ def _quant(graph, node, sp, zp, axis_attr, rank):
 def annotate(graph) -> None:
     """Set tensor.quant (and the quantized dtype) from Q/DQ/QLinear operands; biases get scale x scale."""
     for node in graph.nodes:
-        spec = QLINEAR.get(node.op)
+        spec = _spec(node)
         block = node.attrs.get("block_size", 0)
         if spec is not None and (isinstance(block, bool) or not isinstance(block, (int, np.integer))):
             raise SourceError(f"{node.label()}: block_size attribute {block!r} is not an integer")
@@ -128,9 +140,10 @@ def annotate(graph) -> None:
             if t.quant is None:
                 t.quant = q
         _infer_shape(graph, node)
-        if node.op == "QLinearConv" and len(node.inputs) > 8 and node.inputs[8] >= 0:
+        bias_at = {"QLinearConv": 8, "QGemm": 6}.get(node.op)  # int32, scale x_scale * w_scale
+        if bias_at is not None and len(node.inputs) > bias_at and node.inputs[bias_at] >= 0:
             x, w = graph.tensors[node.inputs[0]].quant, graph.tensors[node.inputs[3]].quant
-            b = graph.tensors[node.inputs[8]]
+            b = graph.tensors[node.inputs[bias_at]]
             scales = tuple(x.scale * s for s in w.scales)
             b.quant = Quant(scales, (0,) * len(scales), 0 if len(scales) > 1 else None)
 
@@ -140,6 +153,6 @@ def _infer_shape(graph, node) -> None:
     out = graph.tensors[node.outputs[0]]
     if out.shape is not None or node.op not in ("QLinearAdd", "QLinearMul", "QLinearSigmoid"):
         return
-    shapes = [graph.tensors[node.inputs[k]].shape for k in QLINEAR[node.op][1]]
+    shapes = [graph.tensors[node.inputs[k]].shape for k in _spec(node)[1]]
     if all(s is not None and -1 not in s for s in shapes):
         out.shape = tuple(np.broadcast_shapes(*shapes))

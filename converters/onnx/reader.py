@@ -27,7 +27,7 @@ from google.protobuf.message import Message
 from onnx import TensorProto, helper, numpy_helper
 
 from ..source_graph import SourceError, SourceGraph, SourceModel, SourceNode, SourceTensor
-from . import shapes
+from . import ms_shapes, shapes
 
 STANDARD_DOMAINS = ("", "ai.onnx")
 # element types packed several to a byte: raw_data is not one element per itemsize (onnx unpacks them)
@@ -380,7 +380,7 @@ def read_onnx(source: Union[str, Path, bytes, bytearray, memoryview],
     shapes.pin(proto, input_shapes, dims)
     dynamic = shapes.name_input_dims(proto)
     proto, detached = _detach_large(proto)
-    inferred = shapes.infer(proto)
+    inferred = ms_shapes.complete(shapes.infer(proto))  # onnx's inference stops at com.microsoft quantized ops
     try:
         model = _Reader(inferred, where, folder, detached).read()
         model.metadata["input_symbols"] = dynamic  # dim_param -> [(input, axis)] still dynamic

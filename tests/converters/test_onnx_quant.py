@@ -67,12 +67,15 @@ def test_qlinear_sigmoid_output_scale_1_256(dt):
     verify_levels(make_model([node], [("x", dt, SHAPE)], [("y", dt, SHAPE)], inits, ms_opset=1), need_level=1)
 
 
-def test_qlinear_sigmoid_other_output_scale_is_reported():
-    dt = np.uint8
-    inits = {**qparams(dt, "x", 0.05, 120), **qparams(dt, "y", 0.01, 0)}
+@pytest.mark.parametrize("dt", [np.int8, np.uint8])
+def test_qlinear_sigmoid_other_output_scale_computes_in_float(dt):
+    """LOGISTIC's output scale is fixed at 1/256: another scale is met in float (one rounding, as
+    onnxruntime's table), not by requantizing the 1/256 result (two roundings)."""
+    inits = {**qparams(dt, "x", 0.05, ZP[dt][0]), **qparams(dt, "y", 0.01, ZP[dt][1])}
     node = h.make_node("QLinearSigmoid", ["x", "xs", "xz", "ys", "yz"], ["y"], domain="com.microsoft")
-    n = convert(make_model([node], [("x", dt, SHAPE)], [("y", dt, SHAPE)], inits, ms_opset=1), 8).unsupported[0]
-    assert n.reason_code == "quantization_type" and ("1/256" in n.reason or "0.00390625" in n.reason)
+    r = verify_levels(make_model([node], [("x", dt, SHAPE)], [("y", dt, SHAPE)], inits, ms_opset=1),
+                      levels=(4, 8))
+    assert [o.code.name for o in r[8].model.operations] == ["DEQUANTIZE", "LOGISTIC", "QUANTIZE"]
 
 
 @pytest.mark.parametrize("dt", [np.int8, np.uint8])
@@ -135,11 +138,11 @@ def test_qdq_core_unsupported_falls_back_consistently():
     """A QDQ core that cannot convert leaves its Q and DQ nodes converting on their own (--partial)."""
     inits = {}
     nodes, xdq = qdq("x", np.uint8, 0.02, 128, inits)
-    nodes += [h.make_node("LeakyRelu", [xdq], ["e"])]  # no quantized LeakyRelu mapping
+    nodes += [h.make_node("Hardmax", [xdq], ["e"])]  # no NNAPI mapping at all
     more, _ = qdq("e", np.uint8, 0.02, 128, inits)
     data = make_model(nodes + more, [("x", np.float32, SHAPE)], ["e_dq"], inits, opset=13)
     r = convert(data, 8, partial=True)
-    assert [n.op for n in r.unsupported] == ["LeakyRelu"]
+    assert [n.op for n in r.unsupported] == ["Hardmax"]
     assert len(r.partitions) == 2 and all(p.model is not None for p in r.partitions)
 
 

@@ -66,11 +66,16 @@ def elu(node, ctx):
 
 @onnx_op("LeakyRelu", versions=(7, OPSET_MAX))
 def leaky_relu(node, ctx):
-    """LeakyRelu as PRELU with a one-element alpha (float)."""
-    if ctx.tensor(node.inputs[0]).quant is not None:
+    """LeakyRelu as PRELU with a one-element alpha (float; quantized LeakyRelu computes in float between
+    DEQUANTIZE and QUANTIZE, OnnxContext.float_core)."""
+    x = data_inputs(node)[0]
+    if ctx.tensor(x).quant is not None:
         raise Unsupported(Reason.QUANTIZATION_TYPE, f"{node.label()}: quantized LeakyRelu is not mapped")
-    ctx.emit_form(Op.PRELU, "default", [ctx.output(node.outputs[0])], input=ctx.operand(node.inputs[0]),
+    ctx.emit_form(Op.PRELU, "default", [ctx.output(node.outputs[0])], input=ctx.operand(x),
                   alpha=ctx.const(np.float32([node.attrs.get("alpha", 0.01)])))
+
+
+onnx_op("QLinearLeakyRelu", versions=MS_DOMAIN_VERSIONS)(leaky_relu)
 
 
 SOFTMAXES = {"Softmax": Op.SOFTMAX, "LogSoftmax": Op.LOG_SOFTMAX}

@@ -27,10 +27,12 @@ def _fold_bn(ctx, bn, w: np.ndarray, b):
             ((b - mean) * f + beta).astype(np.float32))
 
 
-def conv2d(node, ctx, x: int, w: int, b: int) -> None:
+def conv2d(node, ctx, x: int, w: int, b: int, w_values=None, x_operand=None) -> None:
+    """The convolution of x by weights w (or float `w_values` standing for them: ConvInteger's weights
+    minus their zero points) plus bias b; `x_operand` is an NHWC operand standing for x."""
     node = ctx.lifted(node)  # a 1-D convolution is the 2-D one with H = 1
     rank_of(ctx, x, (4,))
-    wdata = ctx.const_value(w, "weights")
+    wdata = ctx.const_value(w, "weights") if w_values is None else w_values
     if wdata.ndim != 4:
         raise Unsupported(Reason.RANK, f"{node.label()}: only 2-D convolutions map to NNAPI "
                                        f"(weights have rank {wdata.ndim})")
@@ -44,9 +46,13 @@ def conv2d(node, ctx, x: int, w: int, b: int) -> None:
     else:
         code, perm, extra = Op.GROUPED_CONV_2D, OHWI, {"groups": ctx.i32(group)}
     padding = spatial_padding(ctx, node, x, node.outputs[0], (kh, kw), strides, dil)
-    inp = ctx.operand_as(x, NHWC)
+    inp = ctx.operand_as(x, NHWC) if x_operand is None else x_operand
     bn = ctx.folded_bn(node)
-    if bn is not None:
+    if w_values is not None:
+        flt = ctx.const(np.ascontiguousarray(np.transpose(w_values.astype(np.float32), perm)),
+                        name=f"{ctx.tensor(w).name}/float")
+        bias = ctx.const(np.zeros(n_out, np.float32), name=f"{ctx.tensor(w).name}/zero_bias")
+    elif bn is not None:
         bias_data = ctx.const_value(b, "bias") if b >= 0 else None
         wf, bf = _fold_bn(ctx, bn, wdata, bias_data)
         flt, bias = ctx.const(np.transpose(wf, perm), name=f"{ctx.tensor(w).name}/bn_folded"), ctx.const(bf)

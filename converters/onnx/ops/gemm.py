@@ -7,22 +7,24 @@ import numpy as np
 from nnapi import OperandCode as C, OperandType, OperationCode as Op
 
 from ...registry import Reason, Unsupported
-from ..common import OPSET_MAX, bias_operand, onnx_op
+from ..common import MS_DOMAIN_VERSIONS, OPSET_MAX, bias_operand, onnx_op
 from ..quant import data_inputs
 from .quantize import check_bias_scale
 
 
-def _fc_weights(ctx, b: int, trans_b: bool, alpha: float, name: str, unsigned: bool = False) -> int:
-    """FULLY_CONNECTED weights [N, K] from ONNX B ([K, N], or [N, K] when transposed)."""
+def _fc_weights(ctx, b: int, trans_b: bool, alpha: float, name: str, unsigned: bool = False,
+                values=None) -> int:
+    """FULLY_CONNECTED weights [N, K] from ONNX B ([K, N], or [N, K] when transposed); `values`: float
+    values standing for B's (MatMulInteger's B minus its zero points)."""
     t = ctx.tensor(b)
-    if t.quant is not None:
+    if t.quant is not None and values is None:
         if alpha != 1.0:
             raise Unsupported(Reason.ATTRIBUTE, f"{name}: alpha {alpha} on quantized weights")
         if t.quant.per_channel:
             raise Unsupported(Reason.QUANTIZATION_TYPE, f"{name}: FULLY_CONNECTED has no per-channel weights")
         return ctx.weight(b, None if trans_b else (1, 0), unsigned=unsigned)
     with np.errstate(invalid="ignore", over="ignore"):  # inf * 0, float64 beyond float32: IEEE, like the source
-        data = ctx.const_value(b, "B").astype(np.float32)
+        data = (ctx.const_value(b, "B") if values is None else values).astype(np.float32)
         data = data if trans_b else data.T
         data = data * np.float32(alpha) if alpha != 1.0 else data
     return ctx.const(data, name=f"{t.name}/fc_weights")
@@ -46,19 +48,25 @@ def _fc_bias(ctx, node, c: int, n: int, a: int, b: int, beta: float) -> int:
 
 
 def fully_connected(node, ctx, a: int, b: int, c: int = -1, trans_b: bool = False, alpha=1.0, beta=1.0,
-                    a_operand=None):
+                    a_operand=None, b_values=None):
     """out = a @ B (+ C): FULLY_CONNECTED on the row-major data of a (or a prepared 2-D a_operand),
-    reshaped back for rank > 2."""
+    reshaped back for rank > 2; `b_values` are float values standing for B's."""
     k_n = ctx.const_value(b, "B").shape
     if len(k_n) != 2:
         raise Unsupported(Reason.RANK, f"{node.label()}: constant B {ctx.tensor(b).name!r} has rank {len(k_n)}, "
                                        f"expected 2")
     n = k_n[0] if trans_b else k_n[1]
     a_op = a_operand if a_operand is not None else ctx.operand_data(a)
+    bq = ctx.tensor(b).quant
+    if bq is not None and bq.per_channel and b_values is None:
+        _per_channel_fc(node, ctx, a_op, b, c, trans_b, alpha, beta, n)
+        return
     weights = _fc_weights(ctx, b, trans_b, alpha, node.label(),
-                          ctx.model.operands[a_op].type.code == C.TENSOR_QUANT8_ASYMM)
-    check_bias_scale(ctx, node, a, b)
-    bias = _fc_bias(ctx, node, c, n, a, b, beta)
+                          ctx.model.operands[a_op].type.code == C.TENSOR_QUANT8_ASYMM, b_values)
+    if b_values is None:
+        check_bias_scale(ctx, node, a, b)
+    bias = _fc_bias(ctx, node, c, n, a, b, beta) if b_values is None else \
+        ctx.const(np.zeros(n, np.float32), name=f"{ctx.tensor(b).name}/zero_bias")
     fuse, out = ctx.fused_output(node)
     out_shape = ctx.model.operands[out].type.dimensions
     if len(out_shape) == 2:
@@ -74,6 +82,39 @@ def fully_connected(node, ctx, a: int, b: int, c: int = -1, trans_b: bool = Fals
     ctx.emit_form(Op.FULLY_CONNECTED, "default", [flat], input=a_op, weights=weights, bias=bias,
                   fuse=fuse)
     ctx.emit_form(Op.RESHAPE, "default", [out], input=flat, shape=ctx.const(np.asarray(out_shape, np.int32)))
+
+
+def _per_channel_fc(node, ctx, a_op: int, b: int, c: int, trans_b: bool, alpha, beta, n: int) -> None:
+    """FULLY_CONNECTED has no per-channel weights: the same products as a 1x1 CONV_2D over the rows
+    ([rows, 1, 1, K] -> [rows, 1, 1, N]), which takes per-channel weights (and requantizes per column)."""
+    bq = ctx.tensor(b).quant
+    if bq.axis != (0 if trans_b else 1):
+        raise Unsupported(Reason.QUANTIZATION_TYPE, f"{node.label()}: B is quantized per {'row' if trans_b else 'column'}"
+                                                    f" of K, not per output column")
+    if alpha != 1.0:
+        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: alpha {alpha} on quantized weights")
+    a_dims = ctx.model.operands[a_op].type.dimensions
+    out_t = ctx.tensor(node.outputs[0])
+    out_shape = tuple(int(d) for d in (ctx.source_shape(node.outputs[0]) or ()))
+    if not a_dims or not all(a_dims) or not out_shape or not all(out_shape):
+        raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: per-channel weights need known shapes")
+    k = int(a_dims[-1])
+    rows = int(np.prod(a_dims)) // k
+    at = ctx.model.operands[a_op].type
+    a4 = ctx.temp(OperandType(at.code, (rows, 1, 1, k), at.scale, at.zero_point), f"{out_t.name}/rows")
+    ctx.emit_form(Op.RESHAPE, "default", [a4], input=a_op, shape=ctx.const(np.asarray((rows, 1, 1, k), np.int32)))
+    # B as [N, 1, 1, K]: [1, 1, N, K] (transB) or [1, 1, K, N] moved so N leads
+    weights = ctx.weight(b, (2, 0, 1, 3) if trans_b else (3, 0, 1, 2), rank=4)
+    check_bias_scale(ctx, node, node.inputs[0], b)
+    bias = _fc_bias(ctx, node, c, n, node.inputs[0], b, beta)
+    fuse, out = ctx.fused_output(node)
+    otype = ctx.model.operands[out].type
+    conv = ctx.temp(OperandType(otype.code, (rows, 1, 1, n), otype.scale, otype.zero_point), f"{out_t.name}/conv")
+    zero = ctx.i32(0)
+    ctx.emit_form(Op.CONV_2D, "explicit", [conv], input=a4, filter=weights, bias=bias, pad_left=zero,
+                  pad_right=zero, pad_top=zero, pad_bottom=zero, stride_w=ctx.i32(1), stride_h=ctx.i32(1), fuse=fuse)
+    ctx.emit_form(Op.RESHAPE, "default", [out], input=conv,
+                  shape=ctx.const(np.asarray(otype.dimensions, np.int32)))
 
 
 def batch_matmul(node, ctx, a: int, b: int, adj_a=False, adj_b=False):
@@ -107,11 +148,14 @@ def qlinear_matmul(node, ctx):
     _matmul(node, ctx, *data_inputs(node)[:2])
 
 
+@onnx_op("QGemm", versions=MS_DOMAIN_VERSIONS)
 @onnx_op("Gemm", versions=(7, OPSET_MAX))
 def gemm(node, ctx):
-    """Gemm (alpha, beta, transA, transB, C): FULLY_CONNECTED when B and C are constant."""
-    a, b = node.inputs[0], node.inputs[1]
-    c = node.inputs[2] if len(node.inputs) > 2 else -1
+    """Gemm (alpha, beta, transA, transB, C): FULLY_CONNECTED when B and C are constant; com.microsoft
+    QGemm (int32 C) likewise, quantized."""
+    ins = data_inputs(node)
+    a, b = ins[0], ins[1]
+    c = ins[2] if len(ins) > 2 else -1
     alpha, beta = float(node.attrs.get("alpha", 1.0)), float(node.attrs.get("beta", 1.0))
     trans_a, trans_b = bool(node.attrs.get("transA", 0)), bool(node.attrs.get("transB", 0))
     if ctx.is_const(b) and (c < 0 or ctx.is_const(c)):

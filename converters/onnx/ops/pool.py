@@ -69,10 +69,22 @@ _GLOBAL = {"GlobalAveragePool": (Op.AVERAGE_POOL_2D, Op.MEAN), "GlobalMaxPool": 
 @onnx_op("GlobalAveragePool", "GlobalMaxPool", versions=(1, OPSET_MAX))
 def global_pool(node, ctx):
     """Global pools: one window over H x W (a reduction over the spatial axes when they are unknown)."""
-    x = node.inputs[0]
+    _global_pool(node, ctx, node.inputs[0], _GLOBAL[node.op])
+
+
+@onnx_op("QLinearGlobalAveragePool", versions=MS_DOMAIN_VERSIONS)
+def qlinear_global_average_pool(node, ctx):
+    """com.microsoft QLinearGlobalAveragePool (NCHW) as a quantized global AVERAGE_POOL_2D (in float when
+    the output has its own scale)."""
+    if node.attrs.get("channels_last", 0):
+        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: channels_last QLinearGlobalAveragePool")
+    _global_pool(node, ctx, data_inputs(node)[0], _GLOBAL["GlobalAveragePool"])
+
+
+def _global_pool(node, ctx, x: int, codes) -> None:
     node = ctx.lifted(node)  # [N, C, L] as [N, C, 1, L]
     rank_of(ctx, x, (4,))
-    pool, reduce = _GLOBAL[node.op]
+    pool, reduce = codes
     _, _, h, w = ctx.source_shape(x)
     inp = ctx.operand_as(x, NHWC)
     out = ctx.output(node.outputs[0])

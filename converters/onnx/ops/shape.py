@@ -8,8 +8,9 @@ from nnapi import OperandType, OperationCode as Op
 
 from ... import shuffle
 from ...registry import Reason, Unsupported
-from ..common import OPSET_MAX, axes_of, axis_attr, const_ints, ints, known_rank, onnx_op
+from ..common import MS_DOMAIN_VERSIONS, OPSET_MAX, axes_of, axis_attr, const_ints, ints, known_rank, onnx_op
 from .. import layout, unit_axis
+from ..quant import data_inputs
 
 
 def _i32(ctx, values) -> int:
@@ -83,12 +84,13 @@ def transpose(node, ctx):
     ctx.emit_form(Op.TRANSPOSE, "default", [ctx.output(y)], input=ctx.operand(x), perm=_i32(ctx, nn_perm))
 
 
+@onnx_op("QLinearConcat", versions=MS_DOMAIN_VERSIONS)
 @onnx_op("Concat", versions=(7, OPSET_MAX))
 def concat(node, ctx):
     """Concat as CONCATENATION along the remapped axis (inputs brought to the output's layout)."""
     y = node.outputs[0]
     perm = ctx.perm_of(y)
-    ins = [ctx.operand_as(i, perm) for i in node.inputs if i >= 0]
+    ins = [ctx.operand_as(i, perm) for i in data_inputs(node) if i >= 0]
     ctx.emit_form(Op.CONCATENATION, "default", [ctx.output(y)], inputs=ins,
                   axis=ctx.i32(ctx.axis(y, int(node.attrs["axis"]))))
 

@@ -1,0 +1,174 @@
+"""DynamicQuantizeLinear, MatMulInteger and ConvInteger of onnxruntime's dynamic quantization, in float32
+holding the same integers (converters/onnx/dynamic.py); com.microsoft DynamicQuantizeLSTM as the float LSTM
+with dequantized weights (an approximation, stated on its converter)."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from nnapi import OperandCode as C, OperandType, OperationCode as Op
+
+from ...registry import Reason, Unsupported
+from ..common import MS_DOMAIN_VERSIONS, OPSET_MAX, onnx_op
+from ..dynamic import INTEGER_OPS
+from ..layout import NHWC
+from .conv import conv2d
+from .gemm import fully_connected
+from .recurrent import lstm_rnn
+
+FLT_MIN = float(np.finfo(np.float32).tiny)
+
+
+def _float_form(ctx, node, y: int) -> None:
+    if np.dtype(ctx.tensor(y).dtype) != np.float32:
+        raise Unsupported(Reason.OPERAND_TYPE, f"{node.label()}: only DynamicQuantizeLinear outputs read by "
+                                               f"MatMulInteger/ConvInteger convert (in float)")
+
+
+@onnx_op("DynamicQuantizeLinear", versions=(11, OPSET_MAX))
+def dynamic_quantize_linear(node, ctx):
+    """DynamicQuantizeLinear in float32 holding the uint8 values (y, y_zero_point) and y_scale, by the
+    ONNX formula as onnxruntime evaluates it (converters/onnx/dynamic.py)."""
+    if len(node.outputs) != 3 or not node.inputs:
+        raise Unsupported(Reason.INVALID, f"{node.label()}: DynamicQuantizeLinear has one input and three outputs")
+    x, (y, s, zp) = node.inputs[0], node.outputs
+    _float_form(ctx, node, y)
+    shape = ctx.source_shape(x)
+    if not shape or not all(shape):
+        raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: needs x's shape")
+    name = ctx.tensor(y).name
+
+    def f32(dims=(1,), what="t"):
+        return ctx.temp(OperandType(C.TENSOR_FLOAT32, dims), f"{name}/{what}")
+
+    def emit(op, out, a, b):
+        ctx.emit_form(op, "default", [out], input1=a, input2=b,
+                      **({"fuse": ctx.i32(0)} if op in (Op.ADD, Op.SUB, Op.MUL, Op.DIV) else {}))
+        return out
+
+    def const(v):
+        return ctx.const(np.float32([v]))
+
+    def rounded(v, what):  # floor(v + 0.5)
+        dims = ctx.model.operands[v].type.dimensions
+        up = emit(Op.ADD, f32(dims, f"{what}_half"), v, const(0.5))
+        fl = f32(dims, f"{what}_floor")
+        ctx.emit_form(Op.FLOOR, "default", [fl], input=up)
+        return fl, dims
+
+    flat = f32((int(np.prod(shape)),), "flat")
+    ctx.emit_form(Op.RESHAPE, "default", [flat], input=ctx.operand_as(x), shape=ctx.const(np.asarray([-1], np.int32)))
+    axes = ctx.const(np.asarray([0], np.int32))
+    hi, lo = f32(what="max"), f32(what="min")
+    ctx.emit_form(Op.REDUCE_MAX, "default", [hi], input=flat, axes=axes, keep_dims=ctx.boolean(True))
+    ctx.emit_form(Op.REDUCE_MIN, "default", [lo], input=flat, axes=axes, keep_dims=ctx.boolean(True))
+    hi0 = emit(Op.MAXIMUM, f32(what="max0"), hi, const(0.0))
+    lo0 = emit(Op.MINIMUM, f32(what="min0"), lo, const(0.0))
+    span = emit(Op.SUB, f32(what="span"), hi0, lo0)
+    scale = emit(Op.DIV, ctx.output(s), span, const(255.0))
+    safe = emit(Op.MAXIMUM, f32(what="safe_scale"), scale, const(FLT_MIN))  # all-zero x: scale 0, y = zp = 0
+    neg = emit(Op.SUB, f32(what="neg_min"), const(0.0), lo0)
+    ratio = emit(Op.DIV, f32(what="zp_real"), neg, safe)
+    clamped = emit(Op.MINIMUM, f32(what="zp_clamped"), ratio, const(255.0))
+    zero_point = ctx.output(zp)
+    if tuple(ctx.model.operands[zero_point].type.dimensions) != (1,):
+        raise Unsupported(Reason.RANK, f"{node.label()}: y_zero_point is not a scalar")
+    emit(Op.MAXIMUM, zero_point, rounded(clamped, "zp")[0], const(0.0))  # clamp, then round: the formula
+    xs = ctx.operand_as(x, ctx.perm_of(y))
+    q, dims = rounded(emit(Op.DIV, f32(ctx.model.operands[xs].type.dimensions, "x_over_scale"), xs, safe), "y")
+    shifted = emit(Op.ADD, f32(dims, "y_shifted"), q, zero_point)
+    emit(Op.MINIMUM, ctx.output(y), emit(Op.MAXIMUM, f32(dims, "y_low"), shifted, const(0.0)), const(255.0))
+
+
+def _minus_zero_point(ctx, node, w: int, zp_pos: int, axis: int) -> np.ndarray:
+    """Integer weights w minus their zero points (per tensor, or per slice along `axis`), as float64."""
+    data = ctx.const_value(w, "weights").astype(np.float64)
+    if zp_pos >= len(node.inputs) or node.inputs[zp_pos] < 0:
+        return data
+    zp = ctx.const_value(node.inputs[zp_pos], "weight zero point").astype(np.float64).ravel()
+    if zp.size == 1:
+        return data - zp[0]
+    if zp.size != data.shape[axis]:
+        raise Unsupported(Reason.INVALID, f"{node.label()}: {zp.size} weight zero points for "
+                                          f"{data.shape[axis]} channels")
+    shape = [1] * data.ndim
+    shape[axis] = zp.size
+    return data - zp.reshape(shape)
+
+
+def _x_operand(ctx, node, x: int):
+    """(tensor, operand) of ConvInteger's / MatMulInteger's A minus its zero point, in float32."""
+    _float_form(ctx, node, x)
+    zp_pos = INTEGER_OPS[node.op]
+    zp = node.inputs[zp_pos] if zp_pos < len(node.inputs) else -1
+    xs = ctx.operand_as(x, NHWC if node.op == "ConvInteger" else None)
+    if zp < 0:
+        return xs
+    dims = ctx.model.operands[xs].type.dimensions
+    out = ctx.temp(OperandType(C.TENSOR_FLOAT32, dims), f"{ctx.tensor(x).name}/minus_zero_point")
+    ctx.emit_form(Op.SUB, "default", [out], input1=xs, input2=ctx.operand(zp), fuse=ctx.i32(0))
+    return out
+
+
+@onnx_op("ConvInteger", versions=(10, OPSET_MAX))
+def conv_integer(node, ctx):
+    """ConvInteger of a DynamicQuantizeLinear output: the float Conv with weights w - w_zero_point."""
+    if len(node.inputs) < 2 or len(ctx.source_shape(node.inputs[1]) or ()) != 4:
+        raise Unsupported(Reason.RANK, f"{node.label()}: only 2-D convolutions map to NNAPI (4-D weights)")
+    x = node.inputs[0]
+    conv2d(node, ctx, x, node.inputs[1], -1, w_values=_minus_zero_point(ctx, node, node.inputs[1], 3, 0),
+           x_operand=_x_operand(ctx, node, x))
+
+
+@onnx_op("MatMulInteger", versions=(10, OPSET_MAX))
+def matmul_integer(node, ctx):
+    """MatMulInteger of a DynamicQuantizeLinear output by a constant 2-D B: FULLY_CONNECTED with float
+    weights B - b_zero_point (per column)."""
+    x, b = node.inputs[0], node.inputs[1]
+    if not ctx.is_const(b) or len(ctx.source_shape(b)) != 2:
+        raise Unsupported(Reason.NON_CONSTANT_OPERAND, f"{node.label()}: B must be a constant matrix")
+    fully_connected(node, ctx, x, b, a_operand=_x_operand(ctx, node, x),
+                    b_values=_minus_zero_point(ctx, node, b, 3, 1))
+
+
+def _dequantized_weight(ctx, node, k: int, scale_at: int, name: str) -> int:
+    """A float32 constant tensor of DynamicQuantizeLSTM's quantized W or R ([dirs, rows, 4 * hidden],
+    scales and zero points per direction or per direction and column) as ONNX LSTM's [dirs, 4 * hidden,
+    rows]; made once per graph."""
+    made = ctx.graph.__dict__.setdefault("_dequantized_lstm", {})
+    key = (node.index, k)
+    if key not in made:
+        q = ctx.const_value(node.inputs[k], name).astype(np.float64)
+        scale = ctx.const_value(node.inputs[scale_at], f"{name}_scale").astype(np.float64)
+        zp_in = node.inputs[scale_at + 1] if scale_at + 1 < len(node.inputs) else -1
+        zp = np.zeros_like(scale) if zp_in < 0 else ctx.const_value(zp_in, f"{name}_zero_point").astype(np.float64)
+        if q.ndim != 3 or scale.size not in (q.shape[0], q.shape[0] * q.shape[2]) or zp.size != scale.size:
+            raise Unsupported(Reason.INVALID, f"{node.label()}: {name} {list(q.shape)} with {scale.size} scales "
+                                              f"and {zp.size} zero points")
+        shape = (q.shape[0], 1, 1 if scale.size == q.shape[0] else q.shape[2])
+        values = ((q - zp.reshape(shape)) * scale.reshape(shape)).transpose(0, 2, 1).astype(np.float32)
+        src = ctx.graph.tensors[node.inputs[k]]
+        values.flags.writeable = False
+        made[key] = len(ctx.graph.tensors)
+        ctx.graph.tensors.append(dataclasses.replace(src, index=made[key], name=f"{src.name}/dequantized",
+                                                     dtype=np.dtype(np.float32), quant=None, data=values,
+                                                     shape=values.shape))
+    return made[key]
+
+
+@onnx_op("DynamicQuantizeLSTM", versions=MS_DOMAIN_VERSIONS)
+def dynamic_quantize_lstm(node, ctx):
+    """com.microsoft DynamicQuantizeLSTM as the float LSTM with the dequantized W and R. An approximation:
+    onnxruntime quantizes X and each step's h to uint8 at run time (scale range / 255) before its integer
+    products, the float form does not, so each gate's pre-activation differs by at most
+    (x_scale / 2) * sum|W row| + (h_scale / 2) * sum|R row| per step (bounded for one step in
+    tests/converters/test_onnx_dynamic_quant.py), compounding through the recurrence."""
+    ins = list(node.inputs) + [-1] * (12 - len(node.inputs))
+    if any(ins[k] < 0 for k in (0, 1, 2, 8, 9, 10, 11)):
+        raise Unsupported(Reason.INVALID, f"{node.label()}: DynamicQuantizeLSTM needs X, W, R and the scales and "
+                                          f"zero points of W and R")
+    lstm = dataclasses.replace(node, op="LSTM", domain="", version=14,
+                               inputs=[ins[0], _dequantized_weight(ctx, node, 1, 8, "W"),
+                                       _dequantized_weight(ctx, node, 2, 10, "R"), *ins[3:8]])
+    lstm_rnn(lstm, ctx)
