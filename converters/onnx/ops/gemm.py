@@ -164,7 +164,33 @@ def gemm(node, ctx):
         return
     if ctx.tensor(a).quant is not None:
         raise Unsupported(Reason.QUANTIZATION_TYPE, f"{node.label()}: quantized Gemm needs a constant B")
-    if alpha != 1.0 or c >= 0:
-        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: Gemm with run-time B supports only alpha=1 "
-                                            f"and no C")
-    batch_matmul(node, ctx, a, b, trans_a, trans_b)
+    if alpha == 1.0 and c < 0:
+        batch_matmul(node, ctx, a, b, trans_a, trans_b)
+        return
+    _runtime_gemm(node, ctx, a, b, c, alpha, beta, trans_a, trans_b)
+
+
+def _runtime_gemm(node, ctx, a: int, b: int, c: int, alpha: float, beta: float, trans_a: bool,
+                  trans_b: bool) -> None:
+    """alpha * (A @ B) + beta * C for a run-time B (float): BATCH_MATMUL, MUL by alpha, ADD of beta * C
+    (a constant C is scaled at conversion; NNAPI's ADD broadcasts C as ONNX's unidirectional broadcast
+    does). Each step is one float rounding, as onnxruntime's float Gemm rounds its own sum."""
+    from .compose import Chain, require_float
+    require_float(ctx, node, a)
+    if len(ctx.source_shape(a)) != 2 or len(ctx.source_shape(b)) != 2:
+        raise Unsupported(Reason.RANK, f"{node.label()}: Gemm takes 2-D A and B")
+    chain = Chain(ctx, node, node.outputs[0])
+    prod = chain.op(Op.BATCH_MATMUL, x=ctx.operand_as(a), y=ctx.operand_as(b), adj_x=ctx.boolean(trans_a),
+                    adj_y=ctx.boolean(trans_b))
+    out, finish = ctx.unfused_output(node)
+    if c < 0:
+        chain.binary(Op.MUL, prod, chain.scalar(alpha), out=out)
+    else:
+        scaled = prod if alpha == 1.0 else chain.binary(Op.MUL, prod, chain.scalar(alpha))
+        if ctx.is_const(c):
+            dtype = np.float16 if chain.code == C.TENSOR_FLOAT16 else np.float32
+            term = ctx.const(np.asarray(beta * np.asarray(ctx.const_value(c), np.float64), dtype))
+        else:
+            term = ctx.operand(c) if beta == 1.0 else chain.binary(Op.MUL, ctx.operand(c), chain.scalar(beta))
+        chain.binary(Op.ADD, scaled, term, out=out)
+    finish()

@@ -83,7 +83,8 @@ def _tile(node, ctx):
     return [np.tile(ctx.const_value(node.inputs[0], "Tile input"), const_ints(ctx, node, 1, "repeats"))]
 
 
-MOVEMENT = ("Concat", "Gather", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Slice", "Cast", "Transpose")
+MOVEMENT = ("Concat", "Gather", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Slice", "Cast", "Transpose",
+            "Identity")  # Identity of an initializer: how torch exports a weight two layers share
 INTEGER_MATH = ("Add", "Sub", "Mul", "Div", "Mod", "Neg", "Abs", "Min", "Max", "Equal", "Less", "Greater", "Not",
                 "And", "Or", "Where", "ReduceProd", "ReduceSum", "ReduceMin", "ReduceMax")
 
