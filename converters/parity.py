@@ -534,20 +534,13 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
                                     "unavailable": report.tolerance.get("unavailable", {})}
                 for key in ("spread_factor", "spread_source"):
                     tol.pop(key, None)
-        local_cache: dict = {}
-        hybrid_cache: dict = {}
+        extra_runs: dict = {}   # this sample's other framework runs, made on first use and once
 
-        def hybrid_runs_for(k: int, sample) -> list:   # the hybrid kernels on the original model, per sample
-            if k not in hybrid_cache:
-                hybrid_cache.clear()
-                hybrid_cache[k] = _reference_run(fmt, model_path, hybrid_data, graph, sample, reference, False)
-            return hybrid_cache[k]
-
-        def local_runs_for(k: int, sample) -> list:   # the local reference's tensors, one run per sample
-            if k not in local_cache:
-                local_cache.clear()
-                local_cache[k] = _reference_run(fmt, model_path, data, graph, sample, local_reference, True)
-            return local_cache[k]
+        def runs_of(model_bytes: bytes, kernels: str, want_all: bool) -> list:
+            key = (id(model_bytes), kernels, want_all)
+            if key not in extra_runs:
+                extra_runs[key] = _reference_run(fmt, model_path, model_bytes, graph, sample, kernels, want_all)
+            return extra_runs[key]
         kernel_sets = _kernel_set_runs(fmt, model_path, data, graph, sample, reference, ref_runs) if exact else {}
         exact_state = None
         state = None  # the converted model's state: initial values first, then what each step left
@@ -560,7 +553,7 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
             state = carry(result.model, got_outs)
             _compare_outputs(report, result, graph, got_outs, ref_outs, ref_tensors, tol, dq_steps, spreads)
             if hybrid_data is not None:
-                hybrid_outs = hybrid_runs_for(k, sample)[j][0]
+                hybrid_outs = runs_of(hybrid_data, reference, False)[j][0]   # the hybrid kernels
                 for jj, (o, ref) in enumerate(zip(result.model.outputs, hybrid_outs)):
                     t = graph.tensors[graph.outputs[jj]]
                     got = _to_source_layout(result, o, got_outs[jj], t.dtype) if got_outs[jj] is not None else None
@@ -570,7 +563,8 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
                 exact_state = _exact_distances(report, result, graph, ins, exact_state, got_outs,
                                                {r: runs[j][0] for r, runs in kernel_sets.items()})
             if report.local is not None:
-                local_tensors = ref_tensors if local_reference == reference else local_runs_for(k, sample)[j][1]
+                local_tensors = (ref_tensors if local_reference == reference
+                                 else runs_of(data, local_reference, True)[j][1])
                 report.local = local_check(result, trace, local_tensors, tol, dq_steps, local_reference,
                                            report.local)
             if layerwise:
