@@ -7,7 +7,8 @@ JSON schema (stable; see README): {"model", "format", "feature_level",
 "supported_macs", "partitions", "note"?}, "per_feature_level": {"1".."8": summary +
 "blocking_nodes"}, "nodes": [{"subgraph", "index", "op", "version", "name",
 "supported", "nnapi_ops", "min_feature_level", "reason_code", "reason",
-"note", "macs", "inputs", "outputs"}], "partitions": [{"nodes", "inputs",
+"note", "absorbed" ({"into", "how"} or None: where a node that emits nothing went), "macs", "inputs",
+"outputs"}], "partitions": [{"nodes", "inputs",
 "outputs"}], "fallback_nodes": [...]}
 """
 from __future__ import annotations
