@@ -21,9 +21,14 @@ class BatchDependencyMissing(Exception):
 
 
 def guarded(fn: Callable, args: tuple) -> dict:
-    """fn(*args), or the model's error row when it raises (the batch never stops at one model)."""
+    """fn(*args) with the BLAS held to one thread, or the model's error row when it raises (the batch never
+    stops at one model). One thread everywhere: a float sum's rounding depends on how BLAS splits it, so rows
+    are bit-identical wherever they run (Dask workers start with one BLAS thread), and the parallelism is the
+    batch's own (--jobs, the cluster's workers)."""
+    from threadpoolctl import threadpool_limits
     try:
-        return fn(*args)
+        with threadpool_limits(limits=1):
+            return fn(*args)
     except Exception as e:  # noqa: BLE001 - one model's failure is one row
         return error_row(args[0], f"{type(e).__name__}: {e}")
 

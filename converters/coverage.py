@@ -81,7 +81,8 @@ def build_report(source: SourceModel, feature_level: int = MAX_FEATURE_LEVEL, in
     for r, m, node in zip(chosen, macs, graph.nodes):
         d = {"subgraph": r.subgraph, "index": r.index, "op": r.op, "version": r.version, "name": r.name,
              "supported": r.supported, "nnapi_ops": r.nnapi_ops, "min_feature_level": r.min_feature_level,
-             "reason_code": r.reason_code, "reason": r.reason, "note": r.note, "absorbed": r.absorbed, "macs": int(m),
+             "reason_code": r.reason_code, "reason": r.reason, "note": r.note,
+             "absorbed": r.absorbed if r.supported else None, "macs": int(m),
              "inputs": [_tensor_info(graph, i) for i in node.inputs],
              "outputs": [_tensor_info(graph, i) for i in node.outputs]}
         nodes.append(d)

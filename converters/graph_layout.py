@@ -74,16 +74,17 @@ def _side_by_side(parts, sizes) -> Layout:
 
 
 def _normalise(layout: Layout, sizes) -> None:
-    """Shift to a margin of 10 pixels and measure the drawing."""
+    """Shift to a margin of 10 pixels and measure the drawing (boxes and routed edges)."""
     if not layout.positions:
         return
-    lo_x = min(x - sizes[k][0] / 2 for k, (x, _) in layout.positions.items())
-    lo_y = min(y - sizes[k][1] / 2 for k, (_, y) in layout.positions.items())
-    dx, dy = 10 - lo_x, 10 - lo_y
+    corners = [(x - sizes[k][0] / 2, y - sizes[k][1] / 2, x + sizes[k][0] / 2, y + sizes[k][1] / 2)
+               for k, (x, y) in layout.positions.items()]
+    corners += [(x, y, x, y) for _, _, pts in layout.paths for x, y in pts]
+    dx, dy = 10 - min(c[0] for c in corners), 10 - min(c[1] for c in corners)
     layout.positions = {k: (x + dx, y + dy) for k, (x, y) in layout.positions.items()}
     layout.paths = [(a, b, [(x + dx, y + dy) for x, y in pts]) for a, b, pts in layout.paths]
-    layout.width = max(x + sizes[k][0] / 2 for k, (x, _) in layout.positions.items()) + 10
-    layout.height = max(y + sizes[k][1] / 2 for k, (_, y) in layout.positions.items()) + 10
+    layout.width = max(c[2] for c in corners) + dx + 10
+    layout.height = max(c[3] for c in corners) + dy + 10
 
 
 class _Box:  # grandalf's vertex view: w, h in; xy out

@@ -134,3 +134,14 @@ def test_text_json_and_html_say_it(reports):
     assert line in render(r, "text") and line in render(r, "markdown")
     assert json.loads(render(r, "json"))["nodes"][n["index"]]["absorbed"] == n["absorbed"]
     assert line in render(r, "html")  # the node's hover text
+
+
+@pytest.mark.parametrize("readers,into", [(("REAL",), 1), (("COMPLEX_ABS", "IMAG"), None)])
+def test_rfft2d_goes_into_its_one_consumer(tmp_path, readers, into):
+    from .test_tflite_spectral import _rfft_model
+    path = tmp_path / "rfft.tflite"
+    path.write_bytes(_rfft_model((1, 1, 16), (1, 16), readers))
+    r = report_for_path(str(path), 8)
+    assert r["nodes"][0]["op"] == "RFFT2D" and r["nodes"][0]["nnapi_ops"] == []
+    assert r["nodes"][0]["absorbed"] == {"into": into, "how": "computed by its consumers (no complex type)"}
+    assert all(n["nnapi_ops"] and n["absorbed"] is None for n in r["nodes"][1:])
