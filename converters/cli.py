@@ -13,6 +13,9 @@ from pathlib import Path
 import numpy as np
 
 EXIT_OK, EXIT_MISMATCH, EXIT_UNSUPPORTED, EXIT_INVALID, EXIT_MISSING_DEPENDENCY = 0, 1, 2, 3, 4
+DASK_HELP = ("batch: run the per-model tasks on an existing Dask distributed cluster, e.g. tcp://scheduler:8786 "
+             "(the same rows, in the same order, as a local run; every worker needs nnapi-convert installed and the "
+             "model paths readable; needs the scale extra: pip install 'nnapi-convert[scale]'; exit 4 without it)")
 # `nnapi run` refuses a model input or output larger than this (a corrupted shape, not a real model)
 MAX_RUN_TENSOR_BYTES = 1 << 31
 
@@ -329,11 +332,10 @@ def cmd_coverage(args) -> int:
             lenses = parse_lenses(args.lens)
         except ValueError as e:
             raise CliError(str(e))
-        reports = _map_with_progress(lens_report_for_path, [(p, level, shapes, lenses, args.delegate_option,
-                                                             args.device, args.device_profile, dims) for p in paths],
-                                     args.jobs)
+        reports = _run_batch(lens_report_for_path, [(p, level, shapes, lenses, args.delegate_option, args.device,
+                                                     args.device_profile, dims) for p in paths], args)
     else:
-        reports = _map_with_progress(report_for_path, [(p, level, shapes, dims) for p in paths], args.jobs)
+        reports = _run_batch(report_for_path, [(p, level, shapes, dims) for p in paths], args)
     if len(args.models) == 1 and len(paths) == 1 and not Path(args.models[0]).is_dir():
         r = reports[0]
         if "error" in r:
@@ -351,33 +353,13 @@ def cmd_coverage(args) -> int:
     return EXIT_OK
 
 
-def _map_with_progress(fn, arg_tuples, jobs: int) -> list:
-    """Run fn over the arguments (in worker processes when jobs > 1), with a tqdm bar on a terminal."""
-    total = len(arg_tuples)
-    results = [None] * total
-    bar = None
-    if sys.stderr.isatty() and total > 1:
-        from tqdm import tqdm
-        bar = tqdm(total=total, unit="model", file=sys.stderr, leave=False)
+def _run_batch(fn, arg_tuples, args) -> list:
+    """The per-model tasks of a batch (converters/batch.py): here, in --jobs processes or on --dask's cluster."""
+    from .batch import BatchDependencyMissing, run
     try:
-        if jobs <= 1 or total <= 1:
-            for k, a in enumerate(arg_tuples):
-                results[k] = fn(*a)
-                if bar is not None:
-                    bar.set_postfix_str(Path(a[0]).name)
-                    bar.update(1)
-        else:
-            from concurrent.futures import ProcessPoolExecutor, as_completed
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
-                futures = {pool.submit(fn, *a): k for k, a in enumerate(arg_tuples)}
-                for fut in as_completed(futures):
-                    results[futures[fut]] = fut.result()
-                    if bar is not None:
-                        bar.update(1)
-    finally:
-        if bar is not None:
-            bar.close()
-    return results
+        return run(fn, arg_tuples, args.jobs, args.dask)
+    except BatchDependencyMissing as e:
+        raise CliError(str(e), EXIT_MISSING_DEPENDENCY) from None
 
 
 def cmd_parity(args) -> int:
@@ -386,6 +368,23 @@ def cmd_parity(args) -> int:
     from .runners import MissingDependency
     from .source_graph import SourceError
     shapes = _input_shapes(args)
+    options = dict(feature_level=args.feature_level, reference=args.reference, inputs=args.inputs, seed=args.seed,
+                   samples=args.samples, layerwise=args.layerwise, partial=args.partial, input_shapes=shapes,
+                   dims=_dims(args), atol=args.atol, rtol=args.rtol, max_lsb=args.max_lsb, tolerance=args.tolerance,
+                   spread_factor=args.spread_factor, preprocess=args.preprocess, steps=args.steps,
+                   local=args.local or None, exact=args.exact)
+    if len(args.model) > 1 or Path(args.model[0]).is_dir():  # a batch: one row per model (converters/batch.py)
+        from .batch import parity_exit_code, parity_row, render_parity_batch
+        from .coverage import find_models
+        if args.converted:
+            raise CliError("--model names one converted file; give one source model with it")
+        paths = find_models(args.model)
+        if not paths:
+            raise CliError("no .tflite or .onnx models found in " + ", ".join(args.model))
+        rows = _run_batch(parity_row, [(p, options) for p in paths], args)
+        _write_output(render_parity_batch(rows, args.format), args.output)
+        return parity_exit_code(rows)
+    args.model = args.model[0]
     bar = None
 
     def progress(k: int, total: int) -> None:   # a bar on a terminal for several samples, nothing otherwise
@@ -396,13 +395,7 @@ def cmd_parity(args) -> int:
         if bar is not None:
             bar.update(1)
     try:
-        report = parity.check(args.model, converted=args.converted, feature_level=args.feature_level,
-                              reference=args.reference, inputs=args.inputs, seed=args.seed, samples=args.samples,
-                              layerwise=args.layerwise, partial=args.partial, input_shapes=shapes, dims=_dims(args),
-                              atol=args.atol, rtol=args.rtol, max_lsb=args.max_lsb, progress=progress,
-                              tolerance=args.tolerance, spread_factor=args.spread_factor,
-                              preprocess=args.preprocess, steps=args.steps, local=args.local or None,
-                              exact=args.exact)
+        report = parity.check(args.model, converted=args.converted, progress=progress, **options)
     except MissingDependency as e:
         raise CliError(str(e), EXIT_MISSING_DEPENDENCY) from None
     except parity.ParityError as e:
@@ -570,6 +563,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="report format (default text; json is the nnapi-coverage/1 schema in the README)")
     s.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically)")
     s.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel worker processes for many models (default 1)")
+    s.add_argument("--dask", metavar="ADDRESS", help=DASK_HELP)
     s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
                    help="pin an input's dimensions (repeatable)")
     s.add_argument("--dim", action="append", default=[], metavar="SYMBOL=N",
@@ -601,7 +595,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "Examples: nnapi parity model.tflite --samples 3 --layerwise; nnapi parity model.onnx "
                     "--model model.nnapi --format json -o parity.json; nnapi parity model.tflite --feature-level 2 "
                     "--partial.")
-    s.add_argument("model", help="the source model (.tflite or .onnx)")
+    s.add_argument("model", nargs="+", metavar="MODEL",
+                   help="the source model (.tflite or .onnx); several, or folders, run a batch with one row per model "
+                        "(JSON: nnapi-parity-batch/1; exit code the largest of the models')")
+    s.add_argument("--jobs", type=int, default=1, metavar="N", help="batch: parallel worker processes (default 1)")
+    s.add_argument("--dask", metavar="ADDRESS", help=DASK_HELP)
     s.add_argument("--model", dest="converted", metavar="CONVERTED.nnapi",
                    help="check this already-converted file instead of converting afresh")
     s.add_argument("--feature-level", type=int, default=8, choices=range(1, 9), metavar="N",

@@ -71,6 +71,9 @@ class ConversionContext:
         self._scalars: dict = {}
         self.notes: list[str] = []               # what the user should know about this node's conversion
         self.node: Optional[SourceNode] = None
+        # {"into": node index or None, "how": ...} when this node's computation happens elsewhere (it emits
+        # nothing of its own): set where the absorption is decided, reported by coverage
+        self.absorption: Optional[dict] = None
         self.subgraph_models = subgraph_models if subgraph_models is not None else {}
         # graph-level plans, shared by every context of this graph, feature level and pinned shapes (constant
         # folding turns tensors into constants: plan again after it)
@@ -246,10 +249,19 @@ class ConversionContext:
 
     def absorbed(self, node) -> bool:
         """True when a plan folds this node into another (it then emits nothing)."""
+        return self.absorption_of(node) is not None
+
+    def absorption_of(self, node) -> Optional[dict]:
+        """{"into", "how"} when a plan folds this node into another, else None."""
         for sh in self.shuffles.values():
             if node.index in (sh.head, sh.middle):
-                return self.supported(sh.tail) and self.intact({sh.head, sh.middle, sh.tail})
-        return False
+                whole = self.supported(sh.tail) and self.intact({sh.head, sh.middle, sh.tail})
+                return {"into": sh.tail, "how": "channel shuffle"} if whole else None
+        return None
+
+    def absorb(self, into: Optional[int], how: str) -> None:
+        """This node emits nothing: node `into` (None: no node, e.g. a model input) computes its result."""
+        self.absorption = {"into": into, "how": how}
 
     def intact(self, members) -> bool:
         """Every node between the first and last of a group's members (exclusive) converts, so the group

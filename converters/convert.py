@@ -15,7 +15,7 @@ from nnapi.ops import SPECS
 from nnapi.shapes import fill_unknown_dimensions
 
 from .context import ConversionContext
-from .folding import fold_source
+from .folding import fold_absorption, fold_source
 from .model_folds import fold_pads_into_convolutions, fold_reshapes_into_fully_connected
 from .registry import Reason, Supported, Unsupported, lookup
 from .shape_pass import resolve_node_shapes
@@ -42,6 +42,7 @@ class NodeResult:
     reason_code: Optional[str] = None
     reason: Optional[str] = None
     note: str = ""
+    absorbed: Optional[dict] = None   # {"into", "how"}: a supported node that emits no operation of its own
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -103,9 +104,12 @@ def run_converter(node: SourceNode, ctx: ConversionContext) -> list:
     """Convert one node into ctx.model; returns the indexes of the operations it emitted."""
     conv = lookup(ctx.fmt, node.op, node.version)
     before = len(ctx.model.operations)
-    ctx.node = node
-    if not ctx.applies_plans_itself and ctx.absorbed(node):  # a plan's other node emits what this one computes
-        return []
+    ctx.node, ctx.absorption = node, None
+    if not ctx.applies_plans_itself:
+        absorption = ctx.absorption_of(node)
+        if absorption is not None:  # a plan's other node emits what this one computes
+            ctx.absorption = absorption
+            return []
     try:
         conv.convert(node, ctx)
     except NnapiError as e:
@@ -198,7 +202,8 @@ def check_node(source: SourceModel, g: int, node: SourceNode, feature_level: int
 
 def _check_node(source: SourceModel, g: int, node: SourceNode, feature_level: int, input_shapes=None):
     if node.folded:
-        return Supported(1, [], node.fold_note or "folded into constants at conversion")
+        return Supported(1, [], node.fold_note or "folded into constants at conversion",
+                         fold_absorption(source.graphs[g], node))
     ctx = new_context(source, g, feature_level, input_shapes)
     try:
         emitted = run_converter(node, ctx)
@@ -221,7 +226,8 @@ def _check_node(source: SourceModel, g: int, node: SourceNode, feature_level: in
         level = max(level, spec.min_level(model, k))
     for opnd in model.operands:
         level = max(level, opnd.type.code.feature_level)
-    return Supported(level, [model.operations[k].code.name for k in emitted], "; ".join(ctx.notes))
+    return Supported(level, [model.operations[k].code.name for k in emitted], "; ".join(ctx.notes),
+                     None if emitted else ctx.absorption)
 
 
 MAX_RANK = 4  # NNAPI operations take tensors of rank 4 at most
@@ -265,6 +271,7 @@ def _node_result(g: int, node: SourceNode, graph: SourceGraph, verdict) -> NodeR
                    isinstance(verdict, Supported))
     if isinstance(verdict, Supported):
         r.nnapi_ops, r.min_feature_level, r.note = verdict.emits, verdict.min_feature_level, verdict.note
+        r.absorbed = verdict.absorbed
     else:
         r.reason_code, r.reason = verdict.reason.value, verdict.detail
         r.min_feature_level = verdict.feature_level_needed
@@ -354,10 +361,13 @@ def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: 
     # shapes the source graph leaves unknown but the inputs determine: from the specs' one shape inference
     fill_unknown_dimensions(model)
     ctx.folds = []
-    for fold in (fold_pads_into_convolutions, fold_reshapes_into_fully_connected):
+    for step, fold in enumerate((fold_pads_into_convolutions, fold_reshapes_into_fully_connected)):
+        names = [op.code.name for op in model.operations]
         folds = fold(model, {ctx.operand_of[t] for t in outputs})
         removed = {f.removed for f in folds}
-        ctx.folds += [(emitted_by[f.removed], emitted_by[f.into], f.what) for f in folds]
+        # (removed node, into node, what, how, (step, removed operation), its name)
+        ctx.folds += [(emitted_by[f.removed], emitted_by[f.into], f.what, f.how, (step, f.removed), names[f.removed])
+                      for f in folds]
         emitted_by = [n for k, n in enumerate(emitted_by) if k not in removed]
     ctx.emitted_by = emitted_by
     try:
@@ -434,10 +444,18 @@ def build_subgraph_model(source: SourceModel, k: int, feature_level: int, cache:
 
 
 def note_folds(result: ConversionResult, ctx: ConversionContext) -> None:
-    """Each node whose operation model_folds.py folded into another's says so in its note."""
-    for removed, into, what in getattr(ctx, "folds", []):
+    """Each node whose operation model_folds.py folded into another's says so in its note, no longer lists that
+    operation, and, when nothing of its own is left, is absorbed into the other node."""
+    gone = set()
+    for removed, into, what, how, operation, name in getattr(ctx, "folds", []):
         r = result.nodes[removed.index]
         r.note = "; ".join(filter(None, [r.note, f"folded into {into.label()} {what}"]))
+        if operation not in gone and name in r.nnapi_ops:  # (one PAD read by two convolutions: one operation gone)
+            gone.add(operation)
+            k = r.nnapi_ops.index(name)
+            r.nnapi_ops = r.nnapi_ops[:k] + r.nnapi_ops[k + 1:]
+        if not r.nnapi_ops and removed.index != into.index:
+            r.absorbed = {"into": into.index, "how": how}
 
 
 def convert_source(source: SourceModel, feature_level: int = 8, input_shapes=None,

@@ -7,19 +7,23 @@ JSON schema (stable; see README): {"model", "format", "feature_level",
 "supported_macs", "partitions", "note"?}, "per_feature_level": {"1".."8": summary +
 "blocking_nodes"}, "nodes": [{"subgraph", "index", "op", "version", "name",
 "supported", "nnapi_ops", "min_feature_level", "reason_code", "reason",
-"note", "macs", "inputs", "outputs"}], "partitions": [{"nodes", "inputs",
+"note", "absorbed" ({"into", "how"} or None: where a node that emits nothing went), "macs", "inputs",
+"outputs"}], "partitions": [{"nodes", "inputs",
 "outputs"}], "fallback_nodes": [...]}
 """
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Optional
 
 import numpy as np
 
 from nnapi.codes import MAX_FEATURE_LEVEL
 
-from .convert import INT16_ACTIVATIONS, ConversionError, check_graph, check_input_shapes, partition
+from .convert import (INT16_ACTIVATIONS, ConversionError, build_model, check_graph, check_input_shapes, note_folds,
+                      partition)
+from .registry import Unsupported
 from .pins import analyse
 from .load import detect_format, importer
 from .macs import graph_macs
@@ -72,11 +76,13 @@ def build_report(source: SourceModel, feature_level: int = MAX_FEATURE_LEVEL, in
         if level == feature_level:
             chosen = results
     parts, fallback = partition(graph, chosen)
+    _model_folds(source, chosen, parts, feature_level, input_shapes)
     nodes = []
     for r, m, node in zip(chosen, macs, graph.nodes):
         d = {"subgraph": r.subgraph, "index": r.index, "op": r.op, "version": r.version, "name": r.name,
              "supported": r.supported, "nnapi_ops": r.nnapi_ops, "min_feature_level": r.min_feature_level,
-             "reason_code": r.reason_code, "reason": r.reason, "note": r.note, "macs": int(m),
+             "reason_code": r.reason_code, "reason": r.reason, "note": r.note,
+             "absorbed": r.absorbed if r.supported else None, "macs": int(m),
              "inputs": [_tensor_info(graph, i) for i in node.inputs],
              "outputs": [_tensor_info(graph, i) for i in node.outputs]}
         nodes.append(d)
@@ -93,6 +99,24 @@ def build_report(source: SourceModel, feature_level: int = MAX_FEATURE_LEVEL, in
                         "outputs": [graph.tensors[t].name for t in p.outputs]} for p in parts],
         "fallback_nodes": fallback,
     }
+
+
+def _model_folds(source: SourceModel, results: list, parts: list, feature_level: int, input_shapes) -> None:
+    """The folds the finished NNAPI model makes (converters/model_folds.py: a PAD into its convolution, a
+    RESHAPE into its FULLY_CONNECTED), applied to the node results as conversion applies them: the partitions
+    are built as `nnapi convert` builds them. A partition that does not build keeps its per-node verdicts (the
+    conversion reports that error itself)."""
+    graph = source.main
+    if all(r.supported for r in results):
+        groups = [(list(range(len(graph.nodes))), None, None)]
+    else:
+        groups = [(p.nodes, p.inputs, p.outputs) for p in parts]
+    for node_indexes, inputs, outputs in groups:
+        try:
+            _, ctx = build_model(source, source.main_index, node_indexes, feature_level, input_shapes, inputs, outputs)
+        except (ConversionError, Unsupported):
+            continue
+        note_folds(SimpleNamespace(nodes=results), ctx)
 
 
 def read_source(path, input_shapes=None, dims=None) -> SourceModel:

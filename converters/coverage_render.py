@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import json
 
+from .coverage_graph import COLORS, render_graph
 from .pins import sentences
 
 LEVELS = [str(k) for k in range(1, 9)]
@@ -13,12 +14,6 @@ LEVELS = [str(k) for k in range(1, 9)]
 
 def _pct(x: float) -> str:
     return f"{100.0 * x:.1f}%"
-
-
-def _status(n: dict) -> str:
-    if not n["supported"]:
-        return "unsupported"
-    return "lowered" if n["nnapi_ops"] != [n["op"]] and len(n["nnapi_ops"]) != 1 else "supported"
 
 
 def _level_rows(r: dict):
@@ -30,10 +25,18 @@ def _level_rows(r: dict):
                + (" ..." if len(s["blocking_nodes"]) > 6 else ""))
 
 
+def absorbed_text(n: dict) -> str:
+    """'absorbed into node 12 (fused activation)' for a node that emits no operation of its own, else ''."""
+    a = n.get("absorbed")
+    if not a:
+        return ""
+    return f"absorbed{'' if a['into'] is None else ' into node ' + str(a['into'])} ({a['how']})"
+
+
 def _node_rows(r: dict):
     for n in r["nodes"]:
         yield (str(n["index"]), f"{n['op']} v{n['version']}", "yes" if n["supported"] else "NO",
-               " ".join(n["nnapi_ops"]) or "-", str(n["min_feature_level"] or "-"),
+               " ".join(n["nnapi_ops"]) or absorbed_text(n) or "-", str(n["min_feature_level"] or "-"),
                f"[{n['reason_code']}] {n['reason']}" if n["reason_code"] else "")
 
 
@@ -95,35 +98,6 @@ def render_markdown(r: dict) -> str:
     return "\n".join(out)
 
 
-_COLORS = {"supported": "#2e7d32", "lowered": "#f9a825", "unsupported": "#c62828"}
-
-
-def _svg(r: dict) -> str:
-    """The graph in execution order: one box per node, colored by status; partitions framed."""
-    h, w, gap = 26, 420, 8
-    part_of = {k: i for i, p in enumerate(r["partitions"]) for k in p["nodes"]}
-    rows, y = [], 10
-    ys = {}
-    for n in r["nodes"]:
-        ys[n["index"]] = y
-        st = _status(n)
-        label = f"{n['index']}: {n['op']}" + (f" -> {' + '.join(n['nnapi_ops'])}" if n["supported"] else
-                                               f" ({n['reason_code']})")
-        rows.append(f'<rect x="40" y="{y}" width="{w}" height="{h}" rx="5" fill="{_COLORS[st]}" '
-                    f'fill-opacity="0.85"><title>{html.escape(n["reason"] or st)}</title></rect>'
-                    f'<text x="50" y="{y + 17}" fill="white" font-size="13">{html.escape(label[:60])}</text>')
-        y += h + gap
-    frames = []
-    for i, p in enumerate(r["partitions"]):
-        top, bottom = ys[p["nodes"][0]] - 4, ys[p["nodes"][-1]] + h + 4
-        frames.append(f'<rect x="30" y="{top}" width="{w + 20}" height="{bottom - top}" fill="none" '
-                      f'stroke="#1565c0" stroke-dasharray="6 3" stroke-width="2"/>'
-                      f'<text x="{w + 56}" y="{top + 14}" font-size="12" fill="#1565c0">partition {i}</text>')
-    del part_of
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{w + 160}" height="{y + 10}" '
-            f'role="img" aria-label="graph">{"".join(frames)}{"".join(rows)}</svg>')
-
-
 def _html_table(headers, rows) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
@@ -136,12 +110,12 @@ def render_html(r: dict) -> str:
         body = f"<h1>{title}</h1><p class='err'>{html.escape(r['error'])}</p>"
     else:
         s = r["summary"]
-        legend = "".join(f'<span class="chip" style="background:{c}">{k}</span>' for k, c in _COLORS.items())
+        legend = "".join(f'<span class="chip" style="background:{c}">{k}</span>' for k, c in COLORS.items())
         body = (f"<h1>{title}</h1><p>{s['supported_nodes']}/{s['nodes']} nodes "
                 f"({_pct(s['supported_fraction'])}), {_pct(s['supported_macs_fraction'])} of MACs, "
                 f"{s['partitions']} partition(s) at feature level {r['feature_level']}.</p>"
                 + "".join(f"<p>{html.escape(line)}</p>" for line in sentences(s)) +
-                f"<h2>Graph</h2><p>{legend} <span class='chip part'>partition</span></p>{_svg(r)}"
+                f"<h2>Graph</h2><p>{legend} <span class='chip part'>partition</span></p>{render_graph(r)}"
                 f"<h2>Per feature level</h2>"
                 + _html_table(["FL", "nodes", "fraction", "MACs", "partitions", "blocking nodes"], _level_rows(r))
                 + "<h2>Nodes</h2>" + _html_table(["#", "op", "NNAPI", "becomes", "min FL", "reason"], _node_rows(r))
@@ -153,7 +127,8 @@ def render_html(r: dict) -> str:
     style = ("body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}"
              "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}"
              "th{background:#eee}.chip{color:white;padding:2px 8px;border-radius:4px;margin-right:6px}"
-             ".part{color:#1565c0;border:2px dashed #1565c0;background:none}.err{color:#c62828}")
+             ".part{color:#1565c0;border:2px dashed #1565c0;background:none}.err{color:#c62828}"
+             "figcaption{font-size:12px;color:#555}")
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title>"
             f"<style>{style}</style></head><body>{body}</body></html>")
 

@@ -20,14 +20,42 @@ from .registry import Unsupported
 from .source_graph import SourceModel
 
 FOLDERS: dict[tuple[str, str], Callable] = {}
+FOLD_HOW: dict[tuple[str, str], str] = {}   # what coverage says a folded node became (default "folded constant")
 
 
-def folder(fmt: str, *ops: str):
+def folder(fmt: str, *ops: str, how: str = "folded constant"):
     def deco(fn):
         for op in ops:
             FOLDERS[(fmt, op)] = fn
+            FOLD_HOW[(fmt, op)] = how
         return fn
     return deco
+
+
+def fold_absorption(graph, node) -> dict:
+    """{"into", "how"} of a folded node: into the one computed node its constant reaches (through other folded
+    nodes), None when several or none read it."""
+    key = sum(n.folded for n in graph.nodes)
+    cached = graph.__dict__.get("_fold_readers")
+    if cached is None or cached[0] != key:
+        readers: dict = {}
+        for n in graph.nodes:
+            for t in n.inputs:
+                readers.setdefault(t, []).append(n)
+        cached = graph.__dict__["_fold_readers"] = (key, readers)
+    readers = cached[1]
+    live, todo, seen = set(), list(node.outputs), set()
+    while todo:
+        t = todo.pop()
+        for n in readers.get(t, []):
+            if n.index in seen:
+                continue
+            seen.add(n.index)
+            if n.folded:
+                todo.extend(n.outputs)
+            else:
+                live.add(n.index)
+    return {"into": live.pop() if len(live) == 1 else None, "how": node.fold_how or "folded constant"}
 
 
 def fold_source(source: SourceModel, make_context: Callable, after: Optional[Callable] = None) -> None:
@@ -59,3 +87,4 @@ def fold_source(source: SourceModel, make_context: Callable, after: Optional[Cal
                 graph.tensors[t].shape_signature = None  # now static: a stale -1 must not read as dynamic
                 graph.tensors[t].symbols = None
             node.folded = True
+            node.fold_how = FOLD_HOW.get((source.format, node.op), "folded constant")

@@ -36,6 +36,7 @@ class Fold:
     removed: int
     into: int
     what: str      # how, e.g. "as its explicit padding"
+    how: str = ""  # coverage's short form, e.g. "pad folded into convolution"
 
 
 def _view(model, k):
@@ -150,7 +151,7 @@ def fold_pads_into_convolutions(model, keep: set) -> list[Fold]:
             continue   # (the scalars made for the others stay unused: harmless)
         replaced.update(rewritten)
         removed.add(k)
-        folds += [Fold(k, c, "as its explicit padding") for c in users]
+        folds += [Fold(k, c, "as its explicit padding", "pad folded into convolution") for c in users]
     if folds:
         model.rewrite_operations([replaced.get(k, o) for k, o in enumerate(model.operations) if k not in removed])
     return folds
@@ -183,7 +184,7 @@ def fold_reshapes_into_fully_connected(model, keep: set) -> list[Fold]:
             continue
         replaced[users[0]] = rewritten
         removed.add(k)
-        folds.append(Fold(k, users[0], "(which flattens its input itself)"))
+        folds.append(Fold(k, users[0], "(which flattens its input itself)", "reshape folded into fully connected"))
     if folds:
         model.rewrite_operations([replaced.get(k, o) for k, o in enumerate(model.operations) if k not in removed])
     return folds

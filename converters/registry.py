@@ -47,6 +47,8 @@ class Supported:
     min_feature_level: int
     emits: list = field(default_factory=list)   # NNAPI operation names, in order
     note: str = ""
+    # {"into": node index or None, "how": ...}: why a node that emits nothing emits nothing (context.absorb)
+    absorbed: Optional[dict] = None
 
 
 @dataclass

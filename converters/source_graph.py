@@ -74,6 +74,7 @@ class SourceNode:
     subgraphs: dict = field(default_factory=dict)  # attribute name -> subgraph index (IF/WHILE bodies)
     folded: bool = False             # computed at conversion time (converters/folding.py): emits nothing
     fold_note: str = ""              # why a folded node emits nothing, when not plain constant folding
+    fold_how: str = ""               # coverage's short form of it ("dequantize of weights"; converters/folding.py)
     custom_options: Optional[bytes] = None   # TFLite custom operators' options (a flexbuffer)
     intermediates: list = field(default_factory=list)  # TFLite intermediate tensors (integer LSTM scales)
 

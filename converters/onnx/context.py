@@ -251,12 +251,16 @@ class OnnxContext(ConversionContext):
             return
         self.share(y, self.operand_as(x, self.layout.get(y)))
 
-    def share(self, y: int, operand: int) -> None:
-        """Tensor y (not a graph output) is held by an existing operand already in y's layout."""
+    def share(self, y: int, operand: int, how: str = "identity") -> None:
+        """Tensor y (not a graph output) is held by an existing operand already in y's layout (the node, when
+        it emits nothing else, is absorbed `how` into the node that writes that operand)."""
         y = self.resolve(y)
         if y in self.operand_of:
             raise Unsupported(Reason.INVALID, f"tensor {self.tensor(y).name!r} is written twice")
         self.operand_of[y] = operand
+        t = self.tensor_of.get(operand)
+        producer = None if t is None else self._producer(t)
+        self.absorb(None if producer is None or producer.folded else producer.index, how)
 
     def temp_like(self, i: int, name_suffix: str = "pre_activation", **changes) -> int:
         """A temporary in tensor i's operand type and layout (recorded in operand_perm)."""
@@ -383,24 +387,32 @@ class OnnxContext(ConversionContext):
         temp = self.temp_like(tensor)
         return temp, (lambda: self.emit_form(ACTIVATION_OPS[code], "default", [final], input=temp))
 
-    def absorbed(self, node) -> bool:
-        """True when a fusion plan folds this node into another (it then emits nothing)."""
-        if super().absorbed(node):
-            return True
+    def absorption_of(self, node) -> Optional[dict]:
+        """{"into", "how"} when a fusion plan folds this node into another (it then emits nothing), else None."""
+        shuffle = super().absorption_of(node)
+        if shuffle is not None:
+            return shuffle
         f, k = self.fusion, node.index
         if k in f.producer_of:
             p = f.producer_of[k]
             members = {p, k}
             if p in f.bn_into and self.absorbed(self.graph.nodes[p]):  # the chain starts at the Conv
                 members.add(f.bn_into[p])
-            return self.supported(p) and self.intact(members)
+                p = f.bn_into[p]
+            ok = self.supported(f.producer_of[k]) and self.intact(members)
+            return {"into": p, "how": "fused activation"} if ok else None
         if k in f.bn_into:
-            return self.supported(f.bn_into[k]) and self.intact({f.bn_into[k], k})
+            ok = self.supported(f.bn_into[k]) and self.intact({f.bn_into[k], k})
+            return {"into": f.bn_into[k], "how": "batch norm folded into conv"} if ok else None
         if k in f.q_core:
-            return self.supported(f.q_core[k]) and self.quantized_core(f.q_core[k])
+            ok = self.supported(f.q_core[k]) and self.quantized_core(f.q_core[k])
+            return {"into": f.q_core[k], "how": "quantize of a quantized op's output"} if ok else None
         if k in f.dq_cores:
-            return all(self.supported(c) and self.quantized_core(c) for c in f.dq_cores[k])
-        return False
+            cores = f.dq_cores[k]
+            ok = all(self.supported(c) and self.quantized_core(c) for c in cores)
+            return {"into": min(cores) if len(cores) == 1 else None,
+                    "how": "dequantize of a quantized op's input"} if ok else None
+        return None
 
     def float_core(self, node) -> bool:
         """A QDQ core whose quantized form NNAPI refuses for its quantization parameters alone (LOGISTIC,
@@ -467,7 +479,9 @@ class OnnxContext(ConversionContext):
         if runtime:
             raise Unsupported(Reason.NON_CONSTANT_OPERAND, f"{node.label()}: {runtime[0]} {runtime[1]!r} is a run-time "
                                                            f"tensor; NNAPI quantization parameters are constants")
-        if self.absorbed(node):
+        absorption = self.absorption_of(node)
+        if absorption is not None:
+            self.absorption = absorption
             return
         core = self.quantized_core(node.index)
         if (core or node.op in FLOAT_QLINEAR) and self.float_core(node):

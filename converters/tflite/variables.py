@@ -49,7 +49,7 @@ def _refuse(node, why: str) -> None:
 
 
 def _fold(node, note: str) -> None:
-    node.folded, node.fold_note = True, note
+    node.folded, node.fold_note, node.fold_how = True, note, "resource variable"
 
 
 def _initial_values(source: SourceModel, graph: SourceGraph) -> dict:

@@ -26,7 +26,7 @@ def quantize(node, ctx):
     ctx.emit_form(code, "default", [ctx.output(y)], input=ctx.operand(x))
 
 
-@folder("onnx", "DequantizeLinear")
+@folder("onnx", "DequantizeLinear", how="dequantize of weights")
 def dequantize_constant(node, ctx) -> list:
     """A DequantizeLinear of a constant (weights, int32 biases) is a float constant: a float consumer reads
     it as such, and a QDQ core reads the quantized constant behind it (fusion.py) either way."""

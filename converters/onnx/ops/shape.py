@@ -79,7 +79,7 @@ def transpose(node, ctx):
         return
     nn_perm = layout.compose(ctx.perm_of(x), perm, rank)
     if layout.is_identity(nn_perm) and not ctx.is_const(x) and y not in ctx.graph.outputs:
-        ctx.share(y, ctx.operand(x))  # the input's layout already is the transposed order
+        ctx.share(y, ctx.operand(x), "transpose done by the layout")  # the input is already in that order
         return
     ctx.emit_form(Op.TRANSPOSE, "default", [ctx.output(y)], input=ctx.operand(x), perm=_i32(ctx, nn_perm))
 

@@ -118,6 +118,7 @@ def if_(node, ctx):
     """outputs = then_subgraph(inputs) if cond else else_subgraph(inputs)."""
     if not node.outputs:
         _check_no_effects(ctx, node, ("then_subgraph_index", "else_subgraph_index"))
+        ctx.absorb(None, "no observable effect")
         return  # nothing observable: it emits nothing (NNAPI's IF needs an output)
     cond = node.inputs[0]
     t = ctx.tensor(cond)

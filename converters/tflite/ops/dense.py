@@ -162,7 +162,7 @@ def _sparse_input(node, ctx):
     return ctx.tensor(src)
 
 
-@folder("tflite", "DENSIFY")
+@folder("tflite", "DENSIFY", how="densify of weights")
 def fold_densify(node, ctx):
     """A sparse constant densifies before conversion: its consumers then read a dense constant."""
     return [densify(_sparse_input(node, ctx)).reshape(ctx.tensor(node.outputs[0]).shape or (1,))]

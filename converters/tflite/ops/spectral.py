@@ -127,6 +127,9 @@ def rfft2d(node, ctx):
                                                    f"NNAPI has no complex type, only COMPLEX_ABS, REAL and IMAG "
                                                    f"readers can be converted")
         _check_consumer(ctx, reader)
+    readers = [n.index for n in ctx.graph.nodes if out in n.inputs]
+    if ctx.node is node:  # (not when a consumer checks its producer)
+        ctx.absorb(readers[0] if len(readers) == 1 else None, "computed by its consumers (no complex type)")
 
 
 def _rfft_input(ctx, node):

@@ -65,7 +65,7 @@ def _dequantized(t) -> np.ndarray:
     return ((data.astype(np.int32) - zps).astype(np.float32) * scales).astype(np.float32)
 
 
-@folder("tflite", "DEQUANTIZE")
+@folder("tflite", "DEQUANTIZE", how="dequantize of weights")
 def fold_dequantize(node, ctx):
     """A constant input (float16 or quantized weights) folds into a float32 constant before conversion."""
     x_t, out_t = node.inputs[0], node.outputs[0]
