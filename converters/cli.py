@@ -13,8 +13,6 @@ from pathlib import Path
 import numpy as np
 
 EXIT_OK, EXIT_MISMATCH, EXIT_UNSUPPORTED, EXIT_INVALID, EXIT_MISSING_DEPENDENCY = 0, 1, 2, 3, 4
-# `nnapi run` refuses a model input or output larger than this (a corrupted shape, not a real model)
-MAX_RUN_TENSOR_BYTES = 1 << 31
 
 
 class CliError(Exception):
@@ -65,78 +63,10 @@ def cmd_inspect(args) -> int:
     return EXIT_OK
 
 
-def random_inputs(model, seed: int = 0) -> list[np.ndarray]:
-    """Seeded inputs within each input's natural range (quantized range for quantized types)."""
-    from executor.kernels.common import QUANT_RANGE
-
-    from .runners import random_array
-    rng = np.random.default_rng(seed)
-    arrays = []
-    for i in model.inputs:
-        t = model.operands[i].type
-        dims = tuple(t.dimensions) if t.is_tensor else ()
-        if t.is_tensor and (not dims or 0 in dims):
-            raise CliError(f"input operand {i} ({model.operands[i].name or 'unnamed'}) has unknown dimensions "
-                           f"{list(dims)}; pass --inputs with concrete arrays")
-        _check_run_size(t, f"input operand {i} ({model.operands[i].name or 'unnamed'})")
-        arrays.append(random_array(rng, dims, t.dtype, QUANT_RANGE.get(t.code)))
-    return arrays
-
-
-def _check_run_size(otype, what: str) -> None:
-    nbytes = otype.byte_size()
-    if nbytes is not None and nbytes > MAX_RUN_TENSOR_BYTES:
-        raise CliError(f"{what} {otype.describe()} needs {nbytes} bytes, more than `nnapi run` allocates "
-                       f"({MAX_RUN_TENSOR_BYTES})")
-
-
-def run_model(model, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """Compile and run `model` once with the executor; returns the output arrays."""
-    import nnapi
-    comp = nnapi.Compilation(model)
-    comp.finish()
-    needed = [0] * len(model.outputs)  # elements a run found it needs (shapes known only at run time)
-    while True:
-        ex = nnapi.Execution(comp)
-        for k, arr in enumerate(inputs):
-            ex.set_input(k, arr)
-        outs = []
-        for k, o in enumerate(model.outputs):
-            t = model.operands[o].type
-            _check_run_size(t, f"output operand {o} ({model.operands[o].name or 'unnamed'})")
-            size = max(t.element_count() or 0, needed[k])
-            if size * t.dtype.itemsize > MAX_RUN_TENSOR_BYTES:
-                raise CliError(f"output operand {o} ({model.operands[o].name or 'unnamed'}) needs {size} elements, "
-                               f"more than `nnapi run` allocates ({MAX_RUN_TENSOR_BYTES} bytes)")
-            buf = np.zeros(max(size, 1 << 16), dtype=t.dtype)  # room for dynamic shapes
-            outs.append(buf)
-            ex.set_output(k, buf)
-        try:
-            ex.compute()
-            break
-        except nnapi.NnapiError as e:
-            if e.code != nnapi.ResultCode.OUTPUT_INSUFFICIENT_SIZE:
-                raise
-            grown = False
-            for k in range(len(outs)):
-                try:
-                    n = int(np.prod(ex.get_output_operand_dimensions(k)))
-                except nnapi.NnapiError:
-                    continue
-                if n > outs[k].size:
-                    needed[k], grown = n, True
-            if not grown:
-                raise
-    result = []
-    for k, buf in enumerate(outs):
-        dims = ex.get_output_operand_dimensions(k)
-        n = int(np.prod(dims)) if dims else 1
-        result.append(buf[:n].reshape(dims))
-    return result
-
-
 def cmd_run(args) -> int:
     from nnapi.state import carry, initial_values, non_state_inputs
+
+    from .running import random_inputs, run_model
     model = _load_nnapi(args.model)
     if args.steps < 1:
         raise CliError(f"--steps {args.steps}: at least 1 step")
@@ -484,7 +414,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from samples import demo
+    from . import demo
     return demo.run(out=sys.stdout)
 
 
@@ -730,6 +660,7 @@ def main(argv=None) -> int:
     from nnapi import NnapiError
 
     from .convert import ConversionError
+    from .running import RunError
     from .source_graph import SourceError
     try:
         check_output_folder(args.command, getattr(args, "output", None))
@@ -740,7 +671,7 @@ def main(argv=None) -> int:
     except NnapiError as e:
         print(f"nnapi {args.command}: error: {e}", file=sys.stderr)
         return EXIT_INVALID
-    except (ConversionError, SourceError) as e:
+    except (ConversionError, SourceError, RunError) as e:
         print(f"nnapi {args.command}: error: {e}", file=sys.stderr)
         return EXIT_INVALID
     except ModuleNotFoundError as e:

@@ -24,9 +24,9 @@ from .convert import ConversionResult, check_input_shapes, prepare_source
 from .load import detect_format, importer
 from .pins import for_result, sentences
 from .extract import tflite_float_twin
-from .runners import (MissingDependency, ReferenceFailed, from_nnapi_outputs, litert_steps,
-                      random_array, random_source_inputs, run_litert,
-                      run_onnxruntime, run_traced, to_nnapi_inputs)
+from .runners import MissingDependency, ReferenceFailed, litert_steps, run_litert, run_onnxruntime
+from .running import (RunState, compile_model, from_nnapi_outputs, random_array, random_source_inputs,
+                      run_traced, to_nnapi_inputs)
 from .source_graph import SourceError
 from .parity_local import LOCAL_REFERENCES, drift_line, drift_summary, local_check
 from .tolerance import SPREAD_FACTOR, SPREAD_MIN_OPERATIONS, allowed_error, within_tolerance
@@ -615,8 +615,6 @@ def _kernel_set_runs(fmt, model_path, data, graph, sample, reference, ref_runs) 
 def _exact_distances(report, result, graph, ins, exact_state, got_outs, framework_outs: dict):
     """--exact: the converted model run in float64 (the executor's precision switch) is the graph's
     mathematical value; record each float output's distance from it for ours and every kernel set."""
-    from executor.runtime import RunState, compile_model
-    from nnapi.state import carry
     model = result.model
     compiled = compile_model(model, float64=True)
     values = compiled.run(to_nnapi_inputs(result, ins, state=exact_state), RunState(nnapi.DEFAULT_LOOP_TIMEOUT_S))

@@ -38,10 +38,10 @@ def local_check(result, trace: dict, ref_tensors: dict, tol: dict, dq_steps: dic
                 previous: Optional[list] = None) -> list:
     """Per NNAPI operation that writes a source tensor: its error when fed the framework's inputs.
     `previous` (the same list from earlier samples or steps) is folded in: worst case per operation."""
-    from executor.runtime import compile_model
     from nnapi.validate import execution_order
 
     from .parity import _rank0_as_source, _to_source_layout, compare, tolerance_for
+    from .running import compile_model
     model, graph = result.model, result.source.main
     compiled = compile_model(model)
     constant = {i for i, o in enumerate(model.operands) if o.is_constant or o.lifetime.name == "NO_VALUE"}

@@ -7,8 +7,9 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..runners import random_source_inputs, run_onnxruntime
-from ..runners import run_converted as _run_converted
+from ..runners import run_onnxruntime
+from ..running import random_source_inputs
+from ..running import run_converted as _run_converted
 from ..tolerance import within_tolerance
 
 

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+import executor  # noqa: F401  (registers the numpy executor as nnapi's backend)
 import nnapi
 from nnapi import NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
 
