@@ -3,7 +3,7 @@ The converted NNAPI model runs through running.py."""
 from __future__ import annotations
 
 import warnings
-from typing import Optional, Sequence
+from typing import Sequence
 
 import numpy as np
 

@@ -184,3 +184,33 @@ def run_converted(result, inputs: Sequence[np.ndarray], model=None) -> list[np.n
     outs = [np.transpose(y, np.argsort(perms[o])) if o in perms else y for o, y in zip(model.outputs, outs)]
     dtypes = [graph.tensors[result.operand_map[o][0]].dtype for o in model.outputs]
     return from_nnapi_outputs(dtypes, outs)
+
+
+def npz_output_keys(names: list) -> list[str]:
+    """One distinct .npz key per model output, in output order: the output's name (`output{k}` when it has
+    none), NUL characters replaced by `_` (a zip entry name ends at a NUL). An output whose key an earlier
+    output already took gets the first of `_1`, `_2`, ... appended that is neither taken nor another
+    output's own key, so every output is written and a real name is never shadowed."""
+    base = [(n or f"output{k}").replace("\x00", "_") for k, n in enumerate(names)]
+    reserved, taken, keys = set(base), set(), []
+    for b in base:
+        key, i = b, 0
+        while key in taken or (i and key in reserved):
+            i += 1
+            key = f"{b}_{i}"
+        taken.add(key)
+        keys.append(key)
+    return keys
+
+
+def npz_bytes(keys: list[str], arrays: list[np.ndarray]) -> bytes:
+    """An uncompressed .npz like np.savez's, written entry by entry: np.savez(**arrays) cannot take a key
+    named `file` (its own parameter)."""
+    import io
+    import zipfile
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for key, arr in zip(keys, arrays):
+            with zf.open(key + ".npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.asarray(arr), allow_pickle=False)
+    return buf.getvalue()
