@@ -1,5 +1,5 @@
 """Helpers shared by the shape, data-movement, reduction and lookup converters
-(shape.py, slicing.py, static.py, reduce.py, lookup.py): static values and
+(shape.py, slicing.py, folded.py, reduce.py, lookup.py): static values and
 shapes, axis handling, constant folding and the small emission patterns
 (slice, concatenate, tile, gather) the lowerings are built from; naming, temporaries and
 RESHAPE are in common.py."""

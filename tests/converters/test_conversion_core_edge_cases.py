@@ -1,4 +1,5 @@
-"""Review regressions for the shared conversion core (driver, parity, CLI)."""
+"""Edge cases of the shared conversion core (driver, parity, CLI): rank-0 and int64 outputs, folded
+tensors, saved ONNX layouts, dynamic output sizes."""
 import numpy as np
 
 from converters.parity import check

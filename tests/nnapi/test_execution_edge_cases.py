@@ -1,4 +1,4 @@
-"""Review regressions for nnapi.Execution."""
+"""Edge cases of nnapi.Execution: reruns after a failure, non-contiguous output buffers, inputs from memory."""
 import numpy as np
 import pytest
 
