@@ -39,7 +39,7 @@ def measure(path: Path, runs: int = 40) -> dict:
     from onnx.reference import ReferenceEvaluator
 
     from converters.load import importer
-    from converters.runners import random_source_inputs, to_nnapi_inputs
+    from converters.running import random_source_inputs, to_nnapi_inputs
     from executor.runtime import RunState, compile_model
     imp = importer("onnx")
     source, result = imp.read(str(path)), imp.convert(str(path))

@@ -40,7 +40,7 @@ def _onnx_reference_ms(path: Path, runs: int, warmup: int) -> float:
     from onnx.reference import ReferenceEvaluator
 
     from converters.load import importer
-    from converters.runners import random_source_inputs
+    from converters.running import random_source_inputs
     graph = importer("onnx").read(str(path)).main
     feeds = {graph.tensors[i].name: x for i, x in zip(graph.inputs, random_source_inputs(graph, 0))}
     sess = ReferenceEvaluator(str(path))

@@ -28,7 +28,8 @@ import nnapi
 
 from .load import detect_format, importer
 from .macs import graph_macs
-from .runners import LITERT_REFERENCES, MissingDependency, litert_interpreter, random_source_inputs, to_nnapi_inputs
+from .runners import LITERT_REFERENCES, MissingDependency, litert_interpreter
+from .running import random_source_inputs, to_nnapi_inputs
 
 
 # "wall": elapsed time; "cpu": the calling thread's CPU time, which a machine shared with other work
@@ -76,12 +77,11 @@ def bench(path: str, vs: Optional[str] = None, threads: int = 1, runs: int = 20,
 
 
 def _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile, clock, dims=None) -> dict:
-    from executor.planner import planned_peak_bytes
-    from executor.runtime import RunState, compile_model
+    from .running import RunState, compile_model, planned_peak_bytes
     fmt = detect_format(path)
     if fmt == "nnapi":
         model, source, result = nnapi.load(path), None, None
-        from .cli import random_inputs
+        from .running import random_inputs
         ins = random_inputs(model)
         nn_ins = ins
     else:
@@ -122,10 +122,10 @@ DEFAULT_FRAMEWORK = {"tflite": "litert", "onnx": "onnxruntime"}
 
 def _nnapi_stage(p, result, threads: int):
     """One NNAPI partition on the executor: source-framework arrays in, source-framework arrays out."""
-    from executor.runtime import RunState, compile_model
+    from .running import RunState, compile_model
 
     from .convert import ConversionResult
-    from .runners import from_nnapi_outputs
+    from .running import from_nnapi_outputs
     fake = ConversionResult(result.source, result.feature_level, [], model=p.model, operand_map=p.operand_map,
                             operand_perm=p.operand_perm)
     compiled, state = compile_model(p.model), RunState(nnapi.DEFAULT_LOOP_TIMEOUT_S)
@@ -222,7 +222,7 @@ def _bench_partial(path, fmt, vs, threads, runs, warmup, source, result, ins, cl
     would split it) timed end to end against the framework on the whole model. Extra JSON field
     `partial`: partitions, fallback_segments, fallback_nodes, framework, nnapi_ms_median and
     framework_ms_median (the two shares of each run)."""
-    from executor.planner import planned_peak_bytes
+    from .running import planned_peak_bytes
     framework = vs or DEFAULT_FRAMEWORK[fmt]
     run, spent, compiled, segments = partial_pipeline(path, fmt, framework, threads, source, result, clock)
     ours = timeit_ms(lambda: run(ins), runs, warmup, clock)
@@ -249,7 +249,7 @@ def _bench_partial(path, fmt, vs, threads, runs, warmup, source, result, ins, cl
 
 def _profile(compiled, nn_ins, runs: int, warmup: int, result, source) -> dict:
     """Per-operation medians over profiled runs (separate from the timed runs: timing each step costs a little)."""
-    from executor.runtime import Profile, RunState
+    from .running import Profile, RunState
     prof = Profile(compiled)
     state = RunState(nnapi.DEFAULT_LOOP_TIMEOUT_S)
     for _ in range(warmup):

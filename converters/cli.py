@@ -16,8 +16,6 @@ EXIT_OK, EXIT_MISMATCH, EXIT_UNSUPPORTED, EXIT_INVALID, EXIT_MISSING_DEPENDENCY 
 DASK_HELP = ("batch: run the per-model tasks on an existing Dask distributed cluster, e.g. tcp://scheduler:8786 "
              "(the same rows, in the same order, as a local run; every worker needs nnapi-convert installed and the "
              "model paths readable; needs the scale extra: pip install 'nnapi-convert[scale]'; exit 4 without it)")
-# `nnapi run` refuses a model input or output larger than this (a corrupted shape, not a real model)
-MAX_RUN_TENSOR_BYTES = 1 << 31
 
 
 class CliError(Exception):
@@ -68,78 +66,10 @@ def cmd_inspect(args) -> int:
     return EXIT_OK
 
 
-def random_inputs(model, seed: int = 0) -> list[np.ndarray]:
-    """Seeded inputs within each input's natural range (quantized range for quantized types)."""
-    from executor.kernels.common import QUANT_RANGE
-
-    from .runners import random_array
-    rng = np.random.default_rng(seed)
-    arrays = []
-    for i in model.inputs:
-        t = model.operands[i].type
-        dims = tuple(t.dimensions) if t.is_tensor else ()
-        if t.is_tensor and (not dims or 0 in dims):
-            raise CliError(f"input operand {i} ({model.operands[i].name or 'unnamed'}) has unknown dimensions "
-                           f"{list(dims)}; pass --inputs with concrete arrays")
-        _check_run_size(t, f"input operand {i} ({model.operands[i].name or 'unnamed'})")
-        arrays.append(random_array(rng, dims, t.dtype, QUANT_RANGE.get(t.code)))
-    return arrays
-
-
-def _check_run_size(otype, what: str) -> None:
-    nbytes = otype.byte_size()
-    if nbytes is not None and nbytes > MAX_RUN_TENSOR_BYTES:
-        raise CliError(f"{what} {otype.describe()} needs {nbytes} bytes, more than `nnapi run` allocates "
-                       f"({MAX_RUN_TENSOR_BYTES})")
-
-
-def run_model(model, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """Compile and run `model` once with the executor; returns the output arrays."""
-    import nnapi
-    comp = nnapi.Compilation(model)
-    comp.finish()
-    needed = [0] * len(model.outputs)  # elements a run found it needs (shapes known only at run time)
-    while True:
-        ex = nnapi.Execution(comp)
-        for k, arr in enumerate(inputs):
-            ex.set_input(k, arr)
-        outs = []
-        for k, o in enumerate(model.outputs):
-            t = model.operands[o].type
-            _check_run_size(t, f"output operand {o} ({model.operands[o].name or 'unnamed'})")
-            size = max(t.element_count() or 0, needed[k])
-            if size * t.dtype.itemsize > MAX_RUN_TENSOR_BYTES:
-                raise CliError(f"output operand {o} ({model.operands[o].name or 'unnamed'}) needs {size} elements, "
-                               f"more than `nnapi run` allocates ({MAX_RUN_TENSOR_BYTES} bytes)")
-            buf = np.zeros(max(size, 1 << 16), dtype=t.dtype)  # room for dynamic shapes
-            outs.append(buf)
-            ex.set_output(k, buf)
-        try:
-            ex.compute()
-            break
-        except nnapi.NnapiError as e:
-            if e.code != nnapi.ResultCode.OUTPUT_INSUFFICIENT_SIZE:
-                raise
-            grown = False
-            for k in range(len(outs)):
-                try:
-                    n = int(np.prod(ex.get_output_operand_dimensions(k)))
-                except nnapi.NnapiError:
-                    continue
-                if n > outs[k].size:
-                    needed[k], grown = n, True
-            if not grown:
-                raise
-    result = []
-    for k, buf in enumerate(outs):
-        dims = ex.get_output_operand_dimensions(k)
-        n = int(np.prod(dims)) if dims else 1
-        result.append(buf[:n].reshape(dims))
-    return result
-
-
 def cmd_run(args) -> int:
     from nnapi.state import carry, initial_values, non_state_inputs
+
+    from .running import npz_bytes, npz_output_keys, random_inputs, run_model
     model = _load_nnapi(args.model)
     if args.steps < 1:
         raise CliError(f"--steps {args.steps}: at least 1 step")
@@ -170,38 +100,8 @@ def cmd_run(args) -> int:
         print(f"{key}: {arr.dtype}{list(arr.shape)} {stats}")
     if args.output:
         from nnapi.serialize import atomic_write
-        atomic_write(args.output, _npz_bytes(keys, outputs))
+        atomic_write(args.output, npz_bytes(keys, outputs))
     return EXIT_OK
-
-
-def npz_output_keys(names: list) -> list[str]:
-    """One distinct .npz key per model output, in output order: the output's name (`output{k}` when it has
-    none), NUL characters replaced by `_` (a zip entry name ends at a NUL). An output whose key an earlier
-    output already took gets the first of `_1`, `_2`, ... appended that is neither taken nor another
-    output's own key, so every output is written and a real name is never shadowed."""
-    base = [(n or f"output{k}").replace("\x00", "_") for k, n in enumerate(names)]
-    reserved, taken, keys = set(base), set(), []
-    for b in base:
-        key, i = b, 0
-        while key in taken or (i and key in reserved):
-            i += 1
-            key = f"{b}_{i}"
-        taken.add(key)
-        keys.append(key)
-    return keys
-
-
-def _npz_bytes(keys: list[str], arrays: list[np.ndarray]) -> bytes:
-    """An uncompressed .npz like np.savez's, written entry by entry: np.savez(**arrays) cannot take a key
-    named `file` (its own parameter)."""
-    import io
-    import zipfile
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
-        for key, arr in zip(keys, arrays):
-            with zf.open(key + ".npy", "w", force_zip64=True) as f:
-                np.lib.format.write_array(f, np.asarray(arr), allow_pickle=False)
-    return buf.getvalue()
 
 
 def _convert(args, partial: bool):
@@ -260,40 +160,9 @@ def cmd_convert(args) -> int:
             print(line, file=sys.stderr)
         print("use --partial to write the NNAPI partitions and a manifest", file=sys.stderr)
         return EXIT_UNSUPPORTED
-    return _write_partitions(result, out, args)
-
-
-def _write_partitions(result, out: Path, args) -> int:
-    from nnapi.serialize import atomic_write, file_pieces
-    graph = result.source.main
-    files, manifest = [], {"model": str(args.model), "feature_level": args.feature_level, "partitions": [],
-                           "fallback_nodes": [], "io_rewrites": result.io_rewrites,
-                           "state": [{**v, "initial": v["initial"].tolist(), "dtype": v["initial"].dtype.name}
-                                     for v in result.state]}
-    blobs = []
-    for k, p in enumerate(result.partitions):
-        name = f"{out.stem}.part{k}{out.suffix or '.nnapi'}"
-        blobs.append((out.with_name(name), file_pieces(p.model)))
-        manifest["partitions"].append({
-            "file": name, "nodes": p.nodes,
-            "inputs": [graph.tensors[t].name for t in p.inputs],
-            "outputs": [graph.tensors[t].name for t in p.outputs]})
-    for n in result.unsupported:
-        manifest["fallback_nodes"].append({"index": n.index, "op": n.op, "reason_code": n.reason_code,
-                                           "reason": n.reason, "inputs": n.inputs, "outputs": n.outputs})
-    from .pins import for_result
-    manifest.update(for_result(result))  # pins_needed, value_dependent
-    manifest_path = out.with_name(out.stem + ".partitions.json")
-    try:
-        for path, data in blobs:
-            atomic_write(path, data)
-            files.append(path)
-        atomic_write(manifest_path, json.dumps(manifest, indent=1).encode())
-    except BaseException:
-        for f in files:  # all or nothing: no partial set of partitions left behind
-            f.unlink(missing_ok=True)
-        raise
-    print(f"wrote {len(blobs)} partition(s) and {manifest_path.name}; "
+    from .partitions_file import write_partitions
+    count = write_partitions(result, out, args.model, args.feature_level)
+    print(f"wrote {count} partition(s) and {out.stem}.partitions.json; "
           f"{len(result.unsupported)} node(s) fall back to the CPU:")
     print("\n".join(unsupported_lines(result)))
     return EXIT_OK
@@ -319,6 +188,7 @@ def _dims(args) -> dict:
 
 def cmd_coverage(args) -> int:
     from .coverage import find_models, report_for_path
+    from .progress import map_with_progress
     from .coverage_render import render, render_batch
     shapes = _input_shapes(args)
     level = 8 if args.feature_level == "all" else int(args.feature_level)
@@ -414,6 +284,7 @@ def cmd_parity(args) -> int:
 
 def cmd_bench(args) -> int:
     from .bench import bench
+    from .bench_render import render_text
     from .runners import MissingDependency
     from .source_graph import SourceError
     shapes = _input_shapes(args)
@@ -429,37 +300,9 @@ def cmd_bench(args) -> int:
     if args.format == "json":
         text = json.dumps(r, indent=1)
     else:
-        text = (f"{r['model']}: ours {r['ours_ms_median']:.3f} ms (IQR {r['ours_ms_spread']:.3f})"
-                + (f", {r['reference']} {r['reference_ms_median']:.3f} ms (IQR {r['reference_ms_spread']:.3f}), "
-                   f"ratio {r['ratio']:.2f}x" if r["reference"] else "")
-                + f"; {r['macs']:,} MACs, {r['gflops']:.2f} GFLOP/s; planned peak {r['planned_peak_bytes']:,} B "
-                  f"(shared buffers {r['arena_bytes']:,} B), "
-                  f"peak RSS {r['peak_rss_bytes'] / 2**20:.1f} MiB; executor BLAS {r['blas']['library']} "
-                  f"{r['blas']['threads']} thread(s)" + ("; CPU time" if r["clock"] == "cpu" else ""))
-        if r.get("partial"):
-            q = r["partial"]
-            text += (f"\npartial model: {q['partitions']} NNAPI partition(s) on the executor "
-                     f"({q['nnapi_ms_median']:.3f} ms), {q['fallback_nodes']} CPU fallback node(s) in "
-                     f"{q['fallback_segments']} segment(s) on {q['framework']} ({q['framework_ms_median']:.3f} ms); "
-                     f"'ours' is both together, the reference runs the whole model")
-        if args.profile:
-            text += "\n" + _profile_text(r)
+        text = render_text(r, args.profile)
     _write_output(text, args.output)
     return EXIT_OK
-
-
-def _profile_text(r: dict, top: int = 15) -> str:
-    lines = [f"per operation (median of {r['runs']} profiled runs; total {r['profile_total_ms']:.3f} ms):",
-             f"  {'ms':>9} {'share':>6} {'cum':>6}  {'#':>4} {'operation':<24} {'output':<20} source node"]
-    for e in r["profile"][:top]:
-        lines.append(f"  {e['ms']:9.4f} {e['share']:6.1%} {e['cumulative_share']:6.1%}  {e['operation_index']:>4} "
-                     f"{e['nnapi_op']:<24} {str(e['output_shape']):<20} {e['source_node'] or ''}")
-    if len(r["profile"]) > top:
-        lines.append(f"  ... {len(r['profile']) - top} more operations")
-    lines.append("per operation type:")
-    for e in r["by_op"]:
-        lines.append(f"  {e['ms']:9.4f} {e['share']:6.1%}  {e['count']:>4} x {e['nnapi_op']}")
-    return "\n".join(lines)
 
 
 def cmd_export(args) -> int:
@@ -477,7 +320,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from samples import demo
+    from . import demo
     return demo.run(out=sys.stdout)
 
 
@@ -728,6 +571,7 @@ def main(argv=None) -> int:
     from nnapi import NnapiError
 
     from .convert import ConversionError
+    from .running import RunError
     from .source_graph import SourceError
     try:
         check_output_folder(args.command, getattr(args, "output", None))
@@ -738,7 +582,7 @@ def main(argv=None) -> int:
     except NnapiError as e:
         print(f"nnapi {args.command}: error: {e}", file=sys.stderr)
         return EXIT_INVALID
-    except (ConversionError, SourceError) as e:
+    except (ConversionError, SourceError, RunError) as e:
         print(f"nnapi {args.command}: error: {e}", file=sys.stderr)
         return EXIT_INVALID
     except ModuleNotFoundError as e:

@@ -13,7 +13,7 @@ import numpy as np
 
 import nnapi
 from nnapi import FuseCode, OperandCode as C, OperandType, OperationCode as Op
-from nnapi.ops import SPECS
+from nnapi.ops import SPECS, level_for
 
 from .registry import Reason, Unsupported
 from .source_graph import SourceGraph, SourceNode, SourceTensor
@@ -22,7 +22,7 @@ from .source_graph import SourceGraph, SourceNode, SourceTensor
 FUSE_CODES = {0: FuseCode.NONE, 1: FuseCode.RELU, 2: FuseCode.RELU1, 3: FuseCode.RELU6}
 FUSED_TANH, FUSED_SIGN_BIT = 4, 5
 
-SIGNED_FROM_LEVEL = 4  # TENSOR_QUANT8_ASYMM_SIGNED exists from feature level 4
+SIGNED_FROM_LEVEL = C.TENSOR_QUANT8_ASYMM_SIGNED.feature_level  # int8 tensors below it are stored as uint8
 
 
 def stored(code: C, data: np.ndarray) -> np.ndarray:
@@ -349,6 +349,26 @@ class ConversionContext:
     def require_level(self, level: int, what: str) -> None:
         if self.feature_level < level:
             raise Unsupported(Reason.FEATURE_LEVEL, f"{what} needs NNAPI feature level {level}", level)
+
+    # -- what the target level offers: asked of the op specs (nnapi/ops), never written down here
+    @staticmethod
+    def level_of(code: Op, **types) -> Optional[int]:
+        """The feature level from which NNAPI operation `code` takes operands of these types (type variable
+        -> OperandCode, e.g. T=C.TENSOR_INT32; none: the level that introduced it). None: it never does."""
+        return level_for(code, **types)
+
+    def has(self, code: Op, **types) -> bool:
+        """Whether the target feature level has NNAPI operation `code` for these operand types."""
+        level = self.level_of(code, **types)
+        return level is not None and self.feature_level >= level
+
+    def require(self, code: Op, what: str, **types) -> None:
+        """Refuse (feature_level_too_low) unless the target level has `code` for these operand types."""
+        level = self.level_of(code, **types)
+        if level is None:
+            raise Unsupported(Reason.OPERAND_TYPE, f"{what}: NNAPI {code.name} takes no "
+                                                   + ", ".join(f"{v}={c.name}" for v, c in types.items()))
+        self.require_level(level, what)
 
     def fuse_code(self, act: int, out_tensor: int) -> int:
         """The FuseCode operand for a TFLite fused activation (for ops that write a temporary first)."""

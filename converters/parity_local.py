@@ -38,10 +38,11 @@ def local_check(result, trace: dict, ref_tensors: dict, tol: dict, dq_steps: dic
                 previous: Optional[list] = None) -> list:
     """Per NNAPI operation that writes a source tensor: its error when fed the framework's inputs.
     `previous` (the same list from earlier samples or steps) is folded in: worst case per operation."""
-    from executor.runtime import compile_model
     from nnapi.validate import execution_order
 
-    from .parity import _rank0_as_source, _to_source_layout, compare, tolerance_for
+    from .parity_references import tolerance_for
+    from .parity_report import compare, rank0_as_source, to_source_layout
+    from .running import compile_model
     model, graph = result.model, result.source.main
     compiled = compile_model(model)
     constant = {i for i, o in enumerate(model.operands) if o.is_constant or o.lifetime.name == "NO_VALUE"}
@@ -77,11 +78,11 @@ def local_check(result, trace: dict, ref_tensors: dict, tol: dict, dq_steps: dic
             if ref is None or got is None:
                 continue
             tensor = graph.tensors[t_index]
-            mine = _to_source_layout(result, o, got, tensor.dtype)
+            mine = to_source_layout(result, o, got, tensor.dtype)
             if mine.size == ref.size:
                 mine = mine.reshape(ref.shape)
             quantized = tensor.quant is not None and ref.dtype.kind in "iu"
-            par = compare(tensor.name, ref, _rank0_as_source(mine, ref), quantized, model.relaxed,
+            par = compare(tensor.name, ref, rank0_as_source(mine, ref), quantized, model.relaxed,
                           tolerance_for(tol, dq_steps, t_index))
             units = par.max_abs_error if quantized else None
             node = node_of[k] if k < len(node_of) else None

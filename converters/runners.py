@@ -1,14 +1,11 @@
-"""Run source models with their own frameworks (LiteRT, onnxruntime) and NNAPI
-models with the executor, on the same inputs."""
+"""Run source models with their own frameworks (LiteRT, onnxruntime), every tensor kept on request.
+The converted NNAPI model runs through running.py."""
 from __future__ import annotations
 
-import math
 import warnings
-from typing import Optional, Sequence
+from typing import Sequence
 
 import numpy as np
-
-from .context import int8_from_stored, stored
 
 
 class MissingDependency(Exception):
@@ -20,10 +17,6 @@ LITERT_REFERENCES = ("litert", "litert-ref", "litert-xnnpack")
 
 class ReferenceFailed(Exception):
     """The reference framework refused or failed to run the source model (its message included)."""
-
-
-# the largest input tensor random_source_inputs will allocate (a model declaring more is refused, not run)
-MAX_INPUT_BYTES = 1 << 31
 
 
 def litert_interpreter(model_bytes: bytes, reference: str = "litert", threads: int = 1,
@@ -65,99 +58,6 @@ def _invoke(it, inputs: Sequence[np.ndarray], allocate: bool = True) -> list[np.
 
 def run_litert(model_bytes: bytes, inputs: Sequence[np.ndarray], reference: str = "litert") -> list[np.ndarray]:
     return _invoke(litert_interpreter(model_bytes, reference), inputs)
-
-
-def to_nnapi_inputs(result, inputs: Sequence[np.ndarray], model=None, state: Optional[dict] = None) \
-        -> list[np.ndarray]:
-    """Apply the boundary conversions the converter documented (int8 -> uint8 below level 4). For a model
-    with state (nnapi/state.py), `inputs` are the source model's and the state inputs come from `state`
-    ({input position: value}, as nnapi.state.carry gives it), by default their initial values."""
-    from nnapi.state import full_inputs, initial_values, non_state_inputs
-    model = model or result.model
-    with_state = bool(model.state) and len(inputs) < len(model.inputs)
-    operands = [model.inputs[k] for k in non_state_inputs(model)] if with_state else model.inputs
-    perms = getattr(result, "operand_perm", {}) or {}
-    out = []
-    for k, x in zip(operands, inputs):
-        t = model.operands[k].type
-        x = np.asarray(x)
-        if k in perms:
-            x = np.ascontiguousarray(np.transpose(x, perms[k]))  # the importer changed this input's layout
-        x = stored(t.code, x)
-        if x.ndim == 0 and t.is_tensor:
-            x = x.reshape(1)  # rank-0 source tensors are [1] in NNAPI (see ConversionContext.shape)
-        elif t.is_tensor and all(t.dimensions) and x.shape != tuple(t.dimensions) and \
-                x.size == int(np.prod(t.dimensions)):
-            x = x.reshape(t.dimensions)  # a partition input whose unit axes were dropped (squeeze_pass.py)
-        out.append(x.astype(t.dtype) if x.dtype != t.dtype else x)
-    return full_inputs(model, out, initial_values(model) if state is None else state) if with_state else out
-
-
-def from_nnapi_outputs(source_dtypes: Sequence, outputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Undo the uint8 rewrite of int8 outputs, and the int32 form of int64 indices, so they compare
-    with the source framework's."""
-    res = []
-    for dt, y in zip(source_dtypes, outputs):
-        if np.dtype(dt) == np.int8 and y.dtype == np.uint8:
-            y = int8_from_stored(y)
-        elif np.dtype(dt) == np.int64 and y.dtype == np.int32:
-            y = y.astype(np.int64)  # int64 -> int32 at conversion (ConversionContext.bind_output): every index fits
-        res.append(y)
-    return res
-
-
-def run_converted(result, inputs: Sequence[np.ndarray], model=None) -> list[np.ndarray]:
-    """Run the converted NNAPI model on source-framework inputs; outputs in the source's types."""
-    from .cli import run_model
-    model = model or result.model
-    graph = result.source.main
-    outs = run_model(model, to_nnapi_inputs(result, inputs, model))
-    perms = getattr(result, "operand_perm", {}) or {}
-    outs = [np.transpose(y, np.argsort(perms[o])) if o in perms else y for o, y in zip(model.outputs, outs)]
-    dtypes = [graph.tensors[result.operand_map[o][0]].dtype for o in model.outputs]
-    return from_nnapi_outputs(dtypes, outs)
-
-
-def random_source_inputs(graph, seed: int = 0, input_shapes: Optional[dict] = None) -> list[np.ndarray]:
-    """Seeded inputs for a source graph: the quantized range for quantized inputs, [0, 1) for floats."""
-    rng = np.random.default_rng(seed)
-    arrays = []
-    for i in graph.inputs:
-        t = graph.tensors[i]
-        shape = tuple((input_shapes or {}).get(t.name, [max(d, 1) for d in (t.shape or ())]))
-        dt = np.dtype(t.dtype)
-        if math.prod(shape) * dt.itemsize > MAX_INPUT_BYTES:
-            raise ValueError(f"input {t.name!r} of shape {list(shape)} would need more than "
-                             f"{MAX_INPUT_BYTES >> 30} GiB; pass smaller inputs (--inputs or --input-shape)")
-        qrange = (np.iinfo(dt).min, np.iinfo(dt).max) if dt.kind in "iu" and t.quant is not None else None
-        arrays.append(random_array(rng, shape, dt, qrange))
-    return arrays
-
-
-def random_array(rng, shape, dtype, qrange: Optional[tuple] = None) -> np.ndarray:
-    """One input in its natural range: the whole stored range (lo, hi) of a quantized type, [0, 1)
-    for floats, 0/1 for bools, small non-negative integers (0..3) otherwise."""
-    dtype = np.dtype(dtype)
-    if qrange is not None:
-        return rng.integers(qrange[0], qrange[1] + 1, size=shape).astype(dtype)
-    if dtype.kind == "f":
-        return rng.random(shape).astype(dtype)
-    if dtype.kind == "b":
-        return rng.integers(0, 2, size=shape).astype(bool)
-    return rng.integers(0, 4, size=shape).astype(dtype)
-
-
-def run_traced(model, inputs: Sequence[np.ndarray]) -> tuple[list[np.ndarray], dict]:
-    """Run with the executor keeping every intermediate: (outputs, {operand index: array}) of the main model."""
-    import nnapi
-    from executor.runtime import RunState, compile_model
-    compiled = compile_model(model)
-    trace: dict = {}
-    outs = compiled.run(list(inputs), RunState(nnapi.DEFAULT_LOOP_TIMEOUT_S, trace))
-    main = {o: v.array for (mid, o), v in trace.items() if mid == id(model)}
-    for i, x in zip(model.inputs, inputs):
-        main[i] = x
-    return [None if v is None else v.array for v in outs], main
 
 
 # tensors holding handles (resource variables, hash tables, TensorList variants): LiteRT's get_tensor

@@ -106,15 +106,15 @@ def plan(graph, fmt: str, shape_of: Callable) -> dict:
 def emit(ctx, shuffle: Shuffle, src: int, axis: int, out: int) -> None:
     """The shuffle of operand src along its axis `axis` into operand out: CHANNEL_SHUFFLE (level 3), else
     RESHAPE -> TRANSPOSE -> RESHAPE on a 4-D view [before, groups, C / groups, after] (level 2)."""
-    if ctx.feature_level >= 3:
+    if ctx.has(Op.CHANNEL_SHUFFLE):
         ctx.emit_form(Op.CHANNEL_SHUFFLE, "default", [out], input=src, num_groups=ctx.i32(shuffle.groups),
                       axis=ctx.i32(axis))
         return
-    ctx.require_level(2, "a channel shuffle (TRANSPOSE)")
+    ctx.require(Op.TRANSPOSE, "a channel shuffle (TRANSPOSE)")
     t = ctx.model.operands[src].type
     dims = tuple(t.dimensions)
     if not all(dims):
-        raise Unsupported(Reason.DYNAMIC_SHAPE, "a channel shuffle below feature level 3 needs static dimensions")
+        raise Unsupported(Reason.DYNAMIC_SHAPE, "a channel shuffle without CHANNEL_SHUFFLE needs static dimensions")
     g = shuffle.groups
     view = (int(np.prod(dims[:axis])), g, dims[axis] // g, int(np.prod(dims[axis + 1:])))
     shaped = [ctx.temp(OperandType(t.code, d, t.scale, t.zero_point), f"{ctx.model.operands[src].name}/shuffle{k}")

@@ -1,25 +1,21 @@
 """ANeuralNetworksCompilation / ANeuralNetworksExecution / ANeuralNetworksEvent.
 
-The work behind them is done by the `executor` package, imported lazily so
-that `nnapi` itself depends on numpy and the standard library only.
+The work behind them is done by the backend registered in nnapi/backend.py (the `executor` package
+registers itself when imported), so that `nnapi` itself depends on numpy and the standard library only.
 """
 from __future__ import annotations
 
-import importlib
 import threading
 from typing import Optional, Sequence
 
 import numpy as np
 
+from .backend import backend as _runtime
 from .codes import (DEFAULT_LOOP_TIMEOUT_S, MAXIMUM_LOOP_TIMEOUT_S, PreferenceCode, Priority,
                     ResultCode)
 from .errors import NnapiError, bad_data, bad_state
 from .memory import Memory
 from .operand import decode_value
-
-
-def _runtime():
-    return importlib.import_module("executor.runtime")
 
 
 class Compilation:

@@ -35,11 +35,19 @@ DTYPES: dict[OperandCode, Optional[np.dtype]] = {
 
 SCALAR_CODES = frozenset({C.FLOAT32, C.INT32, C.UINT32, C.BOOL, C.FLOAT16, C.SUBGRAPH, C.OEM_SCALAR})
 
-# quantized types: zero point range (None = zero point must be 0)
-QUANT_ZERO_POINT_RANGE: dict[OperandCode, Optional[tuple[int, int]]] = {
+# quantized types: the range of their stored integers (the one table; the executor clamps to it, the
+# converters' random inputs fill it)
+QUANT_RANGE: dict[OperandCode, tuple[int, int]] = {
     C.TENSOR_QUANT8_ASYMM: (0, 255),
     C.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127),
+    C.TENSOR_QUANT8_SYMM: (-128, 127),
+    C.TENSOR_QUANT8_SYMM_PER_CHANNEL: (-128, 127),
     C.TENSOR_QUANT16_ASYMM: (0, 65535),
+    C.TENSOR_QUANT16_SYMM: (-32768, 32767),
+}
+# quantized types with a (scale, zero point): zero point range (None = zero point must be 0)
+QUANT_ZERO_POINT_RANGE: dict[OperandCode, Optional[tuple[int, int]]] = {
+    **{c: QUANT_RANGE[c] for c in (C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED, C.TENSOR_QUANT16_ASYMM)},
     C.TENSOR_QUANT8_SYMM: None,
     C.TENSOR_QUANT16_SYMM: None,
 }

@@ -3,12 +3,13 @@ padding and quantized-operand helpers."""
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 import onnx
 
 from nnapi import OperandCode as C, PaddingCode
+from nnapi.bias_scale import bias_scale
+from nnapi.ops.geometry import implicit_padding
 
 from ..registry import REGISTRY, Reason, Unsupported, converter
 
@@ -122,13 +123,9 @@ def explicit_pads(ctx, node, x: int, y: int, kernel, strides, dilations=(1, 1)) 
     if not (h and w):
         raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: padding {auto} needs the input's height and "
                                                 f"width (pin them with input_shapes)")
-    if auto in ("SAME_UPPER", "SAME_LOWER"):
-        pads = []
-        for size, k, s in zip((h, w), k_eff, strides):
-            total = max((math.ceil(size / s) - 1) * s + k - size, 0)
-            small = total // 2
-            pads.append((small, total - small) if auto == "SAME_UPPER" else (total - small, small))
-        (pt, pb), (pl, pr) = pads
+    if auto in ("SAME_UPPER", "SAME_LOWER"):  # NNAPI's SAME puts the odd row last, as SAME_UPPER does
+        pads = [implicit_padding(size, s, k, PaddingCode.SAME)[:2] for size, k, s in zip((h, w), k_eff, strides)]
+        (pt, pb), (pl, pr) = pads if auto == "SAME_UPPER" else [(b, a) for a, b in pads]
     elif auto == "VALID":
         pt = pb = pl = pr = 0
     elif auto == "NOTSET":
@@ -159,8 +156,7 @@ def spatial_padding(ctx, node, x: int, y: int, kernel, strides, dilations=(1, 1)
     (_, _, h, w) = ctx.source_shape(x)
     same = []
     for size, k, d, s, (a, b) in zip((h, w), kernel, dilations, strides, ((pt, pb), (pl, pr))):
-        total = max((math.ceil(size / s) - 1) * s + (k - 1) * d + 1 - size, 0)
-        same.append((a, b) == (total // 2, total - total // 2))
+        same.append((a, b) == implicit_padding(size, s, k, PaddingCode.SAME, d)[:2])
     if all(same):
         return {"padding": ctx.i32(PaddingCode.SAME)}
     if pt == pb == pl == pr == 0:  # NNAPI VALID: ceil((size - k + 1) / s) == floor((size - k) / s) + 1
@@ -180,5 +176,5 @@ def bias_operand(ctx, b: int, n: int, x: int, w: int) -> int:
     xq, wq, name = ctx.tensor(x).quant, ctx.tensor(w).quant, f"{ctx.tensor(w).name}/zero_bias"
     if xq is None:
         return ctx.const(np.zeros(n, np.float32), name=name)
-    scale = 0.0 if wq.per_channel else xq.scale * wq.scale
+    scale = 0.0 if wq.per_channel else bias_scale(xq.scale, wq.scale)
     return ctx.const(np.zeros(n, np.int32), C.TENSOR_INT32, name=name, scale=scale)

@@ -292,7 +292,7 @@ class OnnxContext(ConversionContext):
             self._note_layout(i, INDEX_NOTE)
         if perm is None:
             return super().output(i)
-        if i in self.graph.outputs and self.feature_level >= 2:  # write NHWC, transpose back after the node
+        if i in self.graph.outputs and self.has(Op.TRANSPOSE):  # write NHWC, transpose back after the node
             if i in self.operand_of:
                 raise Unsupported(Reason.INVALID, f"tensor {self.tensor(i).name!r} is written twice")
             otype, _ = ConversionContext.nnapi_type(self, i)  # the graph output keeps the ONNX layout

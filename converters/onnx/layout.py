@@ -32,6 +32,9 @@ from __future__ import annotations
 
 from typing import Optional
 
+from nnapi import OperationCode as Op
+from nnapi.ops import level_for
+
 NHWC = (0, 2, 3, 1)
 NLC = (0, 2, 1)      # rank-3 [N, C, L] operands of 1-D spatial ops: channels last, so [N, 1, L, C] is a RESHAPE
 
@@ -50,7 +53,7 @@ FOLLOW = {"Relu", "Clip", "Sigmoid", "Tanh", "Floor", "Abs", "Exp", "Log", "Neg"
           "LeakyRelu", "Identity", "Dropout", "Cast", "QuantizeLinear", "DequantizeLinear", "QLinearSigmoid",
           "QLinearLeakyRelu", "DynamicQuantizeLinear",
           "BatchNormalization", "Split", "Slice", "Pad", "Softmax", "LogSoftmax", "CumSum",
-          # elementwise compositions (ops/extra_activation.py, ops/erf.py, ops/compare.py)
+          # elementwise compositions (ops/activation_composed.py, ops/erf.py, ops/compare.py)
           "HardSigmoid", "HardSwish", "Gelu", "Erf", "Mish", "Softplus", "Softsign", "Selu", "Celu",
           "ThresholdedRelu", "Reciprocal", "Ceil", "Sign", "Round", "Not"}
 # several activation inputs of one rank, broadcast or joined: all take one layout
@@ -133,7 +136,7 @@ def plan(graph, feature_level: int, keeps: Optional[dict] = None) -> dict:
     for node in graph.nodes:
         for i in node.inputs:
             consumers.setdefault(i, []).append(node)
-    if feature_level < 2:  # no TRANSPOSE: 4-D inputs that feed a spatial op arrive NHWC
+    if feature_level < level_for(Op.TRANSPOSE):  # no TRANSPOSE: 4-D inputs that feed a spatial op arrive NHWC
         for i in graph.inputs:
             spatial = [spatial_perm(n.op, _rank(graph, i)) for n in consumers.get(i, [])
                        if n.op in SPATIAL and n.inputs[0] == i]

@@ -11,6 +11,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
+from nnapi import PaddingCode
+from nnapi.ops.geometry import explicit_out_size, implicit_padding
+
 MS = "com.microsoft"
 
 
@@ -33,10 +36,12 @@ def _pool(node, x, attrs, channels_last):
     out = []
     for d, (n, kk, s) in enumerate(zip(spatial, k, strides)):
         if auto in ("SAME_UPPER", "SAME_LOWER"):
-            out.append(-(-n // s))
+            out.append(implicit_padding(n, s, kk, PaddingCode.SAME)[2])
         elif auto == "VALID":
-            out.append((n - kk) // s + 1)
-        else:
+            out.append(explicit_out_size(n, s, kk, 0, 0))
+        elif rnd is math.floor:
+            out.append(explicit_out_size(n, s, kk, pads[d], pads[d + len(k)]))
+        else:  # ONNX's ceil_mode: the last partial window counts
             out.append(rnd((n + pads[d] + pads[d + len(k)] - kk) / s) + 1)
     return [x[0], *out, x[-1]] if channels_last else [x[0], x[1], *out]
 

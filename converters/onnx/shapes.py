@@ -10,7 +10,7 @@
    shape values) symbolically, which onnx's data propagation does only for
    some ops, and knows the com.microsoft ops. The result with fewer unknown
    extents wins. The subgraphs themselves are then folded into constants by
-   converters/folding.py (ops/static.py), with the static shapes this pass
+   converters/folding.py (ops/folded.py), with the static shapes this pass
    gives.
 3. Symbols: unknown extents keep their dim_param (a model's own name such as
    "batch", or an expression of them from SymbolicShapeInference such as

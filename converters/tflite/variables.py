@@ -110,7 +110,7 @@ def _run_once(source: SourceModel, k: int, nodes: list, outputs: list) -> list:
     constants), converted to NNAPI and run once by the executor; as the source tensors hold them."""
     from ..context import int8_from_stored
     from ..convert import ConversionError, build_model, check_node
-    from ..runners import run_traced
+    from ..running import run_traced
     graph = source.graphs[k]
     for i in nodes:
         verdict = check_node(source, k, graph.nodes[i], 8)

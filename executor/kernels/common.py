@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from nnapi.codes import FuseCode, OperandCode
+from nnapi.operand import QUANT_RANGE  # noqa: F401  (the stored ranges, defined once)
 # the padding / output-size rules are defined once, in nnapi/ops/geometry.py (the specs' shape inference
 # uses them too); re-exported here under the kernels' names
 from nnapi.ops.geometry import (explicit_out_size, implicit_padding,  # noqa: F401
@@ -22,14 +23,6 @@ except ImportError:  # pragma: no cover  (numpy < 2)
 
 C = OperandCode
 
-QUANT_RANGE = {
-    C.TENSOR_QUANT8_ASYMM: (0, 255),
-    C.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127),
-    C.TENSOR_QUANT8_SYMM: (-128, 127),
-    C.TENSOR_QUANT8_SYMM_PER_CHANNEL: (-128, 127),
-    C.TENSOR_QUANT16_ASYMM: (0, 65535),
-    C.TENSOR_QUANT16_SYMM: (-32768, 32767),
-}
 QUANT8 = (C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED)
 
 

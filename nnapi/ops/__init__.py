@@ -25,6 +25,12 @@ def spec_for(code) -> OpSpec | None:
     return SPECS.get(OperationCode(code))
 
 
+def level_for(code, **types) -> int | None:
+    """The feature level from which NNAPI operation `code` accepts operands of these types (see
+    OpSpec.level_for): the question converters ask instead of writing levels down."""
+    return SPECS[OperationCode(code)].level_for(**types)
+
+
 def _load_families() -> None:
     for info in pkgutil.iter_modules(__path__):
         if info.name != "base":

@@ -31,6 +31,7 @@ from typing import Callable, Iterable, Optional, Sequence, Union
 
 import numpy as np
 
+from ..bias_scale import bias_scale as bias_scale_product, bias_scale_matches
 from ..codes import OperandCode, OperationCode
 
 TypeRef = Union[OperandCode, str]
@@ -265,6 +266,25 @@ class OpSpec:
                 problems.append(f"{where}: needs feature level {level}, target is {feature_level}")
         return problems
 
+    def level_for(self, **types) -> Optional[int]:
+        """The lowest feature level at which this operation accepts operands of these types (type variable ->
+        OperandCode, e.g. T=TENSOR_INT32; a variable not named may take any type): the level that introduced
+        the operation, raised to the first type case that fits. None when no type case fits. Rules on
+        values (level_rules) are not asked: they need an operation to look at."""
+        if not types:
+            return self.code.feature_level
+        fits = [c.level for c in self.type_cases if all(c.as_dict().get(v) == code for v, code in types.items())]
+        return max(self.code.feature_level, min(fits)) if fits else None
+
+    def argument_level(self, name: str) -> int:
+        """The feature level from which argument `name` (input or output) may be present, e.g. the state
+        outputs of the sequence LSTM (first form that has it)."""
+        for f in self.forms:
+            for a in (*f.inputs, *f.outputs):
+                if a.name == name:
+                    return max(self.code.feature_level, f.level, a.level)
+        raise KeyError(f"{self.code.name} has no argument {name!r}")
+
     def min_level(self, model, index: int) -> int:
         view = self.view(model, index)
         if view is None:
@@ -391,11 +411,9 @@ def bias_scale(input_name="input", filter_name="filter", bias_name="bias") -> Ru
             yield f"{bias_name} zero point must be 0, got {bias.type.zero_point}"
         if flt.type.code == OperandCode.TENSOR_QUANT8_SYMM_PER_CHANNEL:
             return  # per-channel bias scales are implied by the filter's channel scales
-        with np.errstate(over="ignore", invalid="ignore"):   # huge scales: an inf product is reported below
-            expected = np.float32(inp.type.scale) * np.float32(flt.type.scale)
-        if abs(bias.type.scale - expected) > 1e-6 * max(1.0, abs(float(expected))) + 1e-12:
+        if not bias_scale_matches(bias.type.scale, inp.type.scale, flt.type.scale):  # huge scales: inf, reported
             yield (f"{bias_name} scale {bias.type.scale:g} must equal {input_name} scale x {filter_name} scale "
-                   f"= {float(expected):g}")
+                   f"= {bias_scale_product(inp.type.scale, flt.type.scale):g}")
     return rule
 
 

@@ -21,14 +21,18 @@ _KEEPS_SHAPE = same_shape("input", "output")
 _INFER = infer_same_as("input")   # the output has the input's shape
 
 
+# from this level L2_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION and SOFTMAX take any rank up to 4 (and an axis)
+ANY_RANK_LEVEL = 3
+
+
 def _level3_unless_axis_or_rank(*ranks: int):
     """Feature levels 1-2 define these operations only along the last axis of inputs of
-    the given ranks (0: unknown rank); an axis input or another rank needs level 3."""
+    the given ranks (0: unknown rank); an axis input or another rank needs ANY_RANK_LEVEL."""
     def level(v) -> int:
         if v.has("axis"):
             return 1
         inp = v.input("input")
-        return 3 if inp is not None and len(inp.type.dimensions) not in ranks else 1
+        return ANY_RANK_LEVEL if inp is not None and len(inp.type.dimensions) not in ranks else 1
     return level
 
 

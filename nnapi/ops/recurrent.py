@@ -6,6 +6,7 @@ FLOAT16 with float16 tensors).
 """
 from __future__ import annotations
 
+from ..bias_scale import bias_scale, bias_scale_matches
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
 from .base import Form, OpSpec, TypeCase, arg, opt, output_ranks, rank_in
@@ -357,11 +358,12 @@ def _q16_weights_share_quant(v):
     inp = v.input("input")
     if w is None or inp is None:
         return
-    expected = inp.type.scale * w.type.scale
     for g in _GATES:
         b = v.input(f"{g}_gate_bias")
-        if b is not None and (b.type.zero_point != 0 or abs(b.type.scale - expected) > 1e-6 * expected):
-            yield f"{g}_gate_bias must have zero point 0 and scale input scale x weights scale = {expected:g}"
+        if b is not None and (b.type.zero_point != 0 or not bias_scale_matches(b.type.scale, inp.type.scale,
+                                                                                 w.type.scale)):
+            yield (f"{g}_gate_bias must have zero point 0 and scale input scale x weights scale = "
+                   f"{bias_scale(inp.type.scale, w.type.scale):g}")
 
 
 register(OpSpec(

@@ -79,10 +79,14 @@ def _concat_requantizes(v) -> int:
     return 3 if any((o.type.scale, o.type.zero_point) != key for o in v.inputs("inputs")) else 1
 
 
+# before this level the quant8 pad value of PAD / SPACE_TO_BATCH_ND was undefined: only zero point 0
+# pads with the logical zero
+PAD_ZERO_POINT_LEVEL = 3
+
+
 def _nonzero_pad_zero_point(v) -> int:
-    """Before feature level 3 the quant8 pad value was undefined: only zero point 0 pads with logical zero."""
     inp = v.input("input")
-    return 3 if inp is not None and inp.type.code == Q8 and inp.type.zero_point != 0 else 1
+    return PAD_ZERO_POINT_LEVEL if inp is not None and inp.type.code == Q8 and inp.type.zero_point != 0 else 1
 
 
 def _same_rank(name):

@@ -10,7 +10,8 @@ from onnx import TensorProto, helper as h
 from converters.bench import bench, partial_pipeline
 from converters.cli import main
 from converters.load import importer
-from converters.runners import random_source_inputs, run_litert
+from converters.runners import run_litert
+from converters.running import random_source_inputs
 from converters.tflite.authoring import GraphBuilder
 
 

@@ -7,7 +7,7 @@ from onnx import helper as h
 
 from converters.onnx import convert as convert_onnx
 from converters.onnx.authoring import make_model
-from converters.onnx.runner import verify_levels
+from .onnx_harness import verify_levels
 from converters.tflite.authoring import GraphBuilder
 from tests.converters.tflite_harness import assert_matches_litert
 

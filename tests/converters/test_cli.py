@@ -1,5 +1,6 @@
 """The `nnapi` command line: demo, inspect, run, help, and exit codes."""
 import json
+import os
 import subprocess
 import sys
 
@@ -20,7 +21,7 @@ def test_demo_runs_and_checks_its_result(capsys):
 
 def test_installed_console_script_demo_works_from_another_directory(tmp_path):
     r = subprocess.run([sys.executable, "-c", "from converters.cli import main; raise SystemExit(main(['demo']))"],
-                       cwd=tmp_path, capture_output=True, text=True)
+                       cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 0, r.stderr
 
 

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 import nnapi
-from converters.cli import main, npz_output_keys
+from converters.cli import main
+from converters.running import npz_output_keys
 from nnapi import OperandCode as C
 from nnapi import OperandType
 from nnapi import OperationCode as Op

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 import nnapi
-from converters.cli import main, random_inputs, run_model
+from converters.cli import main
+from converters.running import random_inputs, run_model
 from converters.export import MARKER, NDK_DIR, ExportError, export_c
 from converters.export.trace import differences, parse, replay
 from nnapi import OperandCode as C, OperandType, OperationCode as Op

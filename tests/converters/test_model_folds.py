@@ -7,8 +7,8 @@ from onnx import TensorProto, helper as h, numpy_helper
 
 import converters.convert as driver
 from converters.onnx import convert as convert_onnx
-from converters.onnx.runner import parity as onnx_parity
-from converters.runners import random_source_inputs, run_converted
+from .onnx_harness import parity as onnx_parity
+from converters.running import random_source_inputs, run_converted
 from converters.tflite import convert as convert_tflite
 
 from .test_tflite_conv import Net

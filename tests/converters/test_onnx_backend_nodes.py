@@ -32,7 +32,7 @@ import pytest
 from onnx import numpy_helper
 
 from converters.onnx import convert
-from converters.onnx.runner import run_converted
+from .onnx_harness import run_converted
 from converters.registry import REGISTRY
 from converters.tolerance import FLOAT32_ATOL, FLOAT32_RTOL
 

@@ -6,7 +6,7 @@ import pytest
 from onnx import helper as h
 
 from converters.onnx.authoring import make_model
-from converters.onnx.runner import verify_levels
+from .onnx_harness import verify_levels
 
 R = np.random.default_rng(5)
 

@@ -7,7 +7,7 @@ from onnx import helper as h
 
 from converters.onnx import convert
 from converters.onnx.authoring import make_model
-from converters.onnx.runner import parity, verify_levels
+from .onnx_harness import parity, verify_levels
 
 RNG = np.random.default_rng(17)
 
@@ -54,7 +54,7 @@ def test_inf_stays_where_it_is():
     data = model([1, 6], 1)
     r = convert(data, 8)
     x = np.array([[1.0, np.inf, 2.0, -3.0, 0.5, 4.0]], np.float32)
-    from converters.onnx.runner import run_converted
+    from .onnx_harness import run_converted
     np.testing.assert_array_equal(run_converted(r, [x])[0], np.cumsum(x, axis=1))
 
 

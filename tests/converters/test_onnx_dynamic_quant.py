@@ -6,7 +6,7 @@ import pytest
 from onnx import helper as h
 
 from converters.onnx import convert
-from converters.onnx.runner import verify_levels
+from .onnx_harness import verify_levels
 
 from .ortq_models import float_model, ops_of, ort_quantized
 from .test_onnx_qdq_patterns import conv, weights
@@ -41,7 +41,7 @@ def test_all_zero_input_has_scale_zero():
     model, inputs = model_convs()
     data = ort_quantized(model, inputs, "dynamic")
     r = convert(data, 8)
-    from converters.onnx.runner import parity
+    from .onnx_harness import parity
     assert parity(r, data, inputs=[np.zeros((1, 3, 6, 6), np.float32)]) == []
 
 
@@ -78,7 +78,7 @@ def test_dynamic_quantize_lstm_one_step_within_the_stated_bound(bidirectional):
     """One step from h = c = 0: onnxruntime rounds X to x_scale / 2 before W, so each gate's pre-activation
     differs from the float form's by at most D = x_scale / 2 * max column sum |W|; through the gates
     (sigmoid' <= 1/4, tanh' <= 1, c = i * g, h = o * tanh(c)) h differs by at most 1.5 D."""
-    from converters.onnx.runner import run_converted
+    from .onnx_harness import run_converted
     from converters.runners import run_onnxruntime
     model, inputs = lstm_model(1, bidirectional)
     data = ort_quantized(model, inputs, "dynamic", per_channel=False)

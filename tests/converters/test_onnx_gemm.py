@@ -6,7 +6,7 @@ from onnx import helper as h
 
 from converters.onnx import convert
 from converters.onnx.authoring import make_model
-from converters.onnx.runner import verify_levels
+from .onnx_harness import verify_levels
 
 RNG = np.random.default_rng(9)
 
@@ -67,7 +67,7 @@ def test_gemm_with_runtime_b_alpha_and_c_matches_onnxruntime(alpha, beta, c_kind
     """Attention's scaled Gemm as torch exports it (run-time B): BATCH_MATMUL, MUL by alpha, ADD of beta * C."""
     from onnx import TensorProto, helper, numpy_helper
 
-    from converters.onnx.runner import verify_levels
+    from .onnx_harness import verify_levels
     m, k, n = 3, 4, 5
     inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, [m, k]),
               helper.make_tensor_value_info("b", TensorProto.FLOAT, [n, k] if trans_b else [k, n])]
@@ -92,7 +92,7 @@ def test_matmul_by_an_identity_of_an_initializer_is_a_constant_weight():
     """torch exports a weight two layers share as Identity(initializer): it folds, and MatMul is FULLY_CONNECTED."""
     from onnx import TensorProto, helper, numpy_helper
 
-    from converters.onnx.runner import verify_levels
+    from .onnx_harness import verify_levels
     w = numpy_helper.from_array(np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3), "w")
     nodes = [helper.make_node("Identity", ["w"], ["w_shared"]), helper.make_node("MatMul", ["x", "w_shared"], ["y"])]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4])],

@@ -1,4 +1,4 @@
-"""ONNX ops that return int64 indices (ArgMax, ArgMin, TopK; ops/reduce_extra.py) as NNAPI int32: every
+"""ONNX ops that return int64 indices (ArgMax, ArgMin, TopK; ops/reduce_arg_topk.py) as NNAPI int32: every
 axis, keepdims, select_last_index, ties, largest=0, NHWC inputs, float16 / int32 values, an int64 index
 read by later nodes, and the refusals; compared with onnxruntime at feature levels 1, 3, 4, 8."""
 import numpy as np
@@ -7,7 +7,7 @@ from onnx import helper as h
 
 from converters.onnx import convert
 from converters.onnx.authoring import make_model
-from converters.onnx.runner import parity, verify_levels
+from .onnx_harness import parity, verify_levels
 
 RNG = np.random.default_rng(21)
 SHAPE = [2, 3, 4, 5]

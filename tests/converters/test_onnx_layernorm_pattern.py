@@ -1,14 +1,14 @@
 """Layer normalization as exporters below opset 17 write it out (ReduceMean, Sub, Pow, ReduceMean, Add,
 Sqrt, Div, Mul, Add; torch.onnx.export of nn.LayerNorm), the RMSNorm variant, and LayerNormalization
-without bias and in float16 (axes and ranks: test_onnx_extra_norm.py); compared with onnxruntime at feature levels
+without bias and in float16 (axes and ranks: test_onnx_layer_instance_norm.py); compared with onnxruntime at feature levels
 1, 3, 4, 8. The pattern converts node by node to the same NNAPI operations as the composition of
-LayerNormalization (ops/norm_extra.py), with Pow(d, 2) as MUL."""
+LayerNormalization (ops/layer_instance_norm.py), with Pow(d, 2) as MUL."""
 import numpy as np
 import pytest
 from onnx import helper as h
 
 from converters.onnx.authoring import make_model
-from converters.onnx.runner import verify_levels
+from .onnx_harness import verify_levels
 
 RNG = np.random.default_rng(31)
 D = 16

@@ -7,7 +7,7 @@ from converters.cli import main
 from converters.onnx import convert
 from converters.onnx.authoring import make_model
 from converters.onnx.layout import NHWC
-from converters.onnx.runner import verify_levels
+from .onnx_harness import verify_levels
 
 RNG = np.random.default_rng(1)
 

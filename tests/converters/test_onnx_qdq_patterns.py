@@ -8,7 +8,7 @@ import pytest
 from onnx import helper as h
 
 from converters.onnx import convert
-from converters.onnx.runner import verify_levels
+from .onnx_harness import verify_levels
 
 from .ortq_models import float_model, ops_of, ort_quantized, quantized_outputs
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from onnx import helper as h
 
-from converters.onnx.runner import verify_levels
+from .onnx_harness import verify_levels
 
 from .ortq_models import float_model, ops_of, ort_quantized, quantized_outputs
 from .test_onnx_qdq_patterns import conv, weights

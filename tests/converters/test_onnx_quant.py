@@ -7,7 +7,7 @@ from onnx import helper as h
 
 from converters.onnx import convert
 from converters.onnx.authoring import make_model
-from converters.onnx.runner import verify_levels
+from .onnx_harness import verify_levels
 
 RNG = np.random.default_rng(11)
 SHAPE = [1, 2, 3, 5]
@@ -225,7 +225,7 @@ def test_verify_levels_fails_when_no_level_converts():
     import pytest
     from onnx import TensorProto, helper
 
-    from converters.onnx.runner import ParityError, verify_levels
+    from .onnx_harness import ParityError, verify_levels
     graph = helper.make_graph([helper.make_node("HardSwish", ["x"], ["y"])], "g",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])

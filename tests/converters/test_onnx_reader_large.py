@@ -9,7 +9,7 @@ from onnx import TensorProto, helper as h, numpy_helper
 from converters.onnx import convert, read
 from converters.onnx.reader import DETACH_BYTES
 from converters.source_graph import SourceError
-from converters.runners import run_converted
+from converters.running import run_converted
 
 
 def _model(w: np.ndarray) -> onnx.ModelProto:

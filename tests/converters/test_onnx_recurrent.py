@@ -15,7 +15,7 @@ import pytest
 from onnx import TensorProto as TP, helper as h, numpy_helper as nh
 
 from converters.onnx import convert
-from converters.onnx.runner import run_converted
+from .onnx_harness import run_converted
 
 GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 STATES = {"LSTM": ("Y", "Y_h", "Y_c"), "GRU": ("Y", "Y_h"), "RNN": ("Y", "Y_h")}

@@ -8,7 +8,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from converters.onnx import convert
-from converters.onnx.runner import parity
+from .onnx_harness import parity
 
 CTMS = ("asymmetric", "half_pixel", "pytorch_half_pixel", "align_corners")
 NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from converters.onnx import convert
-from converters.onnx.runner import parity, random_inputs, run_converted
-from converters.runners import run_onnxruntime, run_traced, to_nnapi_inputs
+from .onnx_harness import parity, random_inputs, run_converted
+from converters.runners import run_onnxruntime
+from converters.running import run_traced, to_nnapi_inputs
 from samples import make_onnx_samples
 
 SAMPLES = Path(make_onnx_samples.__file__).resolve().parent

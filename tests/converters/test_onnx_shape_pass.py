@@ -12,7 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 from converters import tflite
 from converters.coverage import read_source, report_for_path
 from converters.onnx import convert, read
-from converters.onnx.runner import parity
+from .onnx_harness import parity
 from converters.source_graph import SourceError
 
 RNG = np.random.default_rng(7)

@@ -7,7 +7,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from converters.onnx import convert
-from converters.onnx.runner import parity
+from .onnx_harness import parity
 
 
 def _i64(name, values):

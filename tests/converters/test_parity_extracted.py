@@ -97,7 +97,7 @@ def test_dynamic_range_models_are_judged_on_their_dequantized_weights():
     from pathlib import Path
 
     from converters.extract import tflite_float_twin
-    from converters.runners import random_source_inputs, run_converted
+    from converters.running import random_source_inputs, run_converted
     path = Path(__file__).resolve().parents[1] / "zoo" / "models" / "tf" / "unet_dynamic.tflite"
     data = path.read_bytes()
     twin = tflite_float_twin(data)

@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from converters.parity import OutputParity, _merge, check
+from converters.parity import OutputParity, check
+from converters.parity_report import merge_parity
 from converters.parity_render import render
 from tests.conftest import ROOT
 
@@ -80,20 +81,20 @@ def test_allowed_agrees_with_the_merged_pass_flag(samples, shown):
     merged = None
     for err, allowed, passed in samples:
         p = _par(err, allowed, passed)
-        merged = p if merged is None else _merge(merged, p)
+        merged = p if merged is None else merge_parity(merged, p)
     assert (merged.max_abs_error, merged.allowed) == shown
     assert merged.passed == (merged.max_abs_error <= merged.allowed)
 
 
 def test_nan_error_is_not_hidden_by_sample_order():
     for first, second in ((float("nan"), 1e-6), (1e-6, float("nan"))):
-        merged = _merge(_par(first, 1e-5, not math.isnan(first)), _par(second, 1e-5, not math.isnan(second)))
+        merged = merge_parity(_par(first, 1e-5, not math.isnan(first)), _par(second, 1e-5, not math.isnan(second)))
         assert math.isnan(merged.max_abs_error) and not merged.passed
 
 
 def test_histogram_survives_a_sample_without_one():
     hist = {"0": 3, "1": 1, "2": 0, ">2": 0}
     shape_mismatch = _par(float("inf"), 0.0, False)
-    merged = _merge(shape_mismatch, _par(1.0, 1.0, True, lsb_histogram=dict(hist), exact_fraction=0.75,
+    merged = merge_parity(shape_mismatch, _par(1.0, 1.0, True, lsb_histogram=dict(hist), exact_fraction=0.75,
                                          diffs=np.array([0, 0, 0, 1.0])))
     assert merged.lsb_histogram == hist and merged.exact_fraction == 0.75 and not merged.passed

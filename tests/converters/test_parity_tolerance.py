@@ -200,7 +200,7 @@ def test_exact_shows_each_runtime_distance_from_the_float64_model(tmp_path):
 
 def test_float64_mode_runs_the_plain_kernels_in_float64():
     from converters import tflite
-    from converters.runners import random_source_inputs, to_nnapi_inputs
+    from converters.running import random_source_inputs, to_nnapi_inputs
     from executor.runtime import RunState, compile_model
     r = tflite.convert(_sample("mobilenet_float.tflite"))
     ins = to_nnapi_inputs(r, random_source_inputs(r.source.main, 0))

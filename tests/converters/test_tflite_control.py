@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from ai_edge_litert import schema_py_generated as schema
-from converters.runners import random_source_inputs, run_converted, run_litert
+from converters.runners import run_litert
+from converters.running import random_source_inputs, run_converted
 from converters.tflite import convert, read
 from converters.tflite.authoring import GraphBuilder
 

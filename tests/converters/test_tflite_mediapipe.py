@@ -5,7 +5,7 @@ import flatbuffers.flexbuffers as flexbuffers
 import numpy as np
 import pytest
 
-from converters.runners import run_converted
+from converters.running import run_converted
 from converters.tflite import convert
 from converters.tflite.authoring import GraphBuilder
 

@@ -6,7 +6,9 @@ reference kernel's, docs/quantized-arithmetic.md states the rule and the bound, 
 import numpy as np
 import pytest
 
-from converters.runners import random_source_inputs, run_converted, run_litert
+from converters.runners import run_litert
+
+from converters.running import random_source_inputs, run_converted
 from converters.tflite import convert
 from converters.tflite.authoring import GraphBuilder
 

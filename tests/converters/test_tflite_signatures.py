@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from converters.cli import main
-from converters.runners import run_converted
+from converters.running import run_converted
 from converters.source_graph import SourceError
 from converters.tflite import convert
 from converters.tflite.authoring import GraphBuilder

@@ -44,7 +44,8 @@ def test_rfft2d_large_inputs_stay_within_the_documented_bound():
     data = _rfft_model((2, 1, 256), (1, 256), readers=("REAL", "IMAG"))
     x = (np.random.default_rng(5).random((2, 1, 256)) * 2000 - 1000).astype(np.float32)
     result = convert(data)
-    from converters.runners import run_converted, run_litert
+    from converters.runners import run_litert
+    from converters.running import run_converted
     ref, got = run_litert(data, [x]), run_converted(result, [x])
     n, u = 256, 2.0 ** -24
     bound = (n + 1) * u / (1 - (n + 1) * u) * np.abs(x).sum(axis=-1, keepdims=True)

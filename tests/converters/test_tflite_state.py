@@ -9,7 +9,8 @@ import pytest
 import nnapi
 from converters.cli import main
 from converters.parity import check
-from converters.runners import litert_interpreter, run_traced, to_nnapi_inputs
+from converters.runners import litert_interpreter
+from converters.running import run_traced, to_nnapi_inputs
 from converters.source_graph import SourceError
 from converters.tflite import convert, read
 from converters.tflite.authoring import GraphBuilder

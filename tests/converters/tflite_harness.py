@@ -2,7 +2,9 @@
 feature level, run it with the executor and with LiteRT on seeded inputs, and
 compare within the parity tolerances."""
 
-from converters.runners import random_source_inputs, run_converted, run_litert
+from converters.runners import run_litert
+
+from converters.running import random_source_inputs, run_converted
 from converters.tflite import convert
 from converters.tolerance import within_tolerance
 

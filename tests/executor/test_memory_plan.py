@@ -86,7 +86,7 @@ def test_an_alias_of_a_model_output_gets_no_shared_buffer():
 
 def _sample_run(name):
     from converters.load import importer
-    from converters.runners import random_source_inputs, to_nnapi_inputs
+    from converters.running import random_source_inputs, to_nnapi_inputs
     path = SAMPLES / name
     imp = importer(path.suffix[1:])
     result = imp.convert(str(path))

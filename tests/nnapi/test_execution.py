@@ -5,6 +5,7 @@ import tempfile
 import numpy as np
 import pytest
 
+import executor  # noqa: F401  (registers the numpy executor as nnapi's backend)
 import nnapi
 from nnapi import Memory, NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
 

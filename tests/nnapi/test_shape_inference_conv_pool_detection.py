@@ -10,6 +10,7 @@ import itertools
 import numpy as np
 import pytest
 
+import executor  # noqa: F401  (registers the numpy executor as nnapi's backend)
 import nnapi
 from nnapi import OperandCode as C, OperandType, OperationCode as Op
 from nnapi.shapes import infer_shapes

@@ -7,6 +7,7 @@ import time
 import numpy as np
 import pytest
 
+import executor  # noqa: F401  (registers the numpy executor as nnapi's backend)
 import nnapi
 from nnapi import Memory, NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
 from tests.nnapi.helpers import add_model, dynamic_add_model

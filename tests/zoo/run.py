@@ -70,7 +70,7 @@ def _inputs_file(model: ZooModel, path: Path, shapes: dict, folder: Path) -> str
     if not model.inputs:
         return None
     from converters.coverage import read_source
-    from converters.runners import random_source_inputs
+    from converters.running import random_source_inputs
     graph = read_source(str(path)).main
     tuple_shapes = {k: tuple(v) for k, v in shapes.items()}
     arrays = random_source_inputs(graph, 0, tuple_shapes)

@@ -209,7 +209,7 @@ def _cond_model(body: nnapi.Model, n: int, trip: int | None, with_cond: bool, na
 @onnx_op("Loop", versions=(7, OPSET_MAX))
 def loop(node, ctx):
     """Loop as WHILE: v... carried, the counter (and condition) state-only, captured values input-only."""
-    ctx.require_level(4, f"{node.label()}: NNAPI WHILE")
+    ctx.require(Op.WHILE, f"{node.label()}: NNAPI WHILE")
     k = node.subgraphs.get("body")
     if k is None:
         raise Unsupported(Reason.INVALID, f"{node.label()} has no body")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from nnapi import OperandCode as C, OperandType, OperationCode as Op
+from nnapi.ops import SPECS
 
 from ...registry import Reason, Unsupported
 from ...tflite.ops.recurrent_common import omitted, tensor_used
@@ -37,6 +38,9 @@ ACTIVATION_ARGS = {
 # activations NNAPI's sequence LSTMs apply to the cell input and the output, and its RNNs to the state
 SEQUENCE_ACTIVATIONS = {"tanh": 4, "relu": 1, "sigmoid": 6}
 DTYPES = {np.dtype(np.float32): C.TENSOR_FLOAT32, np.dtype(np.float16): C.TENSOR_FLOAT16}
+
+# NNAPI's sequence ops give their final states as outputs from this level
+_STATE_OUTPUTS_LEVEL = SPECS[Op.UNIDIRECTIONAL_SEQUENCE_LSTM].argument_level("output_state_out")
 
 
 @dataclass
@@ -369,10 +373,10 @@ def sequence_op(ctx, rec: Recurrent, act: int) -> None:
 def sequence_fits(ctx, rec: Recurrent, act) -> bool:
     """Whether NNAPI's sequence op computes this node: an activation it has, no clip (NNAPI clips the cell
     state, ONNX the gates' inputs), no input_forget (NNAPI couples i = 1 - f, onnxruntime f = 1 - i), and
-    below feature level 4 (no state outputs) no used Y_h / Y_c unless the sizes are unknown (then the
+    below the level of NNAPI's state outputs no used Y_h / Y_c unless the sizes are unknown (then the
     sequence op is the only form, and the spec reports the level)."""
     states = "Y_h" in rec.outputs or "Y_c" in rec.outputs
-    unrolled_states = states and ctx.feature_level < 4 and rec.seq > 0 and rec.batch > 0
+    unrolled_states = states and ctx.feature_level < _STATE_OUTPUTS_LEVEL and rec.seq > 0 and rec.batch > 0
     return act is not None and not rec.clip and not rec.input_forget and not unrolled_states
 
 

@@ -46,7 +46,7 @@ def sigmoid_tanh(node, ctx):
 def _elu_body(ctx, xs, out):
     """ELU(x), alpha 1: the op from feature level 4, else RELU(x) + (EXP(MIN(x, 0)) - 1)."""
     x = xs[0]
-    if ctx.feature_level >= 4:
+    if ctx.has(Op.ELU):
         ctx.emit_form(Op.ELU, "default", [out], input=x, alpha=ctx.scalar(_scalar_code(ctx, x), 1.0))
         return
     ctx.require_level(FLOAT_LEVEL, "ELU (EXP, MINIMUM)")
@@ -76,7 +76,7 @@ def _hard_swish_body(ctx, xs, out):
 @converter("tflite", "HARD_SWISH", versions=(1, 1))
 def hard_swish(node, ctx):
     """HARD_SWISH from feature level 4; below it the float composition (quantized: via float, level 3)."""
-    if ctx.feature_level >= 4:
+    if ctx.has(Op.HARD_SWISH):
         emit(ctx, Op.HARD_SWISH, [ctx.operand(node.inputs[0])], ctx.output(node.outputs[0]))
         return
     elementwise(ctx, node, "HARD_SWISH", _hard_swish_body)
@@ -88,9 +88,9 @@ def _prelu(ctx, node, alpha_of):
     x_t, out_t = node.inputs[0], node.outputs[0]
     x = ctx.operand(x_t)
     alpha = alpha_of(x)
-    if ctx.feature_level >= 3 or otype(ctx, x).code not in FLOATS:
+    if ctx.has(Op.PRELU) or otype(ctx, x).code not in FLOATS:
         if otype(ctx, x).code not in FLOATS:
-            ctx.require_level(3, f"{node.op} on quantized {name(ctx, x_t)} (PRELU)")
+            ctx.require(Op.PRELU, f"{node.op} on quantized {name(ctx, x_t)} (PRELU)")
         emit(ctx, Op.PRELU, [x, alpha], ctx.output(out_t))
         return
     out = ctx.output(out_t)

@@ -29,9 +29,9 @@ def temp(ctx, like: int, shape: Sequence[int], suffix: str) -> int:
 
 
 def reshape(ctx, x: int, out: int, shape: Sequence[int], int32_level: Optional[int] = None) -> None:
-    """RESHAPE to a constant shape. It takes int32 only from level 6: for int32 tensors below it,
+    """RESHAPE to a constant shape. It takes int32 only from a later level (the spec's type cases): for int32 tensors below it,
     `int32_level` names the level at which the caller's other emission takes over."""
-    if int32_level is not None and ctx.feature_level < 6 and otype(ctx, x).code == C.TENSOR_INT32:
+    if int32_level is not None and otype(ctx, x).code == C.TENSOR_INT32 and not ctx.has(Op.RESHAPE, T=C.TENSOR_INT32):
         raise Unsupported(Reason.FEATURE_LEVEL, f"this reshape of an int32 tensor needs NNAPI feature level "
                                                 f"{int32_level}", int32_level)
     if otype(ctx, x).code == C.TENSOR_BOOL8:

@@ -4,6 +4,7 @@ TRANSPOSE_CONV_2D with implicit padding (TFLite's SAME/VALID are NNAPI's)."""
 from __future__ import annotations
 
 from nnapi import OperationCode as Op, PaddingCode
+from nnapi.ops.geometry import implicit_padding
 
 from ...registry import Reason, Unsupported, converter
 from .common import name
@@ -92,7 +93,7 @@ def _transpose_padding_agrees(node, ctx, in_shape, out_shape) -> None:
         return
     sw, sh = positive_attrs(node, ctx, "stride_w", "stride_h")
     for axis, stride in ((1, sh), (2, sw)):
-        if in_shape[axis] != -(-out_shape[axis] // stride):
+        if in_shape[axis] != implicit_padding(out_shape[axis], stride, 1, PaddingCode.SAME)[2]:
             raise Unsupported(Reason.ATTRIBUTE,
                               f"SAME padding of {name(ctx, node.outputs[0])}: input extent {in_shape[axis]} is not "
                               f"ceil({out_shape[axis]} / stride {stride}), so NNAPI would pad differently")

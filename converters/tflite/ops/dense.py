@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from nnapi import OperandType, OperationCode as Op, PaddingCode
+from nnapi.ops import level_for
 
 from ...folding import folder
 from ...registry import Reason, Unsupported, converter
@@ -20,7 +21,7 @@ from .nn_common import (bias_operand, const_like, constant_array, constant_from,
                         reject_float16, require_rank, reshape_into, reshaped, static_shape,
                         weights_operand)
 
-BATCH_MATMUL_LEVEL = 6  # NNAPI BATCH_MATMUL
+BATCH_MATMUL_LEVEL = level_for(Op.BATCH_MATMUL)
 
 
 def _rows(ctx, x: int, depth: int) -> int:

@@ -14,11 +14,12 @@ from typing import Optional
 import numpy as np
 
 from nnapi import OperandCode as C, OperandType, OperationCode as Op
+from nnapi.ops import level_for
 
 from ...registry import Reason, Unsupported
 from .common import name
 
-DEQUANTIZE_LEVEL = 3   # DEQUANTIZE of TENSOR_QUANT8_SYMM(_PER_CHANNEL)
+DEQUANTIZE_LEVEL = level_for(Op.DEQUANTIZE, T=C.TENSOR_QUANT8_SYMM_PER_CHANNEL)  # symmetric weights
 
 
 def is_hybrid(ctx, input_i: int, weights_i: int) -> bool:

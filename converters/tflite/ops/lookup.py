@@ -20,13 +20,15 @@ def gather(node, ctx):
     rank = true_rank(ctx, params)
     axis = norm_axis(node.attrs.get("axis", 0), rank, "GATHER axis")
     index_rank = true_rank(ctx, indices)
-    if ctx.feature_level < 3:
+    if not ctx.has(Op.GATHER):
         if axis == 0 and index_rank == 1 and rank >= 2:
             ctx.emit_form(Op.EMBEDDING_LOOKUP, "default", [ctx.output(out)], lookups=ctx.operand(indices),
                           values=ctx.operand(params))
             return
-        raise Unsupported(Reason.FEATURE_LEVEL, "GATHER needs NNAPI feature level 3 (below it only axis 0 with "
-                                                "1-D indices into a tensor of rank >= 2, as EMBEDDING_LOOKUP)", 3)
+        level = ctx.level_of(Op.GATHER)
+        raise Unsupported(Reason.FEATURE_LEVEL, f"GATHER needs NNAPI feature level {level} (below it only axis 0 "
+                                                f"with 1-D indices into a tensor of rank >= 2, as EMBEDDING_LOOKUP)",
+                          level)
     if index_rank == 0:  # NNAPI holds the scalar index as [1]: gather, then drop that axis
         shape = list(ctx.shape(params))
         kept = shape[:axis] + [1] + shape[axis + 1:]

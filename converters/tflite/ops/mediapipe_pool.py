@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnapi import OperandCode as C, OperandType, OperationCode as Op
+from nnapi import OperandCode as C, OperandType, OperationCode as Op, PaddingCode
+from nnapi.ops.geometry import implicit_padding
 
 from ...registry import Reason, Unsupported, converter
 from .common import name
@@ -47,17 +48,12 @@ def pool_params(ctx, node) -> dict:
     return p
 
 
-def _out_extent(padding: int, extent: int, kernel: int, stride: int) -> int:
-    """MediaPipe's windowed output size: SAME ceil(extent / stride), VALID (extent - kernel + stride) / stride,
-    unknown padding 0."""
-    if padding == SAME:
-        return (extent + stride - 1) // stride
-    return (extent - kernel + stride) // stride if padding == VALID else 0
-
-
-def _head_padding(extent: int, kernel: int, stride: int, out: int) -> int:
-    """TFLite's ComputePadding (dilation 1): the padding before the first window."""
-    return max(((out - 1) * stride + kernel - extent) // 2, 0)
+def _window(padding: int, extent: int, kernel: int, stride: int) -> tuple:
+    """(head, tail, output size) of MediaPipe's window along one axis: TFLite's ComputePadding, which is
+    NNAPI's implicit SAME / VALID padding (nnapi/ops/geometry.py); an unknown padding gives output size 0."""
+    if padding not in (SAME, VALID):
+        return 0, 0, 0
+    return implicit_padding(extent, stride, kernel, PaddingCode.SAME if padding == SAME else PaddingCode.VALID)
 
 
 def _full(ctx, dims, value: float, label: str) -> int:
@@ -79,12 +75,10 @@ def max_pooling_with_argmax(node, ctx):
     require_rank(ctx, x, {4}, "input")
     b, h, w, c = static_shape(ctx, x, "input")
     fw, fh, sw, sh = p["filter_width"], p["filter_height"], p["stride_width"], p["stride_height"]
-    oh, ow = _out_extent(p["padding"], h, fh, sh), _out_extent(p["padding"], w, fw, sw)
+    (top, bottom, oh), (left, right, ow) = _window(p["padding"], h, fh, sh), _window(p["padding"], w, fw, sw)
     if oh <= 0 or ow <= 0:
         raise Unsupported(Reason.ATTRIBUTE, f"MaxPoolingWithArgmax2D {name(ctx, node.outputs[0])}: padding "
                                             f"{p['padding']} gives an empty output")
-    top, left = _head_padding(h, fh, sh, oh), _head_padding(w, fw, sw, ow)
-    bottom, right = max(0, (oh - 1) * sh + fh - h - top), max(0, (ow - 1) * sw + fw - w - left)
     label = ctx.tensor(node.outputs[0]).name
     padded = ctx.temp(OperandType(C.TENSOR_FLOAT32, [b, h + top + bottom, w + left + right, c]), f"{label}/padded")
     ctx.emit_form(Op.PAD_V2, "default", [padded], input=ctx.operand(x),

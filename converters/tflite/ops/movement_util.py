@@ -1,5 +1,5 @@
 """Helpers shared by the shape, data-movement, reduction and lookup converters
-(shape.py, slicing.py, static.py, reduce.py, lookup.py): static values and
+(shape.py, slicing.py, folded.py, reduce.py, lookup.py): static values and
 shapes, axis handling, constant folding and the small emission patterns
 (slice, concatenate, tile, gather) the lowerings are built from; naming, temporaries and
 RESHAPE are in common.py."""
@@ -146,11 +146,12 @@ def strided_slice(ctx, x: int, out: int, begin, end, strides, end_mask: int = 0,
 
 def slice_static(ctx, x: int, out: int, begin: Sequence[int], size: Sequence[int]) -> None:
     """x[begin : begin + size] (non-negative, in range): SLICE from level 3, else STRIDED_SLICE (level 2)."""
-    if ctx.feature_level >= 3:
+    if ctx.has(Op.SLICE):
         vec = lambda v: ctx.const(np.asarray(v, np.int32))  # noqa: E731
         ctx.emit_form(Op.SLICE, "default", [out], input=x, begin=vec(begin), size=vec(size))
     else:
-        strided_slice(ctx, x, out, begin, [b + s for b, s in zip(begin, size)], [1] * len(begin), int32_level=3)
+        strided_slice(ctx, x, out, begin, [b + s for b, s in zip(begin, size)], [1] * len(begin),
+                      int32_level=ctx.level_of(Op.SLICE))
 
 
 def gather_const(ctx, x: int, axis: int, indices: Sequence[int], out: int) -> None:
@@ -164,13 +165,13 @@ def tile(ctx, like: int, x: int, shape: Sequence[int], multiples: Sequence[int],
     if all(m == 1 for m in multiples):
         reshape(ctx, x, out, shape)  # nothing repeats: a copy
         return
-    if ctx.feature_level >= 3:
+    if ctx.has(Op.TILE):
         ctx.emit_form(Op.TILE, "default", [out], input=x, multiples=ctx.const(np.asarray(multiples, np.int32)))
         return
     if otype(ctx, x).code == C.TENSOR_INT32:
-        raise Unsupported(Reason.FEATURE_LEVEL, "TILE of an int32 tensor needs NNAPI feature level 3", 3)
+        ctx.require(Op.TILE, "TILE of an int32 tensor")
     if any(m < 1 for m in multiples):
-        raise Unsupported(Reason.FEATURE_LEVEL, "TILE with a zero multiple needs NNAPI feature level 3", 3)
+        ctx.require(Op.TILE, "TILE with a zero multiple")
     shape = list(shape)
     axes = [a for a, m in enumerate(multiples) if m > 1]
     for k, a in enumerate(axes):

@@ -7,6 +7,7 @@ import numpy as np
 import tflite
 
 from nnapi import OperandCode as C, OperandType, PaddingCode
+from nnapi.bias_scale import bias_scale, bias_scale_matches
 
 from ...context import FUSE_CODES
 from ...registry import Reason, Unsupported
@@ -90,7 +91,7 @@ def bias_operand(ctx, bias_i: int, input_i: int, filter_i: int, channels: int) -
     if bias_i < 0:
         if not quantized:
             return ctx.const(np.zeros(channels, np.float32), name=f"{inp.name}/zero_bias")
-        scale = 0.0 if flt.quant.per_channel else float(np.float32(inp.quant.scale) * np.float32(flt.quant.scale))
+        scale = 0.0 if flt.quant.per_channel else bias_scale(inp.quant.scale, flt.quant.scale)
         return ctx.const(np.zeros(channels, np.int32), C.TENSOR_INT32, f"{inp.name}/zero_bias", scale)
     bias = ctx.tensor(bias_i)
     reject_float16(ctx, bias_i)
@@ -100,10 +101,10 @@ def bias_operand(ctx, bias_i: int, input_i: int, filter_i: int, channels: int) -
         raise Unsupported(Reason.OPERAND_TYPE, f"bias {name(ctx, bias_i)} is {np.dtype(bias.dtype).name}, "
                                                f"NNAPI needs int32 for quantized inputs")
     q = bias.quant
-    want = np.float32(inp.quant.scale) * np.asarray(flt.quant.scales, np.float32)
+    want = np.atleast_1d(bias_scale(inp.quant.scale, flt.quant.scales))
     have = np.asarray(q.scales if q is not None else [0.0], np.float64)
     if (q is None or any(z != 0 for z in q.zero_points) or have.size not in (1, want.size)
-            or not np.allclose(have, want, rtol=1e-5, atol=0)):
+            or not bias_scale_matches(have, inp.quant.scale, flt.quant.scales)):
         raise Unsupported(Reason.QUANTIZATION_TYPE,
                           f"bias {name(ctx, bias_i)} scale {have.tolist()} must be input scale x filter scale "
                           f"{want.astype(np.float64).tolist()} with zero point 0 (NNAPI implies that scale)")

@@ -8,12 +8,12 @@ from __future__ import annotations
 import math
 
 from nnapi import OperationCode as Op
+from nnapi.ops.normalization import ANY_RANK_LEVEL
 
 from ...registry import Reason, Unsupported, converter
 from .common import name, temp
 from .nn_common import fuse_of, reshape_into, reshaped, static_shape
 
-ANY_RANK_LEVEL = 3  # from feature level 3 these take any rank up to 4
 _MAX_RANK = 4
 
 

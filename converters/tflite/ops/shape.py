@@ -78,7 +78,7 @@ def squeeze(node, ctx):
         raise Unsupported(Reason.INVALID, f"SQUEEZE of {name(ctx, x)}: dimensions {sorted(axes)} are not all 1")
     src = ctx.operand(x)
     # SQUEEZE has no int32 or bool form; RESHAPE to the static result does the same (see reshape)
-    if ctx.feature_level >= 2 and otype(ctx, src).code not in (C.TENSOR_INT32, C.TENSOR_BOOL8):
+    if ctx.has(Op.SQUEEZE) and otype(ctx, src).code not in (C.TENSOR_INT32, C.TENSOR_BOOL8):
         ctx.emit_form(Op.SQUEEZE, "default", [ctx.output(out)], input=src,
                       axes=ctx.const(np.asarray(sorted(axes), np.int32)))
     else:
@@ -98,11 +98,11 @@ def expand_dims(node, ctx):
         raise Unsupported(Reason.INVALID, f"EXPAND_DIMS axis has {len(axis)} values, expected 1")
     rank = true_rank(ctx, x)
     a = norm_axis(axis[0], rank + 1, "EXPAND_DIMS axis")
-    if ctx.feature_level >= 3 and ctx.tensor(x).dtype != np.bool_:  # no bool form: RESHAPE (see reshape)
+    if ctx.has(Op.EXPAND_DIMS) and ctx.tensor(x).dtype != np.bool_:  # no bool form: RESHAPE (see reshape)
         ctx.emit_form(Op.EXPAND_DIMS, "default", [ctx.output(out)], input=ctx.operand(x), axis=ctx.i32(a))
         return
     shape = list(static_shape(ctx, x))[:rank]
-    reshape(ctx, ctx.operand(x), ctx.output(out), shape[:a] + [1] + shape[a:], int32_level=3)
+    reshape(ctx, ctx.operand(x), ctx.output(out), shape[:a] + [1] + shape[a:], int32_level=ctx.level_of(Op.EXPAND_DIMS))
 
 
 @converter("tflite", "TRANSPOSE", versions=(1, 9))
@@ -143,7 +143,7 @@ def pack(node, ctx):
     if rank == 0:  # scalars are held as [1]: stacking them is a plain concatenation
         concat(ctx, [ctx.operand(i) for i in node.inputs], 0, ctx.output(out))
         return
-    if ctx.feature_level >= 6:
+    if ctx.has(Op.PACK):
         ctx.emit_form(Op.PACK, "default", [ctx.output(out)], axis=ctx.i32(axis),
                       inputs=[ctx.operand(i) for i in node.inputs])
         return
@@ -166,11 +166,13 @@ def _split(ctx, x: int, axis: int, sizes: list, outputs: list) -> None:
     if sum(sizes) != shape[axis] or any(s < 0 for s in sizes):
         raise Unsupported(Reason.INVALID, f"split sizes {sizes} do not add up to dimension {axis} "
                                           f"({shape[axis]}) of {name(ctx, x)}")
-    if ctx.feature_level < 2:
-        raise Unsupported(Reason.FEATURE_LEVEL, "splitting a tensor needs NNAPI feature level 2 (STRIDED_SLICE)", 2)
+    if not ctx.has(Op.STRIDED_SLICE):
+        level = ctx.level_of(Op.STRIDED_SLICE)
+        raise Unsupported(Reason.FEATURE_LEVEL, f"splitting a tensor needs NNAPI feature level {level} (STRIDED_SLICE)",
+                          level)
     src = ctx.operand(x)
     outs = [ctx.output(o) for o in outputs]
-    if ctx.feature_level >= 3 and len(set(sizes)) == 1:
+    if ctx.has(Op.SPLIT) and len(set(sizes)) == 1:
         ctx.emit_form(Op.SPLIT, "default", outs, input=src, axis=ctx.i32(axis), num_splits=ctx.i32(len(sizes)))
         return
     start = 0
@@ -217,7 +219,7 @@ def unpack(node, ctx):
         raise Unsupported(Reason.INVALID, f"UNPACK of dimension {axis} ({shape[axis]}) into "
                                           f"{len(node.outputs)} outputs")
     result = shape[:axis] + shape[axis + 1:] or [1]
-    if ctx.feature_level >= 3:
+    if ctx.has(Op.SPLIT):
         part = shape[:axis] + [1] + shape[axis + 1:]
         parts = [temp(ctx, o, part, "unpacked") for o in node.outputs]
         ctx.emit_form(Op.SPLIT, "default", parts, input=ctx.operand(x), axis=ctx.i32(axis),
@@ -225,15 +227,18 @@ def unpack(node, ctx):
         for p, o in zip(parts, node.outputs):
             reshape(ctx, p, ctx.output(o), result)
         return
-    if ctx.feature_level < 2:
-        raise Unsupported(Reason.FEATURE_LEVEL, "UNPACK needs NNAPI feature level 2 (STRIDED_SLICE)", 2)
+    if not ctx.has(Op.STRIDED_SLICE):
+        level = ctx.level_of(Op.STRIDED_SLICE)
+        raise Unsupported(Reason.FEATURE_LEVEL, f"UNPACK needs NNAPI feature level {level} (STRIDED_SLICE)", level)
     src = ctx.operand(x)
     for k, o in enumerate(node.outputs):
         begin = [0] * len(shape)
         begin[axis] = k
         end = list(shape)
         end[axis] = k + 1
-        strided_slice(ctx, src, ctx.output(o), begin, end, [1] * len(shape), shrink=1 << axis, int32_level=6)
+        # int32: the SPLIT form takes over once RESHAPE (of its parts) takes int32
+        strided_slice(ctx, src, ctx.output(o), begin, end, [1] * len(shape), shrink=1 << axis,
+                      int32_level=ctx.level_of(Op.RESHAPE, T=C.TENSOR_INT32))
 
 
 # -- repeating ------------------------------------------------------------------------------

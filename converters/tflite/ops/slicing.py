@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from nnapi import OperandCode as C, OperationCode as Op
+from nnapi.ops.shape import PAD_ZERO_POINT_LEVEL
 
 from ...registry import Reason, Unsupported, converter
 from .common import name, require_arity, reshape, temp
@@ -176,11 +177,11 @@ def pad(node, ctx):
     logical_zero = otype.zero_point if quant else 0
     value = _stored_pad_value(ctx, node) if node.op == "PADV2" and len(node.inputs) > 2 else logical_zero
     pads_op = lambda: ctx.const(pads.astype(np.int32))  # noqa: E731
-    # PAD pads with the logical zero; quant8 with a non-zero zero point only from level 3
-    pad_level = 3 if otype.code == C.TENSOR_QUANT8_ASYMM and otype.zero_point else 2
+    # PAD pads with the logical zero; quant8 with a non-zero zero point only from PAD_ZERO_POINT_LEVEL
+    pad_level = PAD_ZERO_POINT_LEVEL if otype.code == C.TENSOR_QUANT8_ASYMM and otype.zero_point else ctx.level_of(Op.PAD)
     if value == logical_zero and ctx.feature_level >= pad_level:
         ctx.emit_form(Op.PAD, "default", [ctx.output(out)], input=ctx.operand(x), paddings=pads_op())
-    elif ctx.feature_level >= 3:
+    elif ctx.has(Op.PAD_V2):
         scalar = ctx.i32(int(value)) if quant or otype.code == C.TENSOR_INT32 else (
             ctx.scalar(C.FLOAT16, float(value)) if otype.code == C.TENSOR_FLOAT16 else ctx.f32(float(value)))
         ctx.emit_form(Op.PAD_V2, "default", [ctx.output(out)], input=ctx.operand(x), paddings=pads_op(),
@@ -200,10 +201,12 @@ def mirror_pad(node, ctx):
     reject_attr(node, "mode", lambda m: m in _MIRROR_MODES, "unknown mirror pad mode")
     x, out = node.inputs[0], node.outputs[0]
     pads = _paddings(ctx, node, max(true_rank(ctx, x), 1))
-    if ctx.feature_level < 3:
-        raise Unsupported(Reason.FEATURE_LEVEL, "MIRROR_PAD needs NNAPI feature level 3 (as a constant-index "
-                                                "GATHER; MIRROR_PAD itself is level 7)", 3)
-    if ctx.feature_level >= 7:
+    if not ctx.has(Op.GATHER):
+        level = ctx.level_of(Op.GATHER)
+        raise Unsupported(Reason.FEATURE_LEVEL, f"MIRROR_PAD needs NNAPI feature level {level} (as a constant-index "
+                                                f"GATHER; MIRROR_PAD itself is level {ctx.level_of(Op.MIRROR_PAD)})",
+                          level)
+    if ctx.has(Op.MIRROR_PAD):
         ctx.emit_form(Op.MIRROR_PAD, "default", [ctx.output(out)], input=ctx.operand(x),
                       paddings=ctx.const(pads.astype(np.int32)), mode=ctx.i32(mode))
         return
@@ -229,7 +232,7 @@ def reverse(node, ctx):
     rank = true_rank(ctx, x)
     axes = sorted({norm_axis(a, rank, "REVERSE_V2 axis") for a in int_list(ctx, node.inputs[1], "REVERSE_V2 axis")})
     src = ctx.operand(x)
-    if ctx.feature_level >= 7 and axes:
+    if ctx.has(Op.REVERSE) and axes:
         shape = static_shape(ctx, x)
         for k, a in enumerate(axes):
             dst = ctx.output(out) if k == len(axes) - 1 else temp(ctx, x, shape, f"reversed{a}")
@@ -240,4 +243,5 @@ def reverse(node, ctx):
     begin = [n - 1 if a in axes else 0 for a, n in enumerate(shape)]
     stride = [-1 if a in axes else 1 for a in range(len(shape))]
     end = [0 if a in axes else n for a, n in enumerate(shape)]
-    strided_slice(ctx, src, ctx.output(out), begin, end, stride, end_mask=sum(1 << a for a in axes), int32_level=7)
+    strided_slice(ctx, src, ctx.output(out), begin, end, stride, end_mask=sum(1 << a for a in axes),
+                  int32_level=ctx.level_of(Op.REVERSE))

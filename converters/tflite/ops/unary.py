@@ -3,7 +3,8 @@ ROUND, SIGN. Quantized tensors (LiteRT's int8 kernels are quantize(f(dequantize(
 go through float: DEQUANTIZE, the float op, QUANTIZE."""
 from __future__ import annotations
 
-from nnapi import OperationCode as Op
+from nnapi import OperandCode as C, OperationCode as Op
+from nnapi.ops import level_for
 
 from ...registry import converter
 from .common import otype
@@ -11,7 +12,7 @@ from .unary_emit import (B8, FLOAT_LEVEL, FLOATS, const_like, elementwise, emit,
                          step, temp)
 
 _DIRECT = {"EXP": Op.EXP, "LOG": Op.LOG, "SIN": Op.SIN, "SQRT": Op.SQRT, "RSQRT": Op.RSQRT, "FLOOR": Op.FLOOR}
-RSQRT_QUANT_LEVEL = 7   # RSQRT takes quantized tensors itself from feature level 7
+RSQRT_QUANT_LEVEL = level_for(Op.RSQRT, T=C.TENSOR_QUANT8_ASYMM)  # RSQRT of quantized tensors itself
 
 
 @converter("tflite", "EXP", "LOG", versions=(1, 2))

@@ -27,7 +27,7 @@ def power(node, ctx):
 
 def _difference(ctx, a, b, out):
     """a - b: SUB from feature level 2, else the exact ADD(a, -b) (floats)."""
-    if ctx.feature_level >= 2 or otype(ctx, a).code not in FLOATS:
+    if ctx.has(Op.SUB) or otype(ctx, a).code not in FLOATS:
         return step(ctx, Op.SUB, [a, b], out, "difference")
     return step(ctx, Op.ADD, [a, negate(ctx, b, temp(ctx, b, "neg"))], out, "difference")
 

@@ -99,7 +99,7 @@ def zeros_like(node, ctx):
     if code not in _ZERO:
         raise Unsupported(Reason.OPERAND_TYPE, f"ZEROS_LIKE of {code.name} {name(ctx, x_t)}: NNAPI FILL takes "
                                                f"float and int32 only")
-    ctx.require_level(4, f"ZEROS_LIKE {name(ctx, out_t)} (FILL)")
+    ctx.require(Op.FILL, f"ZEROS_LIKE {name(ctx, out_t)} (FILL)")
     out = ctx.output(out_t)
     shape = ctx.const(np.asarray(static_dims(ctx, out, "ZEROS_LIKE"), np.int32))
     ctx.emit_form(Op.FILL, "default", [out], shape=shape, value=ctx.scalar(*_ZERO[code]))

@@ -9,6 +9,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from nnapi import FuseCode, OperandCode as C, OperandType, OperationCode as Op
+from nnapi.ops import level_for
 
 from ...context import broadcast_data
 from ...registry import Reason, Unsupported
@@ -19,7 +20,8 @@ Q8, Q8S = C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED
 FLOATS = (F32, F16)
 QUANT8 = (Q8, Q8S)
 DTYPES = {F32: np.float32, F16: np.float16, I32: np.int32, Q8: np.uint8, Q8S: np.int8, B8: np.bool_}
-FLOAT_LEVEL = 3      # QUANTIZE (the end of the float detour), NEG, MAXIMUM, comparisons, SELECT
+# the float detour's level: QUANTIZE (its end); NEG, MAXIMUM, comparisons and SELECT come with it
+FLOAT_LEVEL = level_for(Op.QUANTIZE)
 _FUSED = (Op.ADD, Op.SUB, Op.MUL, Op.DIV)
 
 # a body emits the float (or native) computation of `out` from operand indexes `xs`
@@ -125,7 +127,7 @@ def broadcast(ctx, x: int, dims: tuple, what: str) -> int:
     if t.code == B8:
         return emit(ctx, Op.LOGICAL_OR, [x, const_like(ctx, False, x, dims)], out)
     if t.code == I32:
-        ctx.require_level(4, f"{what}: broadcasting int32 {opnd.name!r} (ADD)")
+        ctx.require(Op.ADD, f"{what}: broadcasting int32 {opnd.name!r} (ADD)", T=I32)
     return emit(ctx, Op.ADD, [x, const_like(ctx, 0.0, x, dims)], out)
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import nnapi
 
-HERE = Path(__file__).resolve().parent
+# the bundled samples: the `samples` folder beside this package (in the source tree and in an installed wheel)
+HERE = Path(__file__).resolve().parent.parent / "samples"
 # the first sample that exists is the one the demo converts
 DEMO_SAMPLES = ("mobilenet_int8.tflite", "mobilenet_float.tflite", "demo.tflite")
 
@@ -24,10 +25,10 @@ def demo_sample() -> Path:
 
 
 def run(out=sys.stdout) -> int:
-    from converters.coverage import build_report, read_source
-    from converters.parity import check
-    from converters.runners import MissingDependency
-    from converters.tflite import convert
+    from .coverage import build_report, read_source
+    from .parity import check
+    from .runners import MissingDependency
+    from .tflite import convert
 
     path = demo_sample()
     print(f"1. convert {path.name} to NNAPI (feature level 8)", file=out)

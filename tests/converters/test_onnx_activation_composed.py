@@ -1,4 +1,4 @@
-"""ONNX activations and elementwise math composed from NNAPI ops (ops/extra_activation.py), compared with
+"""ONNX activations and elementwise math composed from NNAPI ops (ops/activation_composed.py), compared with
 onnxruntime at feature levels 1, 3, 4, 8, in the ONNX layout and after a Conv (NHWC operands)."""
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ from onnx import helper as h
 
 from converters.onnx import convert
 from converters.onnx.authoring import make_model
-from converters.onnx.runner import verify_levels
+from .onnx_harness import verify_levels
 
 RNG = np.random.default_rng(11)
 X = ("x", np.float32, [1, 2, 3, 5])
@@ -54,7 +54,7 @@ def test_wide_range_softplus_and_celu_do_not_overflow():
     for op in ("Softplus", "Celu", "Softsign"):
         data = model(lambda x, op=op: [h.make_node(op, [x], ["y"])])
         r = convert(data, 8)
-        from converters.onnx.runner import parity
+        from .onnx_harness import parity
         assert not parity(r, data, inputs=big), op
 
 
@@ -64,7 +64,7 @@ def test_round_half_to_even_is_exact():
     data = model(lambda x: [h.make_node("Round", [x], ["y"])], inputs=[("x", np.float32, [1, 2, 7])])
     r = convert(data, 3)
     assert r.complete
-    from converters.onnx.runner import run_converted
+    from .onnx_harness import run_converted
     np.testing.assert_array_equal(run_converted(r, [values])[0], np.round(values))
     verify_levels(data, need_level=3)
 
@@ -101,6 +101,6 @@ def test_sign_int32():
     data = model(lambda x: [h.make_node("Sign", [x], ["y"])], inputs=[("x", np.int32, [2, 3])])
     r = convert(data, 8)
     assert r.complete
-    from converters.onnx.runner import run_converted
+    from .onnx_harness import run_converted
     v = np.array([[-3, 0, 2], [5, -1, 0]], np.int32)
     np.testing.assert_array_equal(run_converted(r, [v])[0], np.sign(v))

@@ -1,4 +1,4 @@
-"""Shape, Size, ConstantOfShape, Range folded before conversion; Expand and Tile (ops/static.py)."""
+"""Shape, Size, ConstantOfShape, Range folded before conversion; Expand and Tile (ops/folded.py)."""
 import numpy as np
 import pytest
 from onnx import helper as h
@@ -6,7 +6,7 @@ from onnx import numpy_helper
 
 from converters.onnx import convert
 from converters.onnx.authoring import make_model
-from converters.onnx.runner import run_converted, verify_levels
+from .onnx_harness import run_converted, verify_levels
 
 RNG = np.random.default_rng(23)
 X = ("x", np.float32, [2, 3, 4, 5])

@@ -1,15 +1,16 @@
-"""Run an ONNX model's conversion with the executor on ONNX-layout inputs, undoing the layout changes the
-importer documented (operand_perm) and the int8 -> uint8 rewrite below feature level 4; `parity` and
-`verify_levels` compare it with onnxruntime (CPU, one thread) within the project's tolerances."""
+"""Test helpers: run an ONNX model's conversion with the executor on ONNX-layout inputs, undoing the layout
+changes the importer documented (operand_perm) and the int8 -> uint8 rewrite below feature level 4; `parity`
+and `verify_levels` compare it with onnxruntime (CPU, one thread) within the project's tolerances."""
 from __future__ import annotations
 
 from typing import Optional, Sequence
 
 import numpy as np
 
-from ..runners import random_source_inputs, run_onnxruntime
-from ..runners import run_converted as _run_converted
-from ..tolerance import within_tolerance
+from converters.runners import run_onnxruntime
+from converters.running import random_source_inputs
+from converters.running import run_converted as _run_converted
+from converters.tolerance import within_tolerance
 
 
 def run_converted(result, inputs: Sequence[np.ndarray], model=None) -> list:
@@ -47,7 +48,7 @@ class ParityError(AssertionError):
 def verify_levels(model_bytes: bytes, levels=(1, 3, 4, 8), seeds=(0, 1), need_level: Optional[int] = None) -> dict:
     """Convert at each level; a complete conversion must match onnxruntime, an incomplete one may only
     lack feature level (and must not when level >= need_level). Returns {level: ConversionResult}."""
-    from . import convert
+    from converters.onnx import convert
     results = {}
     for level in levels:
         r = convert(model_bytes, feature_level=level)

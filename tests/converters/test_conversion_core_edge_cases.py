@@ -1,4 +1,5 @@
-"""Review regressions for the shared conversion core (driver, parity, CLI)."""
+"""Edge cases of the shared conversion core (driver, parity, CLI): rank-0 and int64 outputs, folded
+tensors, saved ONNX layouts, dynamic output sizes."""
 import numpy as np
 
 from converters.parity import check
@@ -41,7 +42,7 @@ def test_folded_tensor_of_dynamic_signature_converts_with_pinned_shape(tmp_path)
     g.output(y)
     result = convert(g.finish(), input_shapes={"x": [2, 4]})
     assert result.complete, [(n.op, n.reason) for n in result.unsupported]
-    from converters.runners import run_converted
+    from converters.running import run_converted
     got = run_converted(result, [np.zeros((2, 4), np.float32)])[0]
     np.testing.assert_array_equal(got, np.ones((2, 4), np.float32))
 
@@ -86,7 +87,7 @@ def test_parity_int64_indices_written_as_int32_compare_equal(tmp_path):
 
 
 def test_run_converted_gives_int64_indices_back(tmp_path):
-    from converters.runners import run_converted
+    from converters.running import run_converted
     from converters.tflite import convert
     result = convert(_argmax_int64(tmp_path, False))
     got = run_converted(result, [np.arange(10, dtype=np.float32).reshape(2, 5)])[0]
@@ -151,7 +152,7 @@ def test_onnx_spatial_output_of_unknown_rank_is_reported_not_silently_nhwc(monke
 
     from converters.onnx import convert as onnx_convert
     from converters.onnx import shapes
-    from converters.runners import run_converted
+    from converters.running import run_converted
 
     def model(outputs):
         g = helper.make_graph(

@@ -1,11 +1,11 @@
-"""LayerNormalization and InstanceNormalization (ops/norm_extra.py), compared with onnxruntime."""
+"""LayerNormalization and InstanceNormalization (ops/layer_instance_norm.py), compared with onnxruntime."""
 import numpy as np
 import pytest
 from onnx import helper as h
 
 from converters.onnx import convert
 from converters.onnx.authoring import make_model
-from converters.onnx.runner import verify_levels
+from .onnx_harness import verify_levels
 
 RNG = np.random.default_rng(19)
 X = ("x", np.float32, [2, 3, 4, 5])

@@ -6,7 +6,7 @@ from onnx import helper as h
 
 from converters.onnx import convert
 from converters.onnx.authoring import make_model
-from converters.onnx.runner import run_converted, verify_levels
+from .onnx_harness import run_converted, verify_levels
 
 RNG = np.random.default_rng(13)
 X = ("x", np.float32, [1, 2, 3, 5])

@@ -1,7 +1,8 @@
-"""Review regressions for nnapi.Execution."""
+"""Edge cases of nnapi.Execution: reruns after a failure, non-contiguous output buffers, inputs from memory."""
 import numpy as np
 import pytest
 
+import executor  # noqa: F401  (registers the numpy executor as nnapi's backend)
 import nnapi
 from nnapi import NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
 

@@ -1,4 +1,4 @@
-"""ONNX reductions other than ReduceMean, ArgMax/ArgMin and TopK (ops/reduce_extra.py), compared with
+"""ONNX reductions other than ReduceMean, ArgMax/ArgMin and TopK (ops/reduce_arg_topk.py), compared with
 onnxruntime, in the ONNX layout and after a Conv (NHWC operands)."""
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ from onnx import helper as h
 
 from converters.onnx import convert
 from converters.onnx.authoring import make_model
-from converters.onnx.runner import verify_levels
+from .onnx_harness import verify_levels
 
 RNG = np.random.default_rng(17)
 X = ("x", np.float32, [2, 3, 4, 5])
@@ -37,7 +37,7 @@ def test_reductions(op, nhwc, opset):
 
 
 def test_log_sum_exp_of_large_values_does_not_overflow():
-    from converters.onnx.runner import parity
+    from .onnx_harness import parity
     nodes, inits = reduce_node("ReduceLogSumExp", "x", [1, 3], 0, 17)
     data = make_model(nodes, [X], ["y"], inits, opset=17)
     assert not parity(convert(data, 8), data, inputs=[(200 * RNG.random((2, 3, 4, 5))).astype(np.float32)])
@@ -104,7 +104,7 @@ def test_reduce_mean_of_unknown_rank_keeps_negative_axes():
 
     from converters.onnx import convert
     from converters.onnx.authoring import make_model
-    from converters.onnx.runner import run_converted
+    from .onnx_harness import run_converted
     from converters.runners import run_onnxruntime
     data = make_model([h.make_node("ReduceMean", ["x"], ["y"], axes=[-1], keepdims=1)],
                       [("x", np.float32, None)], [("y", np.float32, None)], opset=13)

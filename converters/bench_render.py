@@ -1,0 +1,36 @@
+"""`nnapi bench`'s text output: one line of timings, memory and BLAS, the partial model's split, and with
+--profile the slowest operations and the time per operation type."""
+from __future__ import annotations
+
+
+def render_text(r: dict, profile: bool = False) -> str:
+    text = (f"{r['model']}: ours {r['ours_ms_median']:.3f} ms (IQR {r['ours_ms_spread']:.3f})"
+            + (f", {r['reference']} {r['reference_ms_median']:.3f} ms (IQR {r['reference_ms_spread']:.3f}), "
+               f"ratio {r['ratio']:.2f}x" if r["reference"] else "")
+            + f"; {r['macs']:,} MACs, {r['gflops']:.2f} GFLOP/s; planned peak {r['planned_peak_bytes']:,} B "
+              f"(shared buffers {r['arena_bytes']:,} B), "
+              f"peak RSS {r['peak_rss_bytes'] / 2**20:.1f} MiB; executor BLAS {r['blas']['library']} "
+              f"{r['blas']['threads']} thread(s)" + ("; CPU time" if r["clock"] == "cpu" else ""))
+    if r.get("partial"):
+        q = r["partial"]
+        text += (f"\npartial model: {q['partitions']} NNAPI partition(s) on the executor "
+                 f"({q['nnapi_ms_median']:.3f} ms), {q['fallback_nodes']} CPU fallback node(s) in "
+                 f"{q['fallback_segments']} segment(s) on {q['framework']} ({q['framework_ms_median']:.3f} ms); "
+                 f"'ours' is both together, the reference runs the whole model")
+    if profile:
+        text += "\n" + profile_text(r)
+    return text
+
+
+def profile_text(r: dict, top: int = 15) -> str:
+    lines = [f"per operation (median of {r['runs']} profiled runs; total {r['profile_total_ms']:.3f} ms):",
+             f"  {'ms':>9} {'share':>6} {'cum':>6}  {'#':>4} {'operation':<24} {'output':<20} source node"]
+    for e in r["profile"][:top]:
+        lines.append(f"  {e['ms']:9.4f} {e['share']:6.1%} {e['cumulative_share']:6.1%}  {e['operation_index']:>4} "
+                     f"{e['nnapi_op']:<24} {str(e['output_shape']):<20} {e['source_node'] or ''}")
+    if len(r["profile"]) > top:
+        lines.append(f"  ... {len(r['profile']) - top} more operations")
+    lines.append("per operation type:")
+    for e in r["by_op"]:
+        lines.append(f"  {e['ms']:9.4f} {e['share']:6.1%}  {e['count']:>4} x {e['nnapi_op']}")
+    return "\n".join(lines)
