@@ -188,7 +188,6 @@ def _dims(args) -> dict:
 
 def cmd_coverage(args) -> int:
     from .coverage import find_models, report_for_path
-    from .progress import map_with_progress
     from .coverage_render import render, render_batch
     shapes = _input_shapes(args)
     level = 8 if args.feature_level == "all" else int(args.feature_level)
