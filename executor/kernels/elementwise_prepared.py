@@ -28,7 +28,8 @@ from nnapi.codes import FuseCode, OperationCode as Op
 
 from ..registry import prepare
 from .common import clip_ufunc, fuse_range
-from .lut import binary_table, unary_table
+from .gemm import ChannelRows
+from .lut import binary_table, constant_operand_table, unary_table
 
 F32, F16, I32, U32, BOOL = (np.dtype(t) for t in (np.float32, np.float16, np.int32, np.uint32, np.bool_))
 # a broadcasting constant is expanded to the output shape up to this many elements
@@ -190,7 +191,7 @@ def _arithmetic(pctx):
 
 @prepare(Op.ADD, Op.SUB, Op.MUL)
 def prepare_add_sub_mul(pctx):
-    return binary_table(pctx) or _arithmetic(pctx)
+    return binary_table(pctx) or constant_operand_table(pctx) or _arithmetic(pctx)
 
 
 @prepare(Op.DIV)
@@ -340,3 +341,66 @@ def prepare_relu(pctx):
 @prepare(Op.LOGICAL_NOT)
 def prepare_logical_not(pctx):
     return Unary(pctx, _ufunc(np.logical_not), BOOL) if _unary_input(pctx, (BOOL,)) is not None else None
+
+
+# -- PRELU ------------------------------------------------------------------------------------------
+
+class Prelu:
+    """Float32 PRELU with a constant finite non-zero alpha without the kernel's where(x >= 0, x, x * a), whose
+    data-dependent selection is several times slower: per channel s = 1 where alpha <= 1, else -1;
+    t = x * (s * a), u = x * s, out = s * max(t, u). That is the kernel's value element for element.
+    With s = 1 (alpha <= 1): x * a <= x exactly where x >= 0 and >= x where x < 0 (float32 rounding
+    keeps both orders) and numpy's maximum returns its second argument unless the first is larger (or
+    NaN), so ties (zeros of either sign, alpha 1) give x itself. With s = -1 (alpha > 1) it is
+    min(x * a, x), ties again x (the sign flips are exact). Alphas all <= 1 skip both flips."""
+
+    fresh_outputs = True
+
+    def __init__(self, pctx, alpha: np.ndarray):
+        self.kernel = pctx.step.kernel
+        sign = np.where(alpha <= 1, np.float32(1), np.float32(-1)).astype(F32)
+        self.shape = alpha.shape
+        self.flip = bool(np.any(sign < 0))
+        self.constants = (alpha * sign, sign) if self.flip else (alpha,)
+        # alpha [1, ..., 1, C] against [..., C]: repeated along long rows (numpy's broadcasting of C
+        # values at a time is several times slower)
+        self.rows = ChannelRows(*(k.reshape(-1) for k in self.constants)) if alpha.size == alpha.shape[-1] > 1 else None
+        self.scratch = pctx.compiled.scratch
+
+    def __call__(self, ctx):
+        try:
+            x = ctx.inputs[0].array
+        except AttributeError:
+            return self.kernel(ctx)
+        if x.dtype != F32 or x.ndim < len(self.shape) or any(
+                a != 1 and a != d for a, d in zip(self.shape[::-1], x.shape[::-1])):
+            return self.kernel(ctx)   # (alpha must broadcast to x's shape; else the kernel reports it)
+        out = ctx.output_buffer(0, x.shape, F32)
+        if self.rows is not None and x.flags.c_contiguous:
+            xv, *ks = self.rows(x)
+            ov = out.reshape(xv.shape)
+        else:
+            xv, ks, ov = x, self.constants, out
+        np.multiply(xv, ks[0], out=ov)
+        if not self.flip:
+            np.maximum(ov, xv, out=ov)
+            return [out]
+        u = self.scratch.get("prelu", xv.shape, F32)
+        np.multiply(xv, ks[1], out=u)
+        np.maximum(ov, u, out=ov)
+        ov *= ks[1]
+        return [out]
+
+
+@prepare(Op.PRELU)
+def prepare_prelu(pctx):
+    """Quantized: a table over (x, alpha element); float32: Prelu, when alpha is a finite constant."""
+    table = constant_operand_table(pctx)
+    if table is not None:
+        return table
+    if _unary_input(pctx, (F32,)) is None or pctx.inputs[1] is None:
+        return None
+    alpha = pctx.inputs[1].array
+    if alpha.dtype != F32 or alpha.ndim == 0 or not np.all(np.isfinite(alpha)) or np.any(alpha == 0):
+        return None   # (+inf * 0 is NaN where the kernel keeps +inf)
+    return Prelu(pctx, alpha)

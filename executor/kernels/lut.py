@@ -24,8 +24,12 @@ UNARY = (Op.RELU, Op.RELU1, Op.RELU6, Op.LOGISTIC, Op.TANH, Op.ELU, Op.HARD_SWIS
 BINARY = (Op.ADD, Op.SUB, Op.MUL)
 # the UNARY codes whose preparer lives here (the others: elementwise_prepared.py)
 UNARY_HERE = (Op.ELU, Op.DEQUANTIZE)
-# below this many outputs a binary table (65536 kernel evaluations at compilation) does not pay
-MIN_BINARY_OUTPUTS = 1024
+# (a binary table costs 65536 kernel evaluations at compilation, about 2 ms; the kernel's dozens of
+# int64 passes cost about 50 us a run even on a few hundred outputs, so every size gets one)
+# a constant operand of at most this many elements gets 256 table entries per element
+CONSTANT_LIMIT = 2048
+# input shapes remembered per operation (their index offsets are kept expanded to the output shape)
+MAX_SHAPES = 16
 
 
 def _all_values(dtype) -> np.ndarray:
@@ -73,17 +77,77 @@ class BinaryTable:
         return [self.table[np.bitwise_or(high, b.array.view(np.uint8))]]
 
 
+class ConstantOperandTable:
+    """A binary elementwise operation of a run-time 8-bit input x and a constant c (n elements), e.g.
+    ADD/MUL of batch-norm constants or PRELU's alpha: table[j * 256 + bits(x)] is the kernel on x
+    against c's element j (the kernel run once on every x value against all of c). A run adds
+    x's bits to the offsets j * 256 (expanded to the output shape once per input shape: numpy's
+    broadcasting loop is slower than the add) and looks the sum up."""
+
+    fresh_outputs = True
+
+    def __init__(self, pctx, runtime: int):
+        self.kernel = pctx.step.kernel
+        self.runtime = runtime
+        self.dtype = pctx.operand(runtime).type.dtype
+        const = pctx.inputs[1 - runtime].array
+        self.const_shape, n = const.shape, const.size
+        values = _all_values(self.dtype).reshape((256,) + (1,) * const.ndim)
+        out = pctx.run_kernel({runtime: values})[0]
+        if out.shape != (256, *const.shape):
+            raise ValueError("the kernel does not broadcast elementwise")   # (the kernel runs instead)
+        self.table = np.ascontiguousarray(out.reshape(256, n).T).reshape(-1)
+        self.index_dtype = np.dtype(np.uint16 if 256 * n <= 1 << 16 else np.int32)
+        self.offsets = (np.arange(n, dtype=self.index_dtype) * 256).reshape(const.shape)
+        self.plans: dict = {}
+        self.scratch = pctx.compiled.scratch
+
+    def _plan(self, shape: tuple):
+        try:
+            out_shape = np.broadcast_shapes(shape, self.const_shape)
+        except ValueError:
+            return None
+        if len(self.plans) >= MAX_SHAPES:
+            self.plans.clear()
+        plan = self.plans[shape] = np.ascontiguousarray(np.broadcast_to(self.offsets, out_shape))
+        return plan
+
+    def __call__(self, ctx):
+        x = ctx.inputs[self.runtime]
+        if x is None or x.array.dtype != self.dtype:
+            return self.kernel(ctx)
+        offsets = self.plans.get(x.array.shape)
+        if offsets is None and (offsets := self._plan(x.array.shape)) is None:
+            return self.kernel(ctx)   # shapes that do not broadcast: the kernel reports them
+        index = self.scratch.get("table_index", offsets.shape, self.index_dtype)
+        np.add(x.array.view(np.uint8), offsets, out=index)
+        return [np.take(self.table, index)]
+
+
+def constant_operand_table(pctx):
+    """The table of a binary elementwise operation on a run-time 8-bit input and a small constant
+    tensor (inputs 0 and 1, either order; any further inputs constant), else None."""
+    if len(pctx.inputs) < 2 or any(pctx.is_runtime(i) for i in range(2, len(pctx.inputs))):
+        return None
+    for r in (0, 1):
+        c = pctx.inputs[1 - r]
+        if (pctx.is_runtime(r) and pctx.operand(r).type.code in QUANT8 and c is not None
+                and pctx.operand(1 - r).type.is_tensor and 0 < c.array.size <= CONSTANT_LIMIT):
+            try:
+                return ConstantOperandTable(pctx, r)
+            except Exception:  # noqa: BLE001  (a constant the kernel refuses: it reports it at run time)
+                return None
+    return None
+
+
 def unary_table(pctx):
     """The table of a UNARY operation on a run-time 8-bit input, else None."""
     return UnaryTable(pctx) if _quant8_inputs(pctx, 1) else None
 
 
 def binary_table(pctx):
-    """The table of a BINARY operation on two run-time 8-bit inputs with enough outputs, else None."""
-    dims = pctx.out_type().dimensions
-    if not _quant8_inputs(pctx, 2) or (dims and all(dims) and int(np.prod(dims)) < MIN_BINARY_OUTPUTS):
-        return None
-    return BinaryTable(pctx)
+    """The table of a BINARY operation on two run-time 8-bit inputs, else None."""
+    return BinaryTable(pctx) if _quant8_inputs(pctx, 2) else None
 
 
 prepare(*UNARY_HERE)(unary_table)

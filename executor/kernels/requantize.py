@@ -1,4 +1,6 @@
-"""The compiled "int32 accumulator + bias -> output integers" step of one operation:
+"""The requantizer: the "int32 accumulator + bias -> output integers" step of one operation, for the
+plain kernels (conv_quant.finish, common.requantize: the reference form, reference=True) and the fast
+paths (conv_prepared.py, reduce_prepared.py: a compiled form) alike:
 
     clip(MultiplyByQuantizedMultiplier(clamp_int32(acc + bias), M[c], shift[c]) + zero_point, lo, hi)
 
@@ -25,7 +27,10 @@ At compile time the accumulator bound picks the cheapest exact way to evaluate i
   are monotone, so agreeing on both sides of every output step suffices) --
   often with per-tensor filters, rarely with many per-channel ones;
 * "int": the numerator fits int64: the same formula in in-place int64 passes;
-* "reference": a channel shifts left (multiplier >= 1): fixedpoint.py as is.
+* "reference": fixedpoint.py as is (a channel shifts left, i.e. multiplier >= 1, or reference=True).
+
+The compiled forms are proven equal to the reference one (tests/executor/test_perf_paths.py checks
+them against TFLite's MultiplyByQuantizedMultiplier written out in Python integers).
 """
 from __future__ import annotations
 
@@ -76,8 +81,8 @@ class Requantizer:
     output scale), the output zero point, the fused clamp [lo, hi] in stored units, the output dtype and
     a bound on |acc| proven at compile time."""
 
-    def __init__(self, bias, real_multipliers, zero_point: int, lo: int, hi: int, dtype, acc_bound: float,
-                 scratch: Scratch = None):
+    def __init__(self, bias, real_multipliers, zero_point: int, lo: int, hi: int, dtype,
+                 acc_bound: float = np.inf, scratch: Scratch = None, reference: bool = False):
         self.bias = np.asarray(bias, np.int64)
         self.m, self.shift = quantize_multipliers(real_multipliers)
         self.zero_point, self.lo, self.hi, self.dtype = int(zero_point), int(lo), int(hi), np.dtype(dtype)
@@ -85,7 +90,7 @@ class Requantizer:
         x_bound = float(acc_bound) + float(np.abs(self.bias).max(initial=0))
         self.clamp = x_bound > INT32_MAX
         self.mode = "reference"
-        if not np.any(self.shift > 0):
+        if not reference and not np.any(self.shift > 0):
             self._fold(min(x_bound, 2.0 ** 31), float(acc_bound))
 
     def _fold(self, x_bound: float, acc_bound: float) -> None:
