@@ -7,6 +7,10 @@ and on parameters fixed at compilation (scales, zero points, fuse code). With
 run is a table lookup: bit for bit the kernel's result, in one or two passes
 instead of the kernel's dozens of fixed-point passes.
 
+A binary operation with one constant operand (batch-norm ADD/MUL, PRELU's alpha) is a table per
+constant element (ConstantOperandTable); one whose second input is a tabled unary operation of its
+first (swish: x * logistic(x)) is a single table by x (SelfTable).
+
 Nothing here changes what a kernel computes; it only tabulates it. The codes
 that also have float/int32 fast paths are registered by elementwise_prepared.py
 (one preparer per code), which asks `unary_table` / `binary_table` first.
@@ -145,9 +149,45 @@ def unary_table(pctx):
     return UnaryTable(pctx) if _quant8_inputs(pctx, 1) else None
 
 
+class SelfTable:
+    """A BINARY operation of x and u(x), u a tabled unary operation of the same x (swish: x * logistic(x)):
+    the binary table read at (x, u[x]) for every x, so a run is one lookup by x. The u(x) operand is
+    still computed by its own operation and is what the binary table would have read."""
+
+    fresh_outputs = True
+
+    def __init__(self, kernel, position: int, dtype, table: np.ndarray):
+        self.kernel, self.position, self.dtype, self.table = kernel, position, dtype, table
+
+    def __call__(self, ctx):
+        x = ctx.inputs[self.position]
+        other = ctx.inputs[1 - self.position]
+        if x is None or other is None or x.array.dtype != self.dtype or other.array.shape != x.array.shape:
+            return self.kernel(ctx)
+        return [self.table[x.array.view(np.uint8)]]
+
+
+def _self_table(pctx, binary: BinaryTable):
+    """A SelfTable when one input is written by an operation prepared as a UnaryTable of the other."""
+    steps = pctx.compiled.steps
+    for position in (0, 1):
+        x, u = pctx.step.inputs[position], pctx.step.inputs[1 - position]
+        producer = next((s for s in steps if u in s.outputs), None)
+        if producer is None or type(producer.run) is not UnaryTable or producer.inputs[0] != x:
+            continue
+        bits = np.arange(256)
+        u_bits = producer.run.table.view(np.uint8).astype(np.intp)
+        index = bits * 256 + u_bits if position == 0 else u_bits * 256 + bits
+        return SelfTable(pctx.step.kernel, position, binary.dtypes[position], binary.table[index])
+    return None
+
+
 def binary_table(pctx):
     """The table of a BINARY operation on two run-time 8-bit inputs, else None."""
-    return BinaryTable(pctx) if _quant8_inputs(pctx, 2) else None
+    if not _quant8_inputs(pctx, 2):
+        return None
+    table = BinaryTable(pctx)
+    return _self_table(pctx, table) or table
 
 
 prepare(*UNARY_HERE)(unary_table)

@@ -107,3 +107,28 @@ def test_quantized_mean_equals_the_kernel(qtype, axes, keep):
     for xq in (RNG.integers(lo, hi, shape, endpoint=True).astype(dt), np.full(shape, lo, dt), np.full(shape, hi, dt)):
         fast, slow = run_both(m, [xq], "PreparedQuantMean")
         assert fast.dtype == slow.dtype and fast.shape == slow.shape and np.array_equal(fast, slow)
+
+
+@pytest.mark.parametrize("qtype", [Q8, QS8])
+@pytest.mark.parametrize("x_first", [True, False])
+def test_swish_is_one_lookup_equal_to_the_kernels(qtype, x_first):
+    """x * logistic(x) on 8-bit x: the MUL reads one table by x (lut.SelfTable), the same values as the
+    LOGISTIC and MUL kernels."""
+    code_t, lo, hi, dt = qtype
+    shape = (2, 256)
+    m = nnapi.Model()
+    x = m.add_operand(OperandType(code_t, shape, 0.05, lo + 100))
+    s = m.add_operand(OperandType(code_t, shape, 1 / 256, lo))
+    m.add_operation(Op.LOGISTIC, [x], [s])
+    f = m.add_operand(OperandType(C.INT32))
+    m.set_operand_value(f, np.int32(0))
+    y = m.add_operand(OperandType(code_t, shape, 0.03, lo + 20))
+    m.add_operation(Op.MUL, [x, s, f] if x_first else [s, x, f], [y])
+    m.identify_inputs_and_outputs([x], [y])
+    m.finish()
+    xq = np.tile(np.arange(lo, hi + 1), (2, 1)).astype(dt)   # every value
+    compiled = compile_model(m)
+    assert type(compiled.steps[1].run).__name__ == "SelfTable"
+    fast = compiled.run([xq], RunState(2.0))[0].array
+    slow = compile_model(m, fast_paths=False).run([xq], RunState(2.0))[0].array
+    assert fast.dtype == slow.dtype and np.array_equal(fast, slow)
