@@ -59,7 +59,7 @@ class UnaryTable:
         x = ctx.inputs[0]
         if x is None or x.array.dtype != self.dtype:
             return self.kernel(ctx)
-        return [self.table[x.array.view(np.uint8)]]
+        return [np.take(self.table, x.array.view(np.uint8))]   # (np.take: faster than indexing)
 
 
 class BinaryTable:
@@ -78,7 +78,7 @@ class BinaryTable:
         if a is None or b is None or (a.array.dtype, b.array.dtype) != self.dtypes:
             return self.kernel(ctx)
         high = np.left_shift(a.array.view(np.uint8), 8, dtype=np.uint16)
-        return [self.table[np.bitwise_or(high, b.array.view(np.uint8))]]
+        return [np.take(self.table, np.bitwise_or(high, b.array.view(np.uint8)))]
 
 
 class ConstantOperandTable:
@@ -164,7 +164,7 @@ class SelfTable:
         other = ctx.inputs[1 - self.position]
         if x is None or other is None or x.array.dtype != self.dtype or other.array.shape != x.array.shape:
             return self.kernel(ctx)
-        return [self.table[x.array.view(np.uint8)]]
+        return [np.take(self.table, x.array.view(np.uint8))]   # (np.take: faster than indexing)
 
 
 def _self_table(pctx, binary: BinaryTable):
