@@ -288,12 +288,29 @@ class CompiledModel:
         self._input_slots = tuple(slot(i) for i in model.inputs)
         self._output_slots = tuple(slot(o) for o in model.outputs)
         self._last: list = [None] * n
-        self._program = [
+        self._program_all = [
             (step, tuple(slot(i) for i in step.inputs),
              tuple((o, model.operands[o].channel_quant, model.operands[o].type.dtype, model.operands[o].type.is_tensor)
                    for o in step.outputs),
              tuple(slot(i) for i in step.frees))
             for step in self.steps]
+        live = self._live_steps()
+        # the program without the operations no one reads (layerwise tracing runs them all)
+        self._program = [p for p, keep in zip(self._program_all, live) if keep]
+
+    def _live_steps(self) -> list:
+        """Per step, whether anything reads its outputs: the model's outputs, or an input that the reading
+        step's callable uses (a prepared callable may list in `unused_inputs` the input positions it does
+        not read, e.g. lut.SelfTable, whose table already contains its second input's values)."""
+        needed = set(self.model.outputs)
+        live = []
+        for step in reversed(self.steps):
+            keep = any(o in needed for o in step.outputs)
+            if keep:
+                unused = getattr(step.run, "unused_inputs", ())
+                needed.update(i for k, i in enumerate(step.inputs) if k not in unused)
+            live.append(keep)
+        return live[::-1]
 
     def _prepared(self, step: Step):
         """The preparer's specialized callable for `step`, or None. A preparer that fails leaves the
@@ -399,7 +416,7 @@ class CompiledModel:
         trace = state.trace
         profile = state.profile.seconds if state.profile is not None and state.profile.root is self else None
         last = self._last
-        for step, ins, outs, frees in self._program:
+        for step, ins, outs, frees in (self._program if trace is None else self._program_all):
             ctx = OpContext(self, step, [env[i] for i in ins], state)
             try:
                 if profile is None:

@@ -152,19 +152,32 @@ def unary_table(pctx):
 class SelfTable:
     """A BINARY operation of x and u(x), u a tabled unary operation of the same x (swish: x * logistic(x)):
     the binary table read at (x, u[x]) for every x, so a run is one lookup by x. The u(x) operand is
-    still computed by its own operation and is what the binary table would have read."""
+    not read: the runtime skips the unary operation when nothing else reads its output
+    (`unused_inputs`). Should the kernel have to run (an input of another dtype), the unary
+    operation's kernel computes u(x) for it first."""
 
     fresh_outputs = True
 
-    def __init__(self, kernel, position: int, dtype, table: np.ndarray):
-        self.kernel, self.position, self.dtype, self.table = kernel, position, dtype, table
+    def __init__(self, kernel, position: int, dtype, table: np.ndarray, producer):
+        self.kernel, self.position, self.dtype, self.table, self.producer = kernel, position, dtype, table, producer
+        self.unused_inputs = (1 - position,)
 
     def __call__(self, ctx):
         x = ctx.inputs[self.position]
-        other = ctx.inputs[1 - self.position]
-        if x is None or other is None or x.array.dtype != self.dtype or other.array.shape != x.array.shape:
+        if x is None or x.array.dtype != self.dtype:
+            if x is not None and ctx.inputs[1 - self.position] is None:
+                ctx.inputs[1 - self.position] = self._unary(ctx, x)
             return self.kernel(ctx)
-        return [np.take(self.table, x.array.view(np.uint8))]   # (np.take: faster than indexing)
+        return [np.take(self.table, x.array.view(np.uint8))]
+
+    def _unary(self, ctx, x):
+        from ..runtime import OpContext, Value   # (the runtime loads this module)
+        step, compiled = self.producer, ctx.compiled
+        (u,) = step.kernel(OpContext(compiled, step, [x, *(compiled.constants.get(i) for i in step.inputs[1:])],
+                                     ctx.state))
+        opnd = compiled.model.operands[step.outputs[0]]
+        u = np.asarray(u, opnd.type.dtype)
+        return Value(u, opnd.type.with_dimensions(u.shape), opnd.channel_quant)   # (np.take: faster than indexing)
 
 
 def _self_table(pctx, binary: BinaryTable):
@@ -178,7 +191,7 @@ def _self_table(pctx, binary: BinaryTable):
         bits = np.arange(256)
         u_bits = producer.run.table.view(np.uint8).astype(np.intp)
         index = bits * 256 + u_bits if position == 0 else u_bits * 256 + bits
-        return SelfTable(pctx.step.kernel, position, binary.dtypes[position], binary.table[index])
+        return SelfTable(pctx.step.kernel, position, binary.dtypes[position], binary.table[index], producer)
     return None
 
 

@@ -129,6 +129,15 @@ def test_swish_is_one_lookup_equal_to_the_kernels(qtype, x_first):
     xq = np.tile(np.arange(lo, hi + 1), (2, 1)).astype(dt)   # every value
     compiled = compile_model(m)
     assert type(compiled.steps[1].run).__name__ == "SelfTable"
+    assert [p[0].code for p in compiled._program] == [Op.MUL]   # the LOGISTIC, read by no one, is skipped
     fast = compiled.run([xq], RunState(2.0))[0].array
     slow = compile_model(m, fast_paths=False).run([xq], RunState(2.0))[0].array
     assert fast.dtype == slow.dtype and np.array_equal(fast, slow)
+    # layerwise tracing still sees the LOGISTIC's output
+    traced = RunState(2.0, trace={})
+    compiled.run([xq], traced)
+    assert (id(m), s) in traced.trace
+    # the kernel path (forced here) gets the skipped operand from the LOGISTIC's kernel
+    mul = compiled.steps[1].run
+    mul.dtype = np.dtype(np.float64)
+    assert np.array_equal(compiled.run([xq], RunState(2.0))[0].array, slow)
