@@ -90,21 +90,38 @@ class Binary:
     def cast(self, x: np.ndarray) -> np.ndarray:
         return x
 
+    def _channel_rows(self, k: int, x: np.ndarray, shape: tuple):
+        """For a constant operand k of one value per channel ([1, ..., 1, C]) against the other operand
+        of the output's shape: its values repeated along long rows (gemm.ChannelRows), else None."""
+        c = self.constants[k]
+        if x is not c or c.ndim == 0 or c.size != c.shape[-1] or c.size < 2 or shape[-1] != c.size:
+            return None
+        return ChannelRows(self.cast(c).reshape(-1))
+
     def plan(self, a: np.ndarray, b: np.ndarray):
-        """(result shape, expanded a or None, expanded b or None) for these input shapes; None when
-        they do not broadcast (the kernel then fails with its message). The expanded constants can be
-        kept with the shapes: a constant operand's slot always holds the same array."""
+        """(result shape, expanded a or None, expanded b or None, per-channel rows or None) for these
+        input shapes; None when they do not broadcast (the kernel then fails with its message). The
+        expanded constants can be kept with the shapes: a constant operand's slot always holds the same
+        array. A per-channel constant against a large other operand of the output's shape is applied
+        along long rows (numpy's broadcasting of C values at a time is several times slower)."""
         try:
             shape = np.broadcast_shapes(a.shape, b.shape)
         except ValueError:
             return None
         if len(self.plans) >= MAX_PLANS:
             self.plans.clear()
-        p = self.plans[(a.shape, b.shape)] = (shape, self._operand(0, a, shape), self._operand(1, b, shape))
+        ea, eb = self._operand(0, a, shape), self._operand(1, b, shape)
+        rows = None
+        if ea is None and eb is None:
+            for k, other in ((0, b), (1, a)):
+                if other.shape == shape and (rows := self._channel_rows(k, (a, b)[k], shape)) is not None:
+                    rows = (k, rows)
+                    break
+        p = self.plans[(a.shape, b.shape)] = (shape, ea, eb, rows)
         return p
 
     def operands(self, ctx):
-        """(result shape, a, b) ready for the ufunc -- cast, or the expanded constants -- or None when
+        """(result shape, a, b, per-channel rows) ready for the ufunc -- cast, or the expanded constants -- or None when
         the plain kernel should run (an absent input, another dtype, shapes that do not broadcast)."""
         try:
             a, b = ctx.inputs[0].array, ctx.inputs[1].array
@@ -115,16 +132,24 @@ class Binary:
         p = self.plans.get((a.shape, b.shape)) or self.plan(a, b)
         if p is None:
             return None
-        shape, ea, eb = p
-        return shape, self.cast(a) if ea is None else ea, self.cast(b) if eb is None else eb
+        shape, ea, eb, rows = p
+        a, b = self.cast(a) if ea is None else ea, self.cast(b) if eb is None else eb
+        return shape, a, b, rows
 
     def __call__(self, ctx):
         ops = self.operands(ctx)
         if ops is None:
             return self.kernel(ctx)
-        shape, a, b = ops
+        shape, a, b, rows = ops
         out = ctx.output_buffer(0, shape, self.out_dtype)
-        self.ufunc(a, b, out=out)
+        if rows is not None:
+            k, channel_rows = rows
+            values, repeated = channel_rows(b if k == 0 else a)
+            a, b = (repeated, values) if k == 0 else (values, repeated)
+            out_view = out.reshape(values.shape)
+            self.ufunc(a, b, out=out_view)
+        else:
+            self.ufunc(a, b, out=out)
         if self.clamp is not None:
             clip_ufunc(out, *self.clamp, out=out)
         return [out]
@@ -141,7 +166,7 @@ class WrappingBinary(Binary):
         ops = self.operands(ctx)
         if ops is None:
             return self.kernel(ctx)
-        shape, a, b = ops
+        shape, a, b, _ = ops
         out = ctx.output_buffer(0, shape, I32)
         self.ufunc(a, b, out=out.view(U32))
         return [out]
@@ -154,7 +179,7 @@ class HalfBinary(Binary):
         ops = self.operands(ctx)
         if ops is None:
             return self.kernel(ctx)
-        shape, a, b = ops
+        shape, a, b, _ = ops
         res = self.ufunc(a, b, dtype=F32)
         if self.clamp is not None:
             clip_ufunc(res, *self.clamp, out=res)

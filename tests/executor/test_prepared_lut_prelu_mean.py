@@ -141,3 +141,21 @@ def test_swish_is_one_lookup_equal_to_the_kernels(qtype, x_first):
     mul = compiled.steps[1].run
     mul.dtype = np.dtype(np.float64)
     assert np.array_equal(compiled.run([xq], RunState(2.0))[0].array, slow)
+
+
+@pytest.mark.parametrize("code", [Op.ADD, Op.SUB, Op.MUL, Op.DIV])
+@pytest.mark.parametrize("const_first", [False, True])
+@pytest.mark.parametrize("const_shape", [(24,), (1, 1, 24)])
+def test_float_binary_with_a_per_channel_constant_equals_the_kernel(code, const_first, const_shape):
+    """A per-channel constant against a large operand (batch norm as MUL + ADD) runs along long rows:
+    bit for bit the kernel's result, signed zeros, inf and NaN included; a transposed input too."""
+    shape = (2, 9, 40, 24)
+    t = OperandType(C.TENSOR_FLOAT32, shape)
+    cval = _awkward_floats(const_shape)
+    m = _model(code, t, OperandType(C.TENSOR_FLOAT32, const_shape), cval, t, const_first, fuse=0)
+    x = _awkward_floats(shape)
+    fast, slow = run_both(m, [x], "Binary")
+    assert np.array_equal(fast.view(np.uint32), slow.view(np.uint32))
+    xt = np.ascontiguousarray(x.transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3)
+    got = compile_model(m).run([xt], RunState(2.0))[0].array
+    assert np.array_equal(got.view(np.uint32), slow.view(np.uint32))
