@@ -294,23 +294,21 @@ class CompiledModel:
                    for o in step.outputs),
              tuple(slot(i) for i in step.frees))
             for step in self.steps]
-        live = self._live_steps()
-        # the program without the operations no one reads (layerwise tracing runs them all)
-        self._program = [p for p, keep in zip(self._program_all, live) if keep]
+        skipped = self._skipped_steps()
+        # the program without the operations whose every reader ignores them (layerwise tracing runs all)
+        self._program = [p for p, skip in zip(self._program_all, skipped) if not skip]
 
-    def _live_steps(self) -> list:
-        """Per step, whether anything reads its outputs: the model's outputs, or an input that the reading
-        step's callable uses (a prepared callable may list in `unused_inputs` the input positions it does
-        not read, e.g. lut.SelfTable, whose table already contains its second input's values)."""
-        needed = set(self.model.outputs)
-        live = []
-        for step in reversed(self.steps):
-            keep = any(o in needed for o in step.outputs)
-            if keep:
-                unused = getattr(step.run, "unused_inputs", ())
-                needed.update(i for k, i in enumerate(step.inputs) if k not in unused)
-            live.append(keep)
-        return live[::-1]
+    def _skipped_steps(self) -> list:
+        """Per step, whether its outputs are read, but by no one who uses them: a prepared callable may
+        list in `unused_inputs` the input positions it does not read (lut.SelfTable, whose table already
+        holds its second input's values). Operations nobody reads at all still run, as before."""
+        used, ignored = set(self.model.outputs), set()
+        for step in self.steps:
+            unused = getattr(step.run, "unused_inputs", ())
+            for k, i in enumerate(step.inputs):
+                (ignored if k in unused else used).add(i)
+        return [all(o in ignored and o not in used for o in step.outputs) and bool(step.outputs)
+                for step in self.steps]
 
     def _prepared(self, step: Step):
         """The preparer's specialized callable for `step`, or None. A preparer that fails leaves the
