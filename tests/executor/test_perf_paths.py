@@ -873,3 +873,17 @@ def test_float32_requantization_refused_where_no_float32_constants_are_exact():
         if -bound < lo <= bound:
             missed += bool(np.floor(np.float32(lo) * mf + cf) < n or np.floor(np.float32(lo - 1) * mf + cf) >= n)
     assert missed > 0
+
+
+@pytest.mark.parametrize("dtype,zp", [(np.float32, 0), (np.uint8, 128), (np.int8, 3)])
+def test_pad_hw_of_a_channels_first_view_copies_each_plane(dtype, zp):
+    """gemm.pad_hw on an NCHW array seen as NHWC (a transpose's view, few channels) copies it one channel
+    plane at a time: the same padded values as np.pad of the contiguous NHWC array."""
+    from executor.kernels import gemm
+    from executor.kernels.scratch import Scratch
+    nchw = (RNG.standard_normal((1, 3, 40, 50)) * 50).astype(dtype)
+    view = nchw.transpose(0, 2, 3, 1)
+    assert view.size >= gemm.FLIP_MIN_SIZE and view.strides[3] > view.strides[2]
+    got = gemm.pad_hw(view, (1, 2, 3, 0), Scratch(), np.float32, zp)
+    want = np.pad(np.ascontiguousarray(view).astype(np.float32) - zp, ((0, 0), (1, 2), (3, 0), (0, 0)))
+    assert got.dtype == np.float32 and np.array_equal(got, want)
