@@ -6,7 +6,10 @@ operations to run on a device and in the executor, the same outputs.
   convolution takes the padding as its own explicit padding (the two paddings added) and reads the
   PAD's input. A convolution pads with the same value (zero, or the input's zero point), so every
   tap sees what it saw before. MediaPipe's TFLite models (PAD + DEPTHWISE_CONV_2D VALID) and ONNX
-  exports (Pad + Conv) have this pattern.
+  exports (Pad + Conv) have this pattern. Also through a TRANSPOSE: a PAD whose only reader is a
+  TRANSPOSE read only by such convolutions (ONNX: a Pad of the NCHW graph input, then the layout
+  change to NHWC) -- the TRANSPOSE moves the unpadded tensor and the convolutions take the padding
+  with its axes permuted.
 * RESHAPE whose only reader is a FULLY_CONNECTED (as its input): the FULLY_CONNECTED reads the
   RESHAPE's input instead. It flattens its input to rows of input_size in row-major order whatever
   its shape, as a reshape keeps that order: the same rows, the same [batch, units] output (ONNX
@@ -61,16 +64,22 @@ def _pads_zero_valued(model, k) -> bool:
     return float(np.asarray(value).reshape(())) == zero
 
 
-def _image_pads(model, k, nchw: bool):
-    """(top, bottom, left, right) of a PAD that pads only height and width of a rank-4 input, else None."""
-    op = model.operations[k]
-    pads = _const(model, op.inputs[1])
-    if pads is None or np.asarray(pads).shape != (4, 2):
+def _pad_amounts(model, k):
+    """The constant [rank, 2] padding of PAD/PAD_V2 k, non-negative, else None."""
+    pads = _const(model, model.operations[k].inputs[1])
+    if pads is None or np.asarray(pads).ndim != 2 or np.asarray(pads).shape[1] != 2:
         return None
     pads = np.asarray(pads).astype(np.int64)
+    return None if np.any(pads < 0) else pads
+
+
+def _image_pads(pads, nchw: bool):
+    """(top, bottom, left, right) of a [4, 2] padding of only height and width, else None."""
+    if pads is None or pads.shape != (4, 2):
+        return None
     h, w = (2, 3) if nchw else (1, 2)
     others = [a for a in range(4) if a not in (h, w)]
-    if np.any(pads < 0) or np.any(pads[others] != 0):
+    if np.any(pads[others] != 0):
         return None
     return int(pads[h, 0]), int(pads[h, 1]), int(pads[w, 0]), int(pads[w, 1])
 
@@ -109,29 +118,54 @@ def _readers(model) -> dict:
     return readers
 
 
-def _absorbed(model, pad: int, c: int):
-    """Operation c (a convolution reading PAD `pad`'s output as its input) with the padding its own,
-    or None when it cannot take it exactly."""
-    op, conv = model.operations[pad], model.operations[c]
+def _absorbed(model, c: int, padded_operand: int, source: int, pads):
+    """Operation c (a convolution whose input is `padded_operand`, the operand `source` padded by
+    `pads` [4, 2]) reading `source` with the padding its own, or None when it cannot take it exactly."""
+    conv = model.operations[c]
     view = _view(model, c)
-    if view is None or view._in.get("input") != op.outputs[0] or list(conv.inputs).count(op.outputs[0]) != 1:
+    if view is None or view._in.get("input") != padded_operand or list(conv.inputs).count(padded_operand) != 1:
         return None
     layout = view.const("layout") if view.has("layout") else False
     flt = model.operands[view._in["filter"]].type.dimensions
-    padded = model.operands[op.outputs[0]].type.dimensions
+    padded = model.operands[padded_operand].type.dimensions
     if layout is None or not flt or len(flt) != 4 or not padded or len(padded) != 4:
         return None
-    extra = _image_pads(model, pad, bool(layout))
+    extra = _image_pads(pads, bool(layout))
     own = _conv_pads(view, (padded[2], padded[3]) if layout else (padded[1], padded[2]), (flt[1], flt[2]))
     if extra is None or own is None or any(p is None or p < 0 for p in own):
         return None
     spec = spec_for(conv.code)
     named = {a.name: view._in.get(a.name) for a in spec.forms[1].inputs if a.name != "padding"}
-    named["input"] = op.inputs[0]
+    named["input"] = source
     for name, mine, theirs in zip(("pad_top", "pad_bottom", "pad_left", "pad_right"), own, extra):
         named[name] = _int32(model, mine + theirs)
     rewritten = Operation(conv.code, spec.arrange("explicit", **named), conv.outputs)
     return rewritten if _valid(model, c, rewritten) else None
+
+
+def _through_transpose(model, k: int, t: int, keep: set, readers: dict):
+    """PAD k's only reader, TRANSPOSE t, moved before the padding: {t: the TRANSPOSE of PAD k's input
+    into a new operand, each convolution reading t: it reading that operand with the permuted padding},
+    or None when the convolutions cannot all take it."""
+    pad, tr = model.operations[k], model.operations[t]
+    perm = _const(model, tr.inputs[1]) if len(tr.inputs) > 1 else None
+    pads = _pad_amounts(model, k)
+    dims = model.operands[pad.inputs[0]].type.dimensions
+    users = sorted(set(readers.get(tr.outputs[0], [])))
+    if perm is None or pads is None or tr.outputs[0] in keep or tr.inputs[0] != pad.outputs[0] or not dims \
+            or len(dims) != 4 or not users or any(model.operations[c].code not in _CONVS for c in users):
+        return None
+    perm = [int(p) for p in np.asarray(perm).reshape(-1)]
+    if sorted(perm) != [0, 1, 2, 3]:
+        return None
+    moved = model.add_operand(model.operands[tr.outputs[0]].type.with_dimensions([dims[p] for p in perm]))
+    transpose = Operation(Op.TRANSPOSE, (pad.inputs[0], *tr.inputs[1:]), (moved,))
+    if not _valid(model, t, transpose):
+        return None
+    rewritten = {c: _absorbed(model, c, tr.outputs[0], moved, pads[perm]) for c in users}
+    if any(r is None for r in rewritten.values()):
+        return None   # (the operand and scalars made stay unused: harmless)
+    return {t: transpose, **rewritten}
 
 
 def fold_pads_into_convolutions(model, keep: set) -> list[Fold]:
@@ -144,14 +178,22 @@ def fold_pads_into_convolutions(model, keep: set) -> list[Fold]:
         if op.code not in (Op.PAD, Op.PAD_V2) or op.outputs[0] in keep or not _pads_zero_valued(model, k):
             continue
         users = sorted(set(readers.get(op.outputs[0], [])))
-        if not users or any(model.operations[c].code not in _CONVS for c in users):
-            continue
-        rewritten = {c: _absorbed(model, k, c) for c in users}
-        if any(r is None for r in rewritten.values()):
-            continue   # (the scalars made for the others stay unused: harmless)
+        if len(users) == 1 and model.operations[users[0]].code == Op.TRANSPOSE and users[0] not in replaced:
+            rewritten = _through_transpose(model, k, users[0], keep, readers)
+            if rewritten is None:
+                continue
+            what = "as its explicit padding (moved past the TRANSPOSE)"
+        else:
+            if not users or any(model.operations[c].code not in _CONVS for c in users):
+                continue
+            rewritten = {c: _absorbed(model, c, op.outputs[0], op.inputs[0], _pad_amounts(model, k)) for c in users}
+            if any(r is None for r in rewritten.values()):
+                continue   # (the scalars made for the others stay unused: harmless)
+            what = "as its explicit padding"
         replaced.update(rewritten)
         removed.add(k)
-        folds += [Fold(k, c, "as its explicit padding", "pad folded into convolution") for c in users]
+        folds += [Fold(k, c, what, "pad folded into convolution") for c in rewritten
+                  if model.operations[c].code in _CONVS]
     if folds:
         model.rewrite_operations([replaced.get(k, o) for k, o in enumerate(model.operations) if k not in removed])
     return folds

@@ -288,12 +288,27 @@ class CompiledModel:
         self._input_slots = tuple(slot(i) for i in model.inputs)
         self._output_slots = tuple(slot(o) for o in model.outputs)
         self._last: list = [None] * n
-        self._program = [
+        self._program_all = [
             (step, tuple(slot(i) for i in step.inputs),
              tuple((o, model.operands[o].channel_quant, model.operands[o].type.dtype, model.operands[o].type.is_tensor)
                    for o in step.outputs),
              tuple(slot(i) for i in step.frees))
             for step in self.steps]
+        skipped = self._skipped_steps()
+        # the program without the operations whose every reader ignores them (layerwise tracing runs all)
+        self._program = [p for p, skip in zip(self._program_all, skipped) if not skip]
+
+    def _skipped_steps(self) -> list:
+        """Per step, whether its outputs are read, but by no one who uses them: a prepared callable may
+        list in `unused_inputs` the input positions it does not read (lut.SelfTable, whose table already
+        holds its second input's values). Operations nobody reads at all still run, as before."""
+        used, ignored = set(self.model.outputs), set()
+        for step in self.steps:
+            unused = getattr(step.run, "unused_inputs", ())
+            for k, i in enumerate(step.inputs):
+                (ignored if k in unused else used).add(i)
+        return [all(o in ignored and o not in used for o in step.outputs) and bool(step.outputs)
+                for step in self.steps]
 
     def _prepared(self, step: Step):
         """The preparer's specialized callable for `step`, or None. A preparer that fails leaves the
@@ -399,7 +414,7 @@ class CompiledModel:
         trace = state.trace
         profile = state.profile.seconds if state.profile is not None and state.profile.root is self else None
         last = self._last
-        for step, ins, outs, frees in self._program:
+        for step, ins, outs, frees in (self._program if trace is None else self._program_all):
             ctx = OpContext(self, step, [env[i] for i in ins], state)
             try:
                 if profile is None:

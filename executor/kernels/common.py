@@ -14,7 +14,6 @@ from nnapi.operand import QUANT_RANGE  # noqa: F401  (the stored ranges, defined
 from nnapi.ops.geometry import (explicit_out_size, implicit_padding,  # noqa: F401
                                 transpose_implicit_padding, transpose_out_size)
 
-from .fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
 
 try:  # the clip ufunc: np.clip calls it after checks that cost microseconds (only integer bounds need them)
     from numpy._core.umath import clip as clip_ufunc
@@ -31,11 +30,12 @@ def is_quant(code) -> bool:
 
 
 def requantize(acc: np.ndarray, real_multiplier: float, zero_point: int, code) -> np.ndarray:
-    """int32 accumulator -> stored integers of `code` via the fixed-point multiplier."""
-    m, s = quantize_multiplier(real_multiplier)
-    out = multiply_by_quantized_multiplier(acc, m, s) + zero_point
+    """int32 accumulator -> stored integers of `code` (as int64) via the fixed-point multiplier: the
+    reference form of requantize.py's Requantizer (the accumulator is not clamped to int32 first)."""
+    from .requantize import Requantizer   # (requantize.py imports this module)
     lo, hi = QUANT_RANGE[code]
-    return np.clip(out, lo, hi)
+    acc = np.asarray(acc)
+    return Requantizer(0, [real_multiplier], zero_point, lo, hi, np.int64, acc_bound=0, reference=True)(acc).reshape(acc.shape)
 
 
 # -- (de)quantization ---------------------------------------------------------

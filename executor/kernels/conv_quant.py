@@ -1,13 +1,18 @@
-"""Numeric domains shared by the convolution family (executor/kernels/conv.py,
-conv_transpose.py): operands go into an exact accumulation domain and the
-accumulator comes back out as the output operand's type.
+"""Numeric domains shared by the convolution family (plain kernels conv.py, conv_transpose.py and their
+fast paths conv_prepared.py): operands go into an accumulation domain and the accumulator comes back
+out as the output operand's type. One rule each, used by the plain kernels and the fast paths alike:
 
-* float16/float32 operands are accumulated in float64, then cast to the output type;
-* quantized operands are accumulated as zero-point-corrected integers. They are
-  held in float64 so the GEMMs run through BLAS, which is exact while every
-  partial sum stays below 2**53 (`check_exact`); the int32 bias is added in
-  int64 and the sum is requantized per output channel with the TFLite
-  fixed-point multiplier (real = input_scale * filter_scale[c] / output_scale).
+* Float accumulation (FLOAT_ACCUMULATION): float32 products summed in float32 -- float16 operands
+  widened to float32 first, the float64 mode's operands (parity --exact) kept in float64 -- then the
+  bias added and the fuse clamp applied in that type, then the cast to the output type. The sums'
+  order is the GEMM's (BLAS blocks them), so a plain kernel and a fast path agree within
+  float_accumulation_bound (the classical gamma_K bound of a K-term float sum), not bit for bit.
+* Quantized accumulation: zero-point-corrected integers held in float64 so the GEMMs run through
+  BLAS, exact while every partial sum stays below 2**53 (`check_exact`; the fast paths prove the
+  tighter 2**24 bound for float32 from the constant filter); the sum plus the int32 bias is
+  requantized per output channel by requantize.py's Requantizer (the one requantizer: the plain
+  kernels run its reference form, the fast paths its compiled forms, proven equal to it), with the
+  TFLite fixed-point multiplier of real = float32(input_scale * filter_scale[c]) / output_scale.
 
 Nothing here registers a kernel.
 """
@@ -18,11 +23,23 @@ import numpy as np
 from nnapi.codes import OperandCode as C
 
 from .common import fuse_range, is_quant
-from .fixedpoint import INT32_MAX, INT32_MIN, multiply_by_quantized_multiplier, quantize_multiplier
+from .requantize import Requantizer
 
 # the largest |product| of two zero-point-corrected 8-bit values: 255 * 255
 _MAX_PRODUCT = 255 * 255
 _EXACT_LIMIT = 2 ** 53
+
+# the type float convolutions accumulate in, by operand dtype (anything else: float32)
+FLOAT_ACCUMULATION = {np.dtype(np.float64): np.dtype(np.float64)}
+_UNIT_ROUNDOFF = {np.dtype(np.float32): 2.0 ** -24, np.dtype(np.float64): 2.0 ** -53}
+
+
+def float_accumulation_bound(abs_sum: np.ndarray, terms: int, dtype=np.float32) -> np.ndarray:
+    """How far a float sum of `terms` products (any order) may be from the exact one, given
+    abs_sum = sum |x * w| (+ |bias|): gamma = K u / (1 - K u) times abs_sum, u the unit roundoff, K the
+    terms plus the bias; the plain kernels and the fast paths each stay within it of the exact sum."""
+    k = (terms + 1) * _UNIT_ROUNDOFF[np.dtype(dtype)]
+    return abs_sum * (k / (1 - k))
 
 
 def check_exact(ctx, terms: int) -> None:
@@ -32,10 +49,11 @@ def check_exact(ctx, terms: int) -> None:
 
 
 def acc_operand(value) -> np.ndarray:
-    """Input or filter values in the accumulation domain: real floats, or q - zero_point."""
+    """Input or filter values in the accumulation domain: q - zero_point (float64), or the floats in
+    their accumulation type (FLOAT_ACCUMULATION)."""
     if is_quant(value.code):
         return value.array.astype(np.float64) - value.zero_point
-    return value.array.astype(np.float64)
+    return value.array.astype(FLOAT_ACCUMULATION.get(value.array.dtype, np.dtype(np.float32)), copy=False)
 
 
 def filter_scales(ctx, flt, channels: int) -> np.ndarray:
@@ -57,27 +75,14 @@ def finish(ctx, acc: np.ndarray, inp, flt, bias, fuse: int) -> np.ndarray:
     except ValueError as e:
         ctx.fail(str(e))
     if not is_quant(out.code):
-        res = acc + bias.array.astype(np.float64)
+        res = acc + bias.array.astype(acc.dtype)
         return np.clip(res, lo, hi).astype(out.dtype)
-    total = np.rint(acc).astype(np.int64) + bias.array.astype(np.int64)
-    total = np.clip(total, INT32_MIN, INT32_MAX)  # the fixed-point multiply expects int32 values
-    scaled = _requantize_channels(total, real_multipliers(ctx, inp.scale, flt, acc.shape[-1]))
-    return np.clip(scaled + out.zero_point, lo, hi).astype(out.dtype)
+    requant = Requantizer(bias.array, real_multipliers(ctx, inp.scale, flt, acc.shape[-1]), out.zero_point,
+                          lo, hi, out.dtype, reference=True)
+    return requant(np.rint(acc))
 
 
 def real_multipliers(ctx, in_scale: float, flt, channels: int) -> np.ndarray:
     """Per output channel: float32(input_scale * filter_scale) / output_scale, in double (as Android does)."""
     product = np.float32(in_scale) * filter_scales(ctx, flt, channels)
     return product.astype(np.float64) / np.float64(ctx.out_type().scale)
-
-
-def _requantize_channels(total: np.ndarray, real: np.ndarray) -> np.ndarray:
-    """Apply channel c's fixed-point multiplier to total[..., c]; one pass per distinct multiplier
-    (a single pass unless the filter is per-channel)."""
-    fixed = np.array([quantize_multiplier(float(r)) for r in real], dtype=np.int64).reshape(-1, 2)
-    pairs, which = np.unique(fixed, axis=0, return_inverse=True)
-    out = np.empty_like(total)
-    for k, (multiplier, shift) in enumerate(pairs):
-        sel = which.reshape(-1) == k
-        out[..., sel] = multiply_by_quantized_multiplier(total[..., sel], int(multiplier), int(shift))
-    return out

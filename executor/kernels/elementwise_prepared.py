@@ -28,7 +28,8 @@ from nnapi.codes import FuseCode, OperationCode as Op
 
 from ..registry import prepare
 from .common import clip_ufunc, fuse_range
-from .lut import binary_table, unary_table
+from .gemm import ChannelRows
+from .lut import binary_table, constant_operand_table, unary_table
 
 F32, F16, I32, U32, BOOL = (np.dtype(t) for t in (np.float32, np.float16, np.int32, np.uint32, np.bool_))
 # a broadcasting constant is expanded to the output shape up to this many elements
@@ -89,21 +90,38 @@ class Binary:
     def cast(self, x: np.ndarray) -> np.ndarray:
         return x
 
+    def _channel_rows(self, k: int, x: np.ndarray, shape: tuple):
+        """For a constant operand k of one value per channel ([1, ..., 1, C]) against the other operand
+        of the output's shape: its values repeated along long rows (gemm.ChannelRows), else None."""
+        c = self.constants[k]
+        if x is not c or c.ndim == 0 or c.size != c.shape[-1] or c.size < 2 or shape[-1] != c.size:
+            return None
+        return ChannelRows(self.cast(c).reshape(-1))
+
     def plan(self, a: np.ndarray, b: np.ndarray):
-        """(result shape, expanded a or None, expanded b or None) for these input shapes; None when
-        they do not broadcast (the kernel then fails with its message). The expanded constants can be
-        kept with the shapes: a constant operand's slot always holds the same array."""
+        """(result shape, expanded a or None, expanded b or None, per-channel rows or None) for these
+        input shapes; None when they do not broadcast (the kernel then fails with its message). The
+        expanded constants can be kept with the shapes: a constant operand's slot always holds the same
+        array. A per-channel constant against a large other operand of the output's shape is applied
+        along long rows (numpy's broadcasting of C values at a time is several times slower)."""
         try:
             shape = np.broadcast_shapes(a.shape, b.shape)
         except ValueError:
             return None
         if len(self.plans) >= MAX_PLANS:
             self.plans.clear()
-        p = self.plans[(a.shape, b.shape)] = (shape, self._operand(0, a, shape), self._operand(1, b, shape))
+        ea, eb = self._operand(0, a, shape), self._operand(1, b, shape)
+        rows = None
+        if ea is None and eb is None:
+            for k, other in ((0, b), (1, a)):
+                if other.shape == shape and (rows := self._channel_rows(k, (a, b)[k], shape)) is not None:
+                    rows = (k, rows)
+                    break
+        p = self.plans[(a.shape, b.shape)] = (shape, ea, eb, rows)
         return p
 
     def operands(self, ctx):
-        """(result shape, a, b) ready for the ufunc -- cast, or the expanded constants -- or None when
+        """(result shape, a, b, per-channel rows) ready for the ufunc -- cast, or the expanded constants -- or None when
         the plain kernel should run (an absent input, another dtype, shapes that do not broadcast)."""
         try:
             a, b = ctx.inputs[0].array, ctx.inputs[1].array
@@ -114,16 +132,24 @@ class Binary:
         p = self.plans.get((a.shape, b.shape)) or self.plan(a, b)
         if p is None:
             return None
-        shape, ea, eb = p
-        return shape, self.cast(a) if ea is None else ea, self.cast(b) if eb is None else eb
+        shape, ea, eb, rows = p
+        a, b = self.cast(a) if ea is None else ea, self.cast(b) if eb is None else eb
+        return shape, a, b, rows
 
     def __call__(self, ctx):
         ops = self.operands(ctx)
         if ops is None:
             return self.kernel(ctx)
-        shape, a, b = ops
+        shape, a, b, rows = ops
         out = ctx.output_buffer(0, shape, self.out_dtype)
-        self.ufunc(a, b, out=out)
+        if rows is not None:
+            k, channel_rows = rows
+            values, repeated = channel_rows(b if k == 0 else a)
+            a, b = (repeated, values) if k == 0 else (values, repeated)
+            out_view = out.reshape(values.shape)
+            self.ufunc(a, b, out=out_view)
+        else:
+            self.ufunc(a, b, out=out)
         if self.clamp is not None:
             clip_ufunc(out, *self.clamp, out=out)
         return [out]
@@ -140,7 +166,7 @@ class WrappingBinary(Binary):
         ops = self.operands(ctx)
         if ops is None:
             return self.kernel(ctx)
-        shape, a, b = ops
+        shape, a, b, _ = ops
         out = ctx.output_buffer(0, shape, I32)
         self.ufunc(a, b, out=out.view(U32))
         return [out]
@@ -153,7 +179,7 @@ class HalfBinary(Binary):
         ops = self.operands(ctx)
         if ops is None:
             return self.kernel(ctx)
-        shape, a, b = ops
+        shape, a, b, _ = ops
         res = self.ufunc(a, b, dtype=F32)
         if self.clamp is not None:
             clip_ufunc(res, *self.clamp, out=res)
@@ -190,7 +216,7 @@ def _arithmetic(pctx):
 
 @prepare(Op.ADD, Op.SUB, Op.MUL)
 def prepare_add_sub_mul(pctx):
-    return binary_table(pctx) or _arithmetic(pctx)
+    return binary_table(pctx) or constant_operand_table(pctx) or _arithmetic(pctx)
 
 
 @prepare(Op.DIV)
@@ -340,3 +366,66 @@ def prepare_relu(pctx):
 @prepare(Op.LOGICAL_NOT)
 def prepare_logical_not(pctx):
     return Unary(pctx, _ufunc(np.logical_not), BOOL) if _unary_input(pctx, (BOOL,)) is not None else None
+
+
+# -- PRELU ------------------------------------------------------------------------------------------
+
+class Prelu:
+    """Float32 PRELU with a constant finite non-zero alpha without the kernel's where(x >= 0, x, x * a), whose
+    data-dependent selection is several times slower: per channel s = 1 where alpha <= 1, else -1;
+    t = x * (s * a), u = x * s, out = s * max(t, u). That is the kernel's value element for element.
+    With s = 1 (alpha <= 1): x * a <= x exactly where x >= 0 and >= x where x < 0 (float32 rounding
+    keeps both orders) and numpy's maximum returns its second argument unless the first is larger (or
+    NaN), so ties (zeros of either sign, alpha 1) give x itself. With s = -1 (alpha > 1) it is
+    min(x * a, x), ties again x (the sign flips are exact). Alphas all <= 1 skip both flips."""
+
+    fresh_outputs = True
+
+    def __init__(self, pctx, alpha: np.ndarray):
+        self.kernel = pctx.step.kernel
+        sign = np.where(alpha <= 1, np.float32(1), np.float32(-1)).astype(F32)
+        self.shape = alpha.shape
+        self.flip = bool(np.any(sign < 0))
+        self.constants = (alpha * sign, sign) if self.flip else (alpha,)
+        # alpha [1, ..., 1, C] against [..., C]: repeated along long rows (numpy's broadcasting of C
+        # values at a time is several times slower)
+        self.rows = ChannelRows(*(k.reshape(-1) for k in self.constants)) if alpha.size == alpha.shape[-1] > 1 else None
+        self.scratch = pctx.compiled.scratch
+
+    def __call__(self, ctx):
+        try:
+            x = ctx.inputs[0].array
+        except AttributeError:
+            return self.kernel(ctx)
+        if x.dtype != F32 or x.ndim < len(self.shape) or any(
+                a != 1 and a != d for a, d in zip(self.shape[::-1], x.shape[::-1])):
+            return self.kernel(ctx)   # (alpha must broadcast to x's shape; else the kernel reports it)
+        out = ctx.output_buffer(0, x.shape, F32)
+        if self.rows is not None and x.flags.c_contiguous:
+            xv, *ks = self.rows(x)
+            ov = out.reshape(xv.shape)
+        else:
+            xv, ks, ov = x, self.constants, out
+        np.multiply(xv, ks[0], out=ov)
+        if not self.flip:
+            np.maximum(ov, xv, out=ov)
+            return [out]
+        u = self.scratch.get("prelu", xv.shape, F32)
+        np.multiply(xv, ks[1], out=u)
+        np.maximum(ov, u, out=ov)
+        ov *= ks[1]
+        return [out]
+
+
+@prepare(Op.PRELU)
+def prepare_prelu(pctx):
+    """Quantized: a table over (x, alpha element); float32: Prelu, when alpha is a finite constant."""
+    table = constant_operand_table(pctx)
+    if table is not None:
+        return table
+    if _unary_input(pctx, (F32,)) is None or pctx.inputs[1] is None:
+        return None
+    alpha = pctx.inputs[1].array
+    if alpha.dtype != F32 or alpha.ndim == 0 or not np.all(np.isfinite(alpha)) or np.any(alpha == 0):
+        return None   # (+inf * 0 is NaN where the kernel keeps +inf)
+    return Prelu(pctx, alpha)

@@ -81,6 +81,8 @@ def exact_dtype(bound: float):
 # (8-bit dtype, zero point) -> the type whose values are x - zero point once the top bit is flipped
 _FLIP_TOP_BIT = {(np.dtype(np.int8), -128): np.uint8, (np.dtype(np.uint8), 128): np.int8}
 FLIP_MIN_SIZE = 4096
+# a channels-first input with at most this many channels is copied one channel plane at a time
+FEW_PLANES = 8
 
 
 def pad_hw(x: np.ndarray, pads: tuple, scratch: Scratch, dtype, zero_point: int = 0) -> np.ndarray:
@@ -94,7 +96,15 @@ def pad_hw(x: np.ndarray, pads: tuple, scratch: Scratch, dtype, zero_point: int 
     # keyed by the padding too: the border of a shared buffer must be where this call expects it
     out = scratch.get(("padded", pads), (n, h + top + bottom, w + left + right, c), dtype)
     interior = out[:, top: top + h, left: left + w]
-    if zero_point and x.size >= FLIP_MIN_SIZE and (x.dtype, zero_point) in _FLIP_TOP_BIT:
+    if c <= FEW_PLANES and x.strides[3] > x.strides[2] and x.size >= FLIP_MIN_SIZE:
+        # a channels-first image seen channels last (an NCHW input's transpose): one copy per channel
+        # plane reads it in order, about 3x faster than the element-by-element gather of one copy
+        for k in range(c):
+            if zero_point:
+                np.subtract(x[..., k], dtype.type(zero_point), out=interior[..., k], casting="unsafe")
+            else:
+                np.copyto(interior[..., k], x[..., k], casting="unsafe")
+    elif zero_point and x.size >= FLIP_MIN_SIZE and (x.dtype, zero_point) in _FLIP_TOP_BIT:
         # int8 - (-128) and uint8 - 128 are the other 8-bit type with the top bit flipped: an 8-bit pass
         # and a cast copy cost about half a subtracting cast (on small arrays the extra call costs more)
         flipped = scratch.get("flipped", x.shape, np.uint8)

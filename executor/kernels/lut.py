@@ -7,6 +7,10 @@ and on parameters fixed at compilation (scales, zero points, fuse code). With
 run is a table lookup: bit for bit the kernel's result, in one or two passes
 instead of the kernel's dozens of fixed-point passes.
 
+A binary operation with one constant operand (batch-norm ADD/MUL, PRELU's alpha) is a table per
+constant element (ConstantOperandTable); one whose second input is a tabled unary operation of its
+first (swish: x * logistic(x)) is a single table by x (SelfTable).
+
 Nothing here changes what a kernel computes; it only tabulates it. The codes
 that also have float/int32 fast paths are registered by elementwise_prepared.py
 (one preparer per code), which asks `unary_table` / `binary_table` first.
@@ -24,8 +28,12 @@ UNARY = (Op.RELU, Op.RELU1, Op.RELU6, Op.LOGISTIC, Op.TANH, Op.ELU, Op.HARD_SWIS
 BINARY = (Op.ADD, Op.SUB, Op.MUL)
 # the UNARY codes whose preparer lives here (the others: elementwise_prepared.py)
 UNARY_HERE = (Op.ELU, Op.DEQUANTIZE)
-# below this many outputs a binary table (65536 kernel evaluations at compilation) does not pay
-MIN_BINARY_OUTPUTS = 1024
+# (a binary table costs 65536 kernel evaluations at compilation, about 2 ms; the kernel's dozens of
+# int64 passes cost about 50 us a run even on a few hundred outputs, so every size gets one)
+# a constant operand of at most this many elements gets 256 table entries per element
+CONSTANT_LIMIT = 2048
+# input shapes remembered per operation (their index offsets are kept expanded to the output shape)
+MAX_SHAPES = 16
 
 
 def _all_values(dtype) -> np.ndarray:
@@ -51,7 +59,7 @@ class UnaryTable:
         x = ctx.inputs[0]
         if x is None or x.array.dtype != self.dtype:
             return self.kernel(ctx)
-        return [self.table[x.array.view(np.uint8)]]
+        return [np.take(self.table, x.array.view(np.uint8))]   # (np.take: faster than indexing)
 
 
 class BinaryTable:
@@ -70,7 +78,70 @@ class BinaryTable:
         if a is None or b is None or (a.array.dtype, b.array.dtype) != self.dtypes:
             return self.kernel(ctx)
         high = np.left_shift(a.array.view(np.uint8), 8, dtype=np.uint16)
-        return [self.table[np.bitwise_or(high, b.array.view(np.uint8))]]
+        return [np.take(self.table, np.bitwise_or(high, b.array.view(np.uint8)))]
+
+
+class ConstantOperandTable:
+    """A binary elementwise operation of a run-time 8-bit input x and a constant c (n elements), e.g.
+    ADD/MUL of batch-norm constants or PRELU's alpha: table[j * 256 + bits(x)] is the kernel on x
+    against c's element j (the kernel run once on every x value against all of c). A run adds
+    x's bits to the offsets j * 256 (expanded to the output shape once per input shape: numpy's
+    broadcasting loop is slower than the add) and looks the sum up."""
+
+    fresh_outputs = True
+
+    def __init__(self, pctx, runtime: int):
+        self.kernel = pctx.step.kernel
+        self.runtime = runtime
+        self.dtype = pctx.operand(runtime).type.dtype
+        const = pctx.inputs[1 - runtime].array
+        self.const_shape, n = const.shape, const.size
+        values = _all_values(self.dtype).reshape((256,) + (1,) * const.ndim)
+        out = pctx.run_kernel({runtime: values})[0]
+        if out.shape != (256, *const.shape):
+            raise ValueError("the kernel does not broadcast elementwise")   # (the kernel runs instead)
+        self.table = np.ascontiguousarray(out.reshape(256, n).T).reshape(-1)
+        self.index_dtype = np.dtype(np.uint16 if 256 * n <= 1 << 16 else np.int32)
+        self.offsets = (np.arange(n, dtype=self.index_dtype) * 256).reshape(const.shape)
+        self.plans: dict = {}
+        self.scratch = pctx.compiled.scratch
+
+    def _plan(self, shape: tuple):
+        try:
+            out_shape = np.broadcast_shapes(shape, self.const_shape)
+        except ValueError:
+            return None
+        if len(self.plans) >= MAX_SHAPES:
+            self.plans.clear()
+        plan = self.plans[shape] = np.ascontiguousarray(np.broadcast_to(self.offsets, out_shape))
+        return plan
+
+    def __call__(self, ctx):
+        x = ctx.inputs[self.runtime]
+        if x is None or x.array.dtype != self.dtype:
+            return self.kernel(ctx)
+        offsets = self.plans.get(x.array.shape)
+        if offsets is None and (offsets := self._plan(x.array.shape)) is None:
+            return self.kernel(ctx)   # shapes that do not broadcast: the kernel reports them
+        index = self.scratch.get("table_index", offsets.shape, self.index_dtype)
+        np.add(x.array.view(np.uint8), offsets, out=index)
+        return [np.take(self.table, index)]
+
+
+def constant_operand_table(pctx):
+    """The table of a binary elementwise operation on a run-time 8-bit input and a small constant
+    tensor (inputs 0 and 1, either order; any further inputs constant), else None."""
+    if len(pctx.inputs) < 2 or any(pctx.is_runtime(i) for i in range(2, len(pctx.inputs))):
+        return None
+    for r in (0, 1):
+        c = pctx.inputs[1 - r]
+        if (pctx.is_runtime(r) and pctx.operand(r).type.code in QUANT8 and c is not None
+                and pctx.operand(1 - r).type.is_tensor and 0 < c.array.size <= CONSTANT_LIMIT):
+            try:
+                return ConstantOperandTable(pctx, r)
+            except Exception:  # noqa: BLE001  (a constant the kernel refuses: it reports it at run time)
+                return None
+    return None
 
 
 def unary_table(pctx):
@@ -78,12 +149,58 @@ def unary_table(pctx):
     return UnaryTable(pctx) if _quant8_inputs(pctx, 1) else None
 
 
+class SelfTable:
+    """A BINARY operation of x and u(x), u a tabled unary operation of the same x (swish: x * logistic(x)):
+    the binary table read at (x, u[x]) for every x, so a run is one lookup by x. The u(x) operand is
+    not read: the runtime skips the unary operation when nothing else reads its output
+    (`unused_inputs`). Should the kernel have to run (an input of another dtype), the unary
+    operation's kernel computes u(x) for it first."""
+
+    fresh_outputs = True
+
+    def __init__(self, kernel, position: int, dtype, table: np.ndarray, producer):
+        self.kernel, self.position, self.dtype, self.table, self.producer = kernel, position, dtype, table, producer
+        self.unused_inputs = (1 - position,)
+
+    def __call__(self, ctx):
+        x = ctx.inputs[self.position]
+        if x is None or x.array.dtype != self.dtype:
+            if x is not None and ctx.inputs[1 - self.position] is None:
+                ctx.inputs[1 - self.position] = self._unary(ctx, x)
+            return self.kernel(ctx)
+        return [np.take(self.table, x.array.view(np.uint8))]
+
+    def _unary(self, ctx, x):
+        from ..runtime import OpContext, Value   # (the runtime loads this module)
+        step, compiled = self.producer, ctx.compiled
+        (u,) = step.kernel(OpContext(compiled, step, [x, *(compiled.constants.get(i) for i in step.inputs[1:])],
+                                     ctx.state))
+        opnd = compiled.model.operands[step.outputs[0]]
+        u = np.asarray(u, opnd.type.dtype)
+        return Value(u, opnd.type.with_dimensions(u.shape), opnd.channel_quant)   # (np.take: faster than indexing)
+
+
+def _self_table(pctx, binary: BinaryTable):
+    """A SelfTable when one input is written by an operation prepared as a UnaryTable of the other."""
+    steps = pctx.compiled.steps
+    for position in (0, 1):
+        x, u = pctx.step.inputs[position], pctx.step.inputs[1 - position]
+        producer = next((s for s in steps if u in s.outputs), None)
+        if producer is None or type(producer.run) is not UnaryTable or producer.inputs[0] != x:
+            continue
+        bits = np.arange(256)
+        u_bits = producer.run.table.view(np.uint8).astype(np.intp)
+        index = bits * 256 + u_bits if position == 0 else u_bits * 256 + bits
+        return SelfTable(pctx.step.kernel, position, binary.dtypes[position], binary.table[index], producer)
+    return None
+
+
 def binary_table(pctx):
-    """The table of a BINARY operation on two run-time 8-bit inputs with enough outputs, else None."""
-    dims = pctx.out_type().dimensions
-    if not _quant8_inputs(pctx, 2) or (dims and all(dims) and int(np.prod(dims)) < MIN_BINARY_OUTPUTS):
+    """The table of a BINARY operation on two run-time 8-bit inputs, else None."""
+    if not _quant8_inputs(pctx, 2):
         return None
-    return BinaryTable(pctx)
+    table = BinaryTable(pctx)
+    return _self_table(pctx, table) or table
 
 
 prepare(*UNARY_HERE)(unary_table)

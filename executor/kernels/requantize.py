@@ -1,4 +1,6 @@
-"""The compiled "int32 accumulator + bias -> output integers" step of one operation:
+"""The requantizer: the "int32 accumulator + bias -> output integers" step of one operation, for the
+plain kernels (conv_quant.finish, common.requantize: the reference form, reference=True) and the fast
+paths (conv_prepared.py, reduce_prepared.py: a compiled form) alike:
 
     clip(MultiplyByQuantizedMultiplier(clamp_int32(acc + bias), M[c], shift[c]) + zero_point, lo, hi)
 
@@ -25,7 +27,10 @@ At compile time the accumulator bound picks the cheapest exact way to evaluate i
   are monotone, so agreeing on both sides of every output step suffices) --
   often with per-tensor filters, rarely with many per-channel ones;
 * "int": the numerator fits int64: the same formula in in-place int64 passes;
-* "reference": a channel shifts left (multiplier >= 1): fixedpoint.py as is.
+* "reference": fixedpoint.py as is (a channel shifts left, i.e. multiplier >= 1, or reference=True).
+
+The compiled forms are proven equal to the reference one (tests/executor/test_perf_paths.py checks
+them against TFLite's MultiplyByQuantizedMultiplier written out in Python integers).
 """
 from __future__ import annotations
 
@@ -76,8 +81,8 @@ class Requantizer:
     output scale), the output zero point, the fused clamp [lo, hi] in stored units, the output dtype and
     a bound on |acc| proven at compile time."""
 
-    def __init__(self, bias, real_multipliers, zero_point: int, lo: int, hi: int, dtype, acc_bound: float,
-                 scratch: Scratch = None):
+    def __init__(self, bias, real_multipliers, zero_point: int, lo: int, hi: int, dtype,
+                 acc_bound: float = np.inf, scratch: Scratch = None, reference: bool = False):
         self.bias = np.asarray(bias, np.int64)
         self.m, self.shift = quantize_multipliers(real_multipliers)
         self.zero_point, self.lo, self.hi, self.dtype = int(zero_point), int(lo), int(hi), np.dtype(dtype)
@@ -85,7 +90,7 @@ class Requantizer:
         x_bound = float(acc_bound) + float(np.abs(self.bias).max(initial=0))
         self.clamp = x_bound > INT32_MAX
         self.mode = "reference"
-        if not np.any(self.shift > 0):
+        if not reference and not np.any(self.shift > 0):
             self._fold(min(x_bound, 2.0 ** 31), float(acc_bound))
 
     def _fold(self, x_bound: float, acc_bound: float) -> None:
@@ -112,7 +117,10 @@ class Requantizer:
             self.sf = self.sign * scale
             self.threshold = (self.tau1 - self.bias).astype(np.float64)   # acc < this  <=>  x <= tau
             self.offset = offset
-            self.tiled = ChannelRows(self.mf, self.cf, self.threshold, self.sf)
+            # the sign term without a mask (_split): N's constants, t - (sf + Z - 256)
+            z = self.zero_point + offset
+            self.split_c = self.sf + (z - 256)
+            self.tiled = ChannelRows(self.mf, self.cf, self.threshold, self.sf, self.split_c)
             # one multiplier for every channel (per-tensor filters): a scalar, which numpy applies
             # several times faster than a broadcast row (the same float64 value either way)
             # (a numpy float64: a Python float would let numpy multiply a float32 accumulator in float32)
@@ -123,6 +131,16 @@ class Requantizer:
             if self.dtype.itemsize == 1 and self.lo + offset >= 0 and self.hi + offset <= 255:
                 t_bound = float(np.max(acc_bound * self.mf + np.abs(self.cf) + np.abs(self.sf), initial=0))
                 self.int_dtype = np.dtype(np.int16 if t_bound < 2.0 ** 15 - 2 else np.int32)
+            self.split = None
+            # t - split_c is exact where it matters, in [n_lo - 1, n_hi + 1] within [0, 257]: a multiple of
+            # 2^-k below 2^9 has at most 9 + k <= 53 bits (outside, rounding, monotone, keeps the clip's result)
+            split_exact = int(self.k.max(initial=0)) <= 44
+            if self.needs_sign and self.int_dtype is not None and self.lo <= self.zero_point <= self.hi \
+                    and split_exact:
+                # (P and N below are cast from t and t - split_c: |values| up to t_bound + 512)
+                small_ints = t_bound + 512 < 2.0 ** 15 - 2
+                self.split = (np.dtype(np.int16 if small_ints else np.int32),
+                              (z, self.hi + offset), (self.lo + offset - z + 256, 256))
             self.f32 = None
             if self.int_dtype is not None and not self.needs_sign and acc_bound < 2.0 ** 24:
                 self._try_float32(c_float, int(acc_bound))
@@ -216,7 +234,7 @@ class Requantizer:
                 out = np.empty(acc.shape, self.dtype)
             return self._float32(acc, out)
         shape = acc.shape
-        acc, mf, cf, threshold, sf = self._rows(acc)
+        acc, mf, cf, threshold, sf, split_c = self._rows(acc)
         t = self.scratch.get("t", acc.shape, np.float64)
         small = acc.size <= SMALL
         # (a large float32 accumulator is widened by a plain copy first: numpy's mixed-type multiply is
@@ -227,6 +245,10 @@ class Requantizer:
             np.copyto(t, acc)
             t *= mf if self.mf_scalar is None else self.mf_scalar
         t += cf
+        if self.split is not None and not small:   # (on few values the masked form takes fewer calls)
+            if out is None or not out.flags.c_contiguous:
+                out = np.empty(shape, self.dtype)
+            return self._split(t, split_c, out)
         if self.needs_sign:
             mask = self.scratch.get("mask", acc.shape, np.bool_)
             np.less(acc, threshold, out=mask)
@@ -255,6 +277,30 @@ class Requantizer:
         if out is None:
             return result
         np.copyto(out, result)
+        return out
+
+    def _split(self, t: np.ndarray, split_c, out: np.ndarray) -> np.ndarray:
+        """The sign term without a mask, for Z = zero point + offset within the clamp [L, H]:
+        f = floor(t - s [y < 0]) clipped to [L, H] equals clip(floor(t), Z, H) + clip(floor(t - s), L, Z) - Z.
+        y < 0 exactly where t < T0 = t(first accumulator with y = 0), and there y = 0 gives
+        frac(T0) in [1/2, 1/2 + s) (s = 2^-e <= 1/2 where the term exists), so floor(T0 - s) = floor(T0) = Z:
+        where y >= 0, floor(t) >= Z and floor(t - s) >= Z (the second clip gives Z); where y < 0,
+        floor(t) <= Z and floor(t - s) <= Z (the first gives Z). With no term (s = 0) it is the clip
+        split at Z. The second part is computed shifted by 256 (non-negative, so the truncating casts
+        are floors within the clips) and the sum is taken mod 256 straight into the 8-bit output."""
+        dtype, (p_lo, p_hi), (n_lo, n_hi) = self.split
+        t2 = self.scratch.get("t2", t.shape, np.float64)
+        np.subtract(t, split_c, out=t2)
+        p = self.scratch.get("p", t.shape, dtype)
+        n = self.scratch.get("n", t.shape, dtype)
+        np.copyto(p, t, casting="unsafe")
+        np.copyto(n, t2, casting="unsafe")
+        _clip(p, dtype.type(p_lo), dtype.type(p_hi), out=p)
+        _clip(n, dtype.type(n_lo), dtype.type(n_hi), out=n)
+        stored = out.reshape(t.shape).view(np.uint8)
+        np.add(p, n, out=stored, casting="unsafe")
+        if self.offset:
+            np.bitwise_xor(stored, np.uint8(0x80), out=stored)
         return out
 
     def _int(self, x: np.ndarray) -> None:

@@ -129,21 +129,24 @@ def test_pad_that_is_a_model_output_is_kept():
     assert _codes(result) == ["PAD", "CONV_2D"]
 
 
-def _onnx_pad_conv(pads, mode="constant", value=None, group=1):
-    """x -> 1x1 Conv -> Pad -> 3x3 Conv, stride 2 -> Relu (NCHW)."""
+def _onnx_pad_conv(pads, mode="constant", value=None, group=1, at_input=False):
+    """x -> 1x1 Conv -> Pad -> 3x3 Conv, stride 2 -> Relu (NCHW); at_input: x -> Pad -> 3x3 Conv, strides
+    (2, 1) -> Relu, converted as PAD -> TRANSPOSE (the NCHW input to NHWC) -> CONV_2D."""
     rng = np.random.default_rng(0)
     inits = [numpy_helper.from_array(np.array(pads, np.int64), "pads"),
              numpy_helper.from_array(rng.standard_normal((4, 4 // group, 3, 3)).astype(np.float32), "W"),
-             numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "B"),
-             numpy_helper.from_array(rng.standard_normal((4, 4, 1, 1)).astype(np.float32), "W0")]
-    pad_inputs = ["x0", "pads"]
+             numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "B")]
+    if not at_input:
+        inits.append(numpy_helper.from_array(rng.standard_normal((4, 4, 1, 1)).astype(np.float32), "W0"))
+    pad_inputs = ["x" if at_input else "x0", "pads"]
     if value is not None:
         inits.append(numpy_helper.from_array(np.array(value, np.float32), "value"))
         pad_inputs.append("value")
     nodes = [h.make_node("Conv", ["x", "W0"], ["x0"], kernel_shape=[1, 1]),   # (NHWC from here on)
              h.make_node("Pad", pad_inputs, ["p"], mode=mode),
-             h.make_node("Conv", ["p", "W", "B"], ["y"], kernel_shape=[3, 3], strides=[2, 2], group=group),
-             h.make_node("Relu", ["y"], ["out"])]
+             h.make_node("Conv", ["p", "W", "B"], ["y"], kernel_shape=[3, 3], strides=[2, 1] if at_input else [2, 2],
+                         group=group),
+             h.make_node("Relu", ["y"], ["out"])][at_input:]
     graph = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 9, 10])],
                          [h.make_tensor_value_info("out", TensorProto.FLOAT, None)], inits)
     return h.make_model(graph, opset_imports=[h.make_opsetid("", 13)]).SerializeToString()
@@ -203,3 +206,24 @@ def test_onnx_flatten_folds_into_gemm():
     assert len(folded.model.operations) < len(unfolded.model.operations), (_codes(folded), _codes(unfolded))
     _same_outputs(folded, unfolded)
 
+
+
+@pytest.mark.parametrize("group", [1, 4])
+def test_onnx_pad_before_the_layout_transpose_folds_into_conv(group):
+    data = _onnx_pad_conv([0, 0, 1, 2, 0, 0, 2, 1], group=group, at_input=True)
+    unfolded = _unfolded(convert_onnx, data)
+    assert _codes(unfolded)[:3] == ["PAD", "TRANSPOSE", "DEPTHWISE_CONV_2D" if group == 4 else "CONV_2D"]
+    folded = convert_onnx(data)
+    assert "PAD" not in _codes(folded), _codes(folded)
+    assert "moved past the TRANSPOSE" in folded.nodes[0].note, folded.nodes[0].note
+    assert onnx_parity(folded, data, seeds=(0, 1)) == []
+    _same_outputs(folded, unfolded)
+
+
+@pytest.mark.parametrize("why,pads,value", [("pads the batch", [1, 0, 1, 1, 0, 0, 1, 1], None),
+                                            ("pads with 1.0", [0, 0, 1, 1, 0, 0, 1, 1], 1.0)])
+def test_onnx_pad_before_the_layout_transpose_that_changes_values_is_kept(why, pads, value):
+    data = _onnx_pad_conv(pads, value=value, at_input=True)
+    result = convert_onnx(data)
+    assert "PAD" in _codes(result) or "PAD_V2" in _codes(result), why
+    assert onnx_parity(result, data) == []

@@ -242,7 +242,7 @@ def test_8bit_operations_keep_their_tables():
     assert type(add.run).__name__ == "BinaryTable" and add.run.fresh_outputs
     small = OperandType(C.TENSOR_QUANT8_ASYMM, (4,), 0.5, 3)
     small_add = compile_model(model_of(Op.ADD, [small, small], small, fuse=0)).steps[0]
-    assert small_add.run is small_add.kernel   # too few outputs for a table
+    assert type(small_add.run).__name__ == "BinaryTable"   # any size: the kernel costs ~50 us a run
     relu = compile_model(model_of(Op.RELU, [q], q)).steps[0]
     assert type(relu.run).__name__ == "UnaryTable"
 

@@ -614,6 +614,27 @@ def test_requantizer_on_every_accumulator_value(shared, zp, lo, hi, dtype):
     assert got.dtype == np.dtype(dtype) and np.array_equal(got, want)
 
 
+@pytest.mark.parametrize("reals", [[0.0001731] * 4, [0.0001731, 0.00093, 0.0021, 0.31], [0.0000412, 0.002, 0.1, 0.3]])
+@pytest.mark.parametrize("zp,lo,hi,dtype", [(10, 0, 255, np.uint8), (-5, -128, 127, np.int8), (3, -100, 90, np.int8)])
+def test_requantizer_sign_term_without_a_mask_on_every_accumulator_value(reals, zp, lo, hi, dtype):
+    """A clamp below the zero point (no fused RELU) keeps RoundingDivideByPOT's [y < 0] term, which
+    Requantizer._split computes without a mask where every shift keeps 31 + e <= 44 (a multiplier of
+    4.12e-5 has e = 14: the masked form instead): every integer accumulator up to the bound, against
+    fixedpoint.py."""
+    bound = 1 << 20
+    reals = np.array(reals)
+    bias = np.array([12345, -54321, 0, 7])
+    r = Requantizer(bias, reals, zp, lo, hi, dtype, bound)
+    assert r.mode == "float" and r.needs_sign and (r.split is None) == (reals.min() < 1e-4)
+    acc = np.arange(-bound, bound + 1, dtype=np.int64)
+    got = r(np.stack([acc] * 4, axis=1).astype(np.float32))
+    m, s = fp.quantize_multipliers(reals)
+    want = np.clip(fp.multiply_by_quantized_multiplier(acc[:, None] + bias, m, s) + zp, lo, hi)
+    assert got.dtype == np.dtype(dtype) and np.array_equal(got, want)
+    small = r(np.stack([acc[:1000]] * 4, axis=1).astype(np.float32))   # (the few-values path too)
+    assert np.array_equal(small, want[:1000])
+
+
 @pytest.mark.parametrize("qtype,x_zp", [(Q8, 128), (QS8, -128), (Q8, 0), (QS8, 5)])
 @pytest.mark.parametrize("nchw", [False, True])
 def test_padded_input_zero_point_forms(qtype, x_zp, nchw):
@@ -852,3 +873,17 @@ def test_float32_requantization_refused_where_no_float32_constants_are_exact():
         if -bound < lo <= bound:
             missed += bool(np.floor(np.float32(lo) * mf + cf) < n or np.floor(np.float32(lo - 1) * mf + cf) >= n)
     assert missed > 0
+
+
+@pytest.mark.parametrize("dtype,zp", [(np.float32, 0), (np.uint8, 128), (np.int8, 3)])
+def test_pad_hw_of_a_channels_first_view_copies_each_plane(dtype, zp):
+    """gemm.pad_hw on an NCHW array seen as NHWC (a transpose's view, few channels) copies it one channel
+    plane at a time: the same padded values as np.pad of the contiguous NHWC array."""
+    from executor.kernels import gemm
+    from executor.kernels.scratch import Scratch
+    nchw = (RNG.standard_normal((1, 3, 40, 50)) * 50).astype(dtype)
+    view = nchw.transpose(0, 2, 3, 1)
+    assert view.size >= gemm.FLIP_MIN_SIZE and view.strides[3] > view.strides[2]
+    got = gemm.pad_hw(view, (1, 2, 3, 0), Scratch(), np.float32, zp)
+    want = np.pad(np.ascontiguousarray(view).astype(np.float32) - zp, ((0, 0), (1, 2), (3, 0), (0, 0)))
+    assert got.dtype == np.float32 and np.array_equal(got, want)

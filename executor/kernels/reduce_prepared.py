@@ -1,0 +1,74 @@
+"""Compiled quantized MEAN (reduce.py's kernel, the requantizing case): the axes and keep_dims are
+constants, so per input shape the reduced axes, the count and a Requantizer are worked out once; a
+run is one integer sum (int32 when count * 255 cannot overflow it: no int64 copy of the input) and
+the requantizer. The kernel's rule, bit for bit: (sum of raw values) - count * input zero point, the
+fixed-point multiplier input_scale / (count * output_scale), plus the output zero point, clipped to
+the output type's range. The same-quantization case (a truncating division), anything else and
+anything unexpected at run time go to the kernel."""
+from __future__ import annotations
+
+import numpy as np
+
+from nnapi.codes import OperationCode as Op
+from nnapi.ops.reduce import reduced_shape
+
+from ..registry import prepare
+from .common import QUANT8, QUANT_RANGE
+from .reduce import resolve_axes
+from .requantize import Requantizer
+
+# input shapes remembered per operation
+MAX_SHAPES = 16
+
+
+class PreparedQuantMean:
+    fresh_outputs = True
+
+    def __init__(self, pctx):
+        self.kernel = pctx.step.kernel
+        self.axes = pctx.inputs[1].array
+        self.keep = pctx.inputs[2].item() > 0
+        self.in_type, self.out_type = pctx.operand(0).type, pctx.out_type()
+        self.dtype = self.in_type.dtype
+        self.plans: dict = {}
+        self.scratch = pctx.compiled.scratch
+
+    def _plan(self, ctx, shape: tuple):
+        axes = resolve_axes(ctx, self.axes, len(shape))
+        count = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+        if count == 0 or count * 256 >= 2 ** 31:
+            return None   # (the kernel reports an empty reduction; huge counts need its int64 sums)
+        inp, out = self.in_type, self.out_type
+        lo, hi = QUANT_RANGE[out.code]
+        requant = Requantizer(np.array([-count * inp.zero_point]), np.array([inp.scale / (count * out.scale)]),
+                              out.zero_point, lo, hi, out.dtype, count * 255, self.scratch)
+        if len(self.plans) >= MAX_SHAPES:
+            self.plans.clear()
+        plan = self.plans[shape] = (axes, reduced_shape(shape, axes, self.keep), requant)
+        return plan
+
+    def __call__(self, ctx):
+        x = ctx.inputs[0]
+        if x is None or x.array.dtype != self.dtype:
+            return self.kernel(ctx)
+        shape = x.array.shape
+        plan = self.plans.get(shape)
+        if plan is None and (plan := self._plan(ctx, shape)) is None:
+            return self.kernel(ctx)
+        axes, out_shape, requant = plan
+        total = x.array.sum(axis=axes, dtype=np.int32)
+        result = ctx.output_buffer(0, out_shape, requant.dtype)
+        requant(total.reshape(out_shape), result)
+        return [result]
+
+
+@prepare(Op.MEAN)
+def prepare_mean(pctx):
+    if len(pctx.inputs) < 3 or not pctx.is_runtime(0) or any(pctx.is_runtime(i) for i in (1, 2)):
+        return None
+    inp, out = pctx.operand(0).type, pctx.out_type()
+    if inp.code not in QUANT8 or out.code not in QUANT8 or pctx.inputs[1] is None or pctx.inputs[2] is None:
+        return None
+    if (out.scale, out.zero_point) == (inp.scale, inp.zero_point):
+        return None   # the kernel's truncating division of the raw sum
+    return PreparedQuantMean(pctx)
