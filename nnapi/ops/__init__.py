@@ -9,7 +9,7 @@ import importlib
 import pkgutil
 
 from ..codes import OperationCode
-from .base import OpSpec
+from .spec import OpSpec
 
 SPECS: dict[OperationCode, OpSpec] = {}
 
@@ -27,7 +27,7 @@ def spec_for(code) -> OpSpec | None:
 
 def _load_families() -> None:
     for info in pkgutil.iter_modules(__path__):
-        if info.name != "base":
+        if info.name not in ("spec", "rules", "inference"):   # the framework, not families
             importlib.import_module(f"{__name__}.{info.name}")
 
 

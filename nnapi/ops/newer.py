@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import (Form, OpSpec, TypeCase, arg, broadcast_shapes, cases, const_ints, infer_same_as, opt, rank_in,
-                   same_quant)
+from .inference import broadcast_shapes, const_ints, infer_same_as
+from .rules import rank_in, same_quant
+from .spec import Form, OpSpec, TypeCase, arg, cases, opt
 
 _DATA = (C.TENSOR_FLOAT16, C.TENSOR_FLOAT32, C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED, C.TENSOR_INT32)
 

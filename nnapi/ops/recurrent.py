@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import Form, OpSpec, TypeCase, arg, opt, output_ranks, rank_in
+from .rules import output_ranks, rank_in
+from .spec import Form, OpSpec, TypeCase, arg, opt
 
 _FLOAT = [TypeCase(1, T=C.TENSOR_FLOAT32, S=C.FLOAT32), TypeCase(3, T=C.TENSOR_FLOAT16, S=C.FLOAT16)]
 _FLOAT_FL3 = [TypeCase(3, T=C.TENSOR_FLOAT32, S=C.FLOAT32), TypeCase(3, T=C.TENSOR_FLOAT16, S=C.FLOAT16)]

@@ -21,8 +21,10 @@ import numpy as np
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import (Form, OpSpec, TypeCase, arg, axes_in_range, const_ints, infer_same_as, known_rank, length_is_rank,
-                   length_of, normalize_axis, opt, output_rank, rank_at_most, rank_in, rank_of, same_quant, same_shape)
+from .inference import const_ints, infer_same_as, normalize_axis
+from .rules import (axes_in_range, known_rank, length_is_rank, length_of, output_rank, rank_at_most, rank_in,
+    rank_of, same_quant, same_shape)
+from .spec import Form, OpSpec, TypeCase, arg, opt
 
 F32, F16, I32 = C.TENSOR_FLOAT32, C.TENSOR_FLOAT16, C.TENSOR_INT32
 Q8, Q8S = C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED
