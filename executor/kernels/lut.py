@@ -20,10 +20,10 @@ from nnapi.codes import OperationCode as Op
 from ..registry import prepare
 from .common import QUANT8
 
-UNARY = (Op.RELU, Op.RELU1, Op.RELU6, Op.LOGISTIC, Op.TANH, Op.ELU, Op.HARD_SWISH, Op.DEQUANTIZE)
+UNARY = (Op.RELU, Op.RELU1, Op.RELU6, Op.LOGISTIC, Op.TANH, Op.HARD_SWISH, Op.DEQUANTIZE)
 BINARY = (Op.ADD, Op.SUB, Op.MUL)
-# the UNARY codes whose preparer lives here (the others: elementwise_prepared.py)
-UNARY_HERE = (Op.ELU, Op.DEQUANTIZE)
+# the UNARY codes whose preparer lives here (the others: elementwise_prepared.py); ELU has no 8-bit form
+UNARY_HERE = (Op.DEQUANTIZE,)
 # below this many outputs a binary table (65536 kernel evaluations at compilation) does not pay
 MIN_BINARY_OUTPUTS = 1024
 
