@@ -16,7 +16,7 @@ from nnapi.codes import OperandCode as C
 from nnapi.codes import OperationCode as Op
 
 from ..registry import prepare
-from .lstm import (
+from .recurrent.lstm import (
     BIDI_LSTM_BW,
     BIDI_LSTM_FW,
     StackedLstm,
@@ -26,13 +26,13 @@ from .lstm import (
     read_lstm_cell,
     unidirectional_lstm_outputs,
 )
-from .recurrent import (
+from .recurrent.rnn import (
     StackedRnn,
     bidirectional_rnn_outputs,
     rnn_outputs,
     unidirectional_rnn_outputs,
 )
-from .recurrent_common import (
+from .recurrent.common import (
     activation_code,
     float_input,
     link_aux,

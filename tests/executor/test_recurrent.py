@@ -175,7 +175,7 @@ def test_quantized_16bit_lstm_rejects_wrong_input_quantization():
 
 
 def test_fixed_point_gates_track_float():
-    from executor.kernels.recurrent_quant import fixed_logistic, fixed_tanh
+    from executor.kernels.recurrent.quant import fixed_logistic, fixed_tanh
     raw = np.array([-30000, -4096, -1, 0, 1, 4096, 30000])   # 3 integer bits: value = raw / 4096
     np.testing.assert_allclose(fixed_logistic(raw, 3) / 32768, [sigmoid(v / 4096) for v in raw], atol=2e-4)
     np.testing.assert_allclose(fixed_tanh(raw, 3) / 32768, np.tanh(raw / 4096), atol=4e-4)

@@ -16,8 +16,8 @@ import numpy as np
 
 from nnapi.codes import OperationCode as Op
 
-from ..registry import kernel
-from .fixedpoint import (
+from ...registry import kernel
+from ..fixedpoint import (
     EXP_BARREL,
     inv_sqrt_multiplier,
     multiply_by_quantized_multiplier,
@@ -26,8 +26,8 @@ from .fixedpoint import (
     saturating_multiply_by_pot,
     saturating_rounding_doubling_high_mul,
 )
-from .fixedpoint import rounding_half_sum as _half_sum
-from .fixedpoint import trunc_div as _trunc_div
+from ..fixedpoint import rounding_half_sum as _half_sum
+from ..fixedpoint import trunc_div as _trunc_div
 
 _I16_MIN, _I16_MAX = -(1 << 15), (1 << 15) - 1
 _ONE_F0 = _I16_MAX          # 1.0 with 0 integer bits saturates to the largest raw value

@@ -10,7 +10,7 @@ from typing import Optional
 
 import numpy as np
 
-from .common import clip_ufunc
+from ..common import clip_ufunc
 
 GATES = ("input", "forget", "cell", "output")
 LAYER_NORM_EPSILON = 1e-8  # the Android/TFLite MeanStddevNormalization epsilon

@@ -3,9 +3,9 @@
 Float16 models are computed in float32 and cast back. The RNNs stack their
 weights (StackedRnn): the input projection of every time step is one GEMM
 before the loop, then one recurrent GEMM per step. The plain kernels stack per
-call; recurrent_prepared.py stacks constant weights once at compilation and
+call; ../recurrent_prepared.py stacks constant weights once at compilation and
 runs the same functions. The LSTMs are in lstm.py, the quantized LSTMs in
-recurrent_quant.py, the shared helpers in recurrent_common.py.
+quant.py, the shared helpers in common.py.
 """
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import numpy as np
 
 from nnapi.codes import OperationCode as Op
 
-from ..registry import kernel
-from .recurrent_common import (
+from ...registry import kernel
+from .common import (
     ACTIVATIONS_INTO,
     activation,
     activation_code,
