@@ -1,4 +1,5 @@
-"""CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D and FULLY_CONNECTED.
+"""CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D, and the matrix products FULLY_CONNECTED and
+BATCH_MATMUL.
 
 The three convolutions are one grouped correlation: im2col patches (a strided
 view of the padded input) times the filters, as one batched matrix multiply
@@ -13,10 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from nnapi.codes import OperationCode as Op
+from nnapi.codes import OperandCode as C, OperationCode as Op
 
 from ..registry import kernel
-from .common import explicit_out_size, from_nhwc, is_quant, to_nhwc
+from .common import QUANT8, explicit_out_size, from_nhwc, is_quant, requantize, to_nhwc
 from .conv_quant import acc_operand, check_exact, finish
 
 
@@ -137,3 +138,44 @@ def fully_connected(ctx):
         check_exact(ctx, size)
     acc = acc_operand(inp).reshape(-1, size) @ acc_operand(weights).T  # [batch, units]
     return [finish(ctx, acc, inp, weights, bias, args.fuse)]
+
+
+# -- BATCH_MATMUL ----------------------------------------------------------------------------
+
+def _matmul_operands(ctx, args):
+    """The two operands with adj_x / adj_y applied (transposing the last two dimensions), after shape checks."""
+    x, y = args.x.array, args.y.array
+    if x.ndim != y.ndim or not 2 <= x.ndim <= 4:
+        ctx.fail(f"inputs must have the same rank, 2 to 4; got shapes {list(x.shape)} and {list(y.shape)}")
+    a = np.swapaxes(x, -1, -2) if args.adj_x else x
+    b = np.swapaxes(y, -1, -2) if args.adj_y else y
+    if a.shape[-1] != b.shape[-2]:
+        ctx.fail(f"cannot multiply [..., {a.shape[-2]}, {a.shape[-1]}] by [..., {b.shape[-2]}, {b.shape[-1]}] "
+                 f"matrices (after adj_x/adj_y)")
+    for i, (p, q) in enumerate(zip(a.shape[:-2], b.shape[:-2])):
+        if p != q and 1 not in (p, q):
+            ctx.fail(f"batch dimension {i} differs ({p} vs {q}) and neither is 1")
+    return a, b
+
+
+def _quant_matmul(ctx, args, a, b):
+    """int8 x int8 -> int32 sums, exact in float64 (|term| <= 2**16, far fewer than 2**37 terms)."""
+    x, y, out = args.x, args.y, ctx.out_type()
+    acc = np.matmul(a.astype(np.float64) - x.zero_point, b.astype(np.float64) - y.zero_point).astype(np.int64)
+    # TFLite: real multiplier = (float32 input scale x float32 weight scale) / output scale, in double
+    real = float(np.float32(x.scale) * np.float32(y.scale)) / float(np.float32(out.scale))
+    return requantize(acc, real, out.zero_point, out.code)
+
+
+@kernel(Op.BATCH_MATMUL)
+def batch_matmul(ctx):
+    args = ctx.args
+    a, b = _matmul_operands(ctx, args)
+    code = args.x.code
+    if code in QUANT8:
+        res = _quant_matmul(ctx, args, a, b)
+    elif code == C.TENSOR_INT32:
+        res = np.matmul(a.astype(np.int64), b.astype(np.int64))  # wraps to int32 like the C kernel
+    else:
+        res = np.matmul(a.astype(np.float32), b.astype(np.float32))
+    return [res.astype(ctx.out_type().dtype)]

@@ -1,5 +1,6 @@
 """Shape and data-movement kernels: CONCATENATION, RESHAPE, SQUEEZE, EXPAND_DIMS,
-TRANSPOSE, SLICE, STRIDED_SLICE, SPLIT, TILE, GATHER, CHANNEL_SHUFFLE.
+TRANSPOSE, SLICE, STRIDED_SLICE, SPLIT, TILE, GATHER, CHANNEL_SHUFFLE, FILL, RANK,
+PACK, REVERSE.
 
 The padding and depth/space/batch rearrangements are in shape_space.py.
 Values are moved, never recomputed (except CONCATENATION's requantization), so
@@ -282,3 +283,41 @@ def prepare_reshape(pctx):
     if pctx.step.bound.runtime != {"input"} or pctx.args.shape is None:   # a constant shape
         return None
     return PreparedReshape(pctx)
+
+
+# -- FILL, RANK, PACK, REVERSE ---------------------------------------------------------------
+
+@kernel(Op.FILL)
+def fill(ctx):
+    args = ctx.args
+    shape = args.shape.array.reshape(-1)
+    if (shape < 0).any():
+        ctx.fail(f"the output shape {shape.tolist()} has a negative dimension")
+    return [np.full(tuple(int(d) for d in shape), args.value, dtype=ctx.out_type().dtype)]
+
+
+@kernel(Op.RANK)
+def rank(ctx):
+    return [np.asarray(ctx.args.input.array.ndim, dtype=np.int32)]
+
+
+@kernel(Op.PACK)
+def pack(ctx):
+    args = ctx.args
+    arrays = [v.array for v in args.inputs]
+    shape = arrays[0].shape
+    if any(a.shape != shape for a in arrays):
+        ctx.fail(f"inputs must have the same shape, got {[list(a.shape) for a in arrays]}")
+    axis = args.axis
+    if not 0 <= axis <= len(shape):
+        ctx.fail(f"axis {axis} is out of range [0, {len(shape)}]")
+    return [np.stack(arrays, axis=axis)]
+
+
+@kernel(Op.REVERSE)
+def reverse(ctx):
+    args = ctx.args
+    x, axis = args.input.array, args.axis.array.reshape(-1)
+    if axis.size != 1 or not 0 <= axis[0] < x.ndim:
+        ctx.fail(f"axis {axis.tolist()} must be one dimension in [0, {x.ndim})")
+    return [np.flip(x, int(axis[0]))]

@@ -1,4 +1,4 @@
-"""Padding and spatial rearrangement kernels: PAD, PAD_V2, DEPTH_TO_SPACE,
+"""Padding and spatial rearrangement kernels: PAD, PAD_V2, MIRROR_PAD, DEPTH_TO_SPACE,
 SPACE_TO_DEPTH, BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND.
 
 PAD and PAD_V2 with constant paddings are compiled (PreparedPad). The 4-D ones work in NHWC and honour the optional NCHW layout flag through
@@ -120,6 +120,36 @@ def prepare_pad(pctx):
 @prepare(Op.PAD_V2)
 def prepare_pad_v2(pctx):
     return _prepare_pad(pctx, True)
+
+
+# -- MIRROR_PAD -------------------------------------------------------------------------
+
+_REFLECT, _SYMMETRIC = 0, 1
+
+
+def _mirror_index(n: int, before: int, after: int, mode: int) -> np.ndarray:
+    """Source index of every output position along one dimension of size n."""
+    i = np.arange(-before, n + after)
+    edge = 0 if mode == _REFLECT else 1  # SYMMETRIC repeats the edge element
+    i = np.where(i < 0, -i - edge, i)
+    return np.where(i >= n, 2 * n - 2 + edge - i, i)
+
+
+@kernel(Op.MIRROR_PAD)
+def mirror_pad(ctx):
+    args = ctx.args
+    x, pads, mode = args.input.array, args.paddings.array, args.mode
+    if mode not in (_REFLECT, _SYMMETRIC):
+        ctx.fail(f"mode {mode} is not 0 (REFLECT) or 1 (SYMMETRIC)")
+    if pads.shape != (x.ndim, 2):
+        ctx.fail(f"paddings must have shape [{x.ndim}, 2], got {list(pads.shape)}")
+    # REFLECT can mirror at most n-1 elements, SYMMETRIC at most n (no padding is always fine)
+    limit = np.asarray(x.shape, dtype=np.int64) - (1 if mode == _REFLECT else 0)
+    if ((pads < 0) | ((pads > 0) & (pads > limit[:, None]))).any():
+        ctx.fail(f"paddings {pads.tolist()} must lie in [0, {limit.tolist()}] per dimension for "
+                 f"{'REFLECT' if mode == _REFLECT else 'SYMMETRIC'} mode and input shape {list(x.shape)}")
+    index = [_mirror_index(n, int(p[0]), int(p[1]), mode) for n, p in zip(x.shape, pads)]
+    return [x[np.ix_(*index)]]
 
 
 # -- depth <-> space (square blocks) ------------------------------------------------------

@@ -1,5 +1,5 @@
-"""Convolutions and fully connected: CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D,
-TRANSPOSE_CONV_2D, FULLY_CONNECTED.
+"""Convolutions and matrix products: CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D,
+TRANSPOSE_CONV_2D, FULLY_CONNECTED, BATCH_MATMUL.
 
 Type variables: T = input and output, W = filter (weights), B = bias.
 """
@@ -9,10 +9,10 @@ import math
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .inference import const_ints
-from .rules import bias_scale, rank_in, window_params
-from .spec import Form, OpSpec, TypeCase, arg, opt
 from .geometry import const_int, image_input, join_image, split_image, transpose_out_or_0, window_out_or_0
+from .inference import broadcast_shapes, const_ints
+from .rules import bias_scale, rank_in, ranks_agree, window_params
+from .spec import Form, OpSpec, TypeCase, arg, cases, opt
 
 Q8, Q8S, PER_CHANNEL = C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED, C.TENSOR_QUANT8_SYMM_PER_CHANNEL
 
@@ -274,4 +274,30 @@ register(OpSpec(
     infer=_fc_infer,
     doc="input flattened to [batch, input_size] (input_size = weights' second dimension); "
         "output = fuse(input @ weights^T + bias)",
+))
+
+
+# -- BATCH_MATMUL (feature level 6): the batched matrix product ------------------------------
+
+def _infer_batch_matmul(v):
+    """[batch..., rows of adj(x), columns of adj(y)]; the batch dimensions broadcast."""
+    x, y = v.dims("x"), v.dims("y")
+    if x is None or y is None or len(x) < 2 or len(y) < 2:
+        return {"output": None}
+    adj = [v.const(n) if v.has(n) else False for n in ("adj_x", "adj_y")]
+    rows = 0 if adj[0] is None else x[-1] if adj[0] else x[-2]
+    cols = 0 if adj[1] is None else y[-2] if adj[1] else y[-1]
+    return {"output": broadcast_shapes(x[:-2], y[:-2]) + (rows, cols)}
+
+
+register(OpSpec(
+    code=Op.BATCH_MATMUL,
+    forms=[Form("default", [arg("x", "T"), arg("y", "T"), opt("adj_x", C.BOOL), opt("adj_y", C.BOOL)],
+                [arg("output", "T")])],
+    # the NNAPI docs list no TENSOR_QUANT8_ASYMM here, only the signed variant
+    type_cases=cases(6, "T", C.TENSOR_FLOAT16, C.TENSOR_FLOAT32, C.TENSOR_QUANT8_ASYMM_SIGNED, C.TENSOR_INT32),
+    rules=[rank_in("x", (2, 3, 4)), rank_in("y", (2, 3, 4)), rank_in("output", (2, 3, 4)),
+           ranks_agree("x", "y"), ranks_agree("x", "output")],
+    doc="output[..., :, :] = adj(x)[..., :, :] @ adj(y)[..., :, :], batch dimensions broadcast",
+    infer=_infer_batch_matmul,
 ))

@@ -226,3 +226,33 @@ def window_params(non_negative=_PADS, pads_below_filter: bool = False) -> Rule:
                 if too_big:
                     yield f"{' and '.join(too_big)} must be smaller than {size} {filter_size}"
     return rule
+
+
+# -- shared by several families -------------------------------------------------------------
+
+def dims_fit(dims: tuple, expected: tuple) -> bool:
+    """Declared `dims` (0 = unknown, empty = unknown rank) fit `expected` (None entries = anything)."""
+    if not dims:
+        return True
+    return len(dims) == len(expected) and all(d == 0 or e is None or d == e for d, e in zip(dims, expected))
+
+
+def ranks_agree(a: str, b: str, delta: int = 0) -> Rule:
+    """rank(b) == rank(a) + delta for every operand named `a` and `b`, when both are known."""
+    def rule(v):
+        for x in v.inputs(a) + v.outputs(a):
+            for y in v.inputs(b) + v.outputs(b):
+                rx, ry = known_rank(x), known_rank(y)
+                if rx is not None and ry is not None and ry != rx + delta:
+                    yield f"{b} has rank {ry}, expected rank of {a} ({rx}){f' + {delta}' if delta else ''}"
+    return rule
+
+
+def const_in(name: str, allowed, what: str) -> Rule:
+    """A constant scalar argument must be one of `allowed` (a set or a function of the view)."""
+    def rule(v):
+        value = v.const(name)
+        ok = allowed(v) if callable(allowed) else allowed
+        if value is not None and ok is not None and int(value) not in ok:
+            yield f"{name} {value} {what}"
+    return rule

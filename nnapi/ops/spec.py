@@ -31,8 +31,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Sequence, Union
 
-import numpy as np
-
 from ..codes import OperandCode, OperationCode
 from .binding import Bound
 
