@@ -105,7 +105,7 @@ class PreparedTransposeConv:
         self.scratch = pctx.compiled.scratch
 
     def __call__(self, ctx):
-        v = ctx.inputs[0]
+        v = ctx.args.input
         if v is None or v.array.ndim != 4:
             return self.kernel(ctx)
         x = to_nhwc(v.array, self.nchw)

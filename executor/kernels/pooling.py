@@ -211,6 +211,7 @@ def _global_average_quant(ctx, x, clamp: tuple) -> np.ndarray:
 @prepare(*_REDUCE)
 def prepare_pool(pctx):
     # the input fed at run time, every window parameter a constant
-    if not pctx.is_runtime(0) or not pctx.step.bound.constant(*pctx.step.bound.scalars):
+    bound = pctx.step.bound
+    if bound.runtime != {"input"}:   # the input fed at run time, every window parameter a constant
         return None
     return PreparedPool(_REDUCE[pctx.step.code])

@@ -63,7 +63,7 @@ class PreparedPad:
     def __init__(self, pctx, pads: np.ndarray, fill):
         self.kernel = pctx.step.kernel
         self.pads = [tuple(int(v) for v in row) for row in pads]
-        self.fill, self.dtype = fill, pctx.operand(0).type.dtype
+        self.fill, self.dtype = fill, pctx.step.bound.operand("input").type.dtype
         self.rank = len(self.pads)
         self.plans: dict = {}
 
@@ -99,7 +99,7 @@ def _prepare_pad(pctx, with_value: bool):
     if pctx.step.bound.runtime != {"input"}:   # only the input fed at run time
         return None
     args = pctx.args
-    t = pctx.operand(0).type
+    t = pctx.step.bound.operand("input").type
     pads = args.paddings.array if args.paddings is not None else None
     if t.dtype is None or not t.dimensions or pads is None or pads.shape != (len(t.dimensions), 2) or (pads < 0).any():
         return None

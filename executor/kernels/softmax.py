@@ -155,7 +155,7 @@ class PreparedSoftmax:
 
     def __init__(self, pctx, multiplier: int, left_shift: int, axis: int, rank: int):
         self.kernel = pctx.step.kernel
-        t = pctx.operand(0).type
+        t = pctx.step.bound.operand("input").type
         self.dtype, self.rank, self.axis = t.dtype, rank, axis
         self.exps, used = _exp_table(multiplier, left_shift)
         assert self.exps.min() >= 0 and self.exps.max() <= _INT32_MAX
@@ -208,9 +208,9 @@ class PreparedSoftmax:
 @prepare(Op.SOFTMAX)
 def prepare_softmax(pctx):
     bound = pctx.step.bound
-    t = pctx.operand(0).type
+    t = bound.operand("input").type
     # a quantized input fed at run time, beta and the axis constants
-    if not pctx.is_runtime(0) or t.code not in QUANT8 or not bound.constant("beta", "axis") \
+    if bound.runtime != {"input"} or t.code not in QUANT8 or not bound.constant("beta", "axis") \
             or not t.dimensions or pctx.out_type().code != t.code:
         return None
     rank = len(t.dimensions)
