@@ -20,7 +20,7 @@ class Bound:
     """One operation's argument layout and constants (see the module doc)."""
 
     __slots__ = ("spec", "model", "code", "form", "index", "positions", "consts", "scalars", "defaults", "runtime",
-                 "nchw", "_match", "_const_pads")
+                 "nchw", "_match", "_const_pads", "_args_class")
 
     def __init__(self, spec, model, index: int, form, in_map: dict, out_map: dict):
         self.spec, self.model, self.code, self.form, self.index = spec, model, spec.code, form.name, index
@@ -62,6 +62,7 @@ class Bound:
         self._const_pads = None
         if form.name == "explicit" and all(n in self.consts for n in _PAD_NAMES):
             self._const_pads = tuple(self.consts[n] for n in _PAD_NAMES)
+        self._args_class = _args_class(self)
 
     def operand(self, name: str):
         """The declared operand of argument `name` (its type, or the model a SUBGRAPH operand references),
@@ -81,7 +82,7 @@ class Bound:
         return f"operation {self.index} ({self.code.name})"
 
     def args(self, inputs) -> "Args":
-        return Args(self, inputs)
+        return self._args_class(self, inputs)
 
 
 _PAD_NAMES = ("pad_top", "pad_bottom", "pad_left", "pad_right")
@@ -95,22 +96,8 @@ class Args:
     def __init__(self, bound: Bound, inputs):
         self._bound, self._inputs = bound, inputs
 
-    def __getattr__(self, name: str):
-        b = self._bound
-        value = b.consts.get(name, _MISSING)
-        if value is not _MISSING:
-            return value
-        pos = b.positions.get(name, _MISSING)
-        if pos is _MISSING:
-            if name in b.defaults:
-                return b.defaults[name]
-            raise AttributeError(f"{b.where}: the {b.form} form has no argument {name!r}")
-        if isinstance(pos, list):
-            return [self._inputs[i] for i in pos]
-        v = self._inputs[pos]
-        if name in b.scalars:
-            return b.defaults.get(name) if v is None else v.array.item()
-        return v
+    def __getattr__(self, name: str):   # only reached for a name the form does not have
+        raise AttributeError(f"{self._bound.where}: the {self._bound.form} form has no argument {name!r}")
 
     def has(self, name: str) -> bool:
         """Whether argument `name` is present and not omitted."""
@@ -121,7 +108,8 @@ class Args:
 
     def get(self, name: str, default=None):
         """Argument `name`, or `default` when this form has no such argument or it is absent."""
-        value = getattr(self, name) if name in self._bound.positions or name in self._bound.defaults else None
+        b = self._bound
+        value = getattr(self, name) if name in b.positions or name in b.defaults or name in b.consts else None
         return default if value is None else value
 
     @property
@@ -170,3 +158,38 @@ class Args:
         top, bottom, _ = implicit_padding(in_hw[0], sh, filter_hw[0], padding, dh)
         left, right, _ = implicit_padding(in_hw[1], sw, filter_hw[1], padding, dw)
         return top, bottom, left, right
+
+
+# -- one Args class per argument layout: each argument a property, so reading one is a plain attribute
+# access (kernels read several per run), never a failed lookup and a __getattr__ fallback
+_CLASSES: dict = {}
+
+
+def _args_class(bound: Bound) -> type:
+    layout = (bound.code, bound.form, tuple((n, tuple(p) if isinstance(p, list) else p)
+                                            for n, p in bound.positions.items()),
+              frozenset(bound.scalars), frozenset(bound.consts), tuple(bound.defaults.items()))
+    cls = _CLASSES.get(layout)
+    if cls is None:
+        getters = {}
+        for name in set(bound.defaults) | set(bound.positions) | set(bound.consts):
+            getters[name] = property(_getter(bound, name))
+        cls = _CLASSES[layout] = type(f"Args_{bound.code.name}_{bound.form}", (Args,), {"__slots__": (), **getters})
+    return cls
+
+
+def _getter(bound: Bound, name: str):
+    if name in bound.consts:
+        return lambda self: self._bound.consts[name]
+    pos = bound.positions.get(name)
+    default = bound.defaults.get(name)
+    if pos is None:   # an absent optional argument
+        return lambda self: default
+    if isinstance(pos, list):
+        return lambda self: [self._inputs[i] for i in pos]
+    if name in bound.scalars:   # a scalar fed at run time
+        def scalar(self):
+            v = self._inputs[pos]
+            return default if v is None else v.array.item()
+        return scalar
+    return lambda self: self._inputs[pos]
