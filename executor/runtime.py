@@ -23,6 +23,7 @@ import numpy as np
 
 from nnapi.codes import DEFAULT_LOOP_TIMEOUT_S, Lifetime, OperandCode, ResultCode
 from nnapi.errors import NnapiError, op_failed
+from nnapi.ops import spec_for
 from nnapi.operand import Operand, OperandType
 from nnapi.validate import execution_order
 
@@ -76,10 +77,11 @@ class Value:
 class Step:
     """One operation in execution order; `run` is the prepared callable, or the kernel itself."""
 
-    __slots__ = ("index", "code", "kernel", "inputs", "outputs", "output_operands", "frees", "run", "slots")
+    __slots__ = ("index", "code", "kernel", "inputs", "outputs", "output_operands", "frees", "run", "slots", "bound")
 
-    def __init__(self, index, code, kernel, inputs, outputs, output_operands=()):
+    def __init__(self, index, code, kernel, inputs, outputs, output_operands=(), bound=None):
         self.index, self.code, self.kernel = index, code, kernel
+        self.bound = bound   # the operation's arguments by name (nnapi/ops/binding.py), read as ctx.args
         self.inputs, self.outputs = inputs, outputs
         self.output_operands = list(output_operands)
         self.frees: tuple = ()
@@ -137,6 +139,11 @@ class OpContext:
     @property
     def where(self) -> str:
         return f"operation {self.step.index} ({self.step.code.name})"
+
+    @property
+    def args(self):
+        """The operation's arguments by name (`args.filter`, `args.stride_w`), bound by its spec."""
+        return self.step.bound.args(self.inputs)
 
     def has(self, i: int) -> bool:
         return i < len(self.inputs) and self.inputs[i] is not None
@@ -246,7 +253,7 @@ class CompiledModel:
             if reason is not None:
                 raise NnapiError(ResultCode.BAD_DATA, f"operation {k} ({op.code.name}): {reason}", operation=k)
             self.steps.append(Step(k, op.code, kernels[op.code], op.inputs, op.outputs,
-                                   [model.operands[o] for o in op.outputs]))
+                                   [model.operands[o] for o in op.outputs], spec_for(op.code).bind(model, k)))
         self.constants: dict[int, Value] = {}
         # work arrays of the prepared operations: they run one at a time, so they share them
         self.scratch = Scratch()

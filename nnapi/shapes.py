@@ -1,5 +1,5 @@
 """Shape inference over a whole model, from the op specs' `infer` functions
-(nnapi/ops/base.py): each operation's output Shapes from its inputs' known
+(nnapi/ops/spec.py, inference.py): each operation's output Shapes from its inputs' known
 dimensions and constant values, in execution order, so that inferred
 intermediate shapes feed later operations.
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .ops import spec_for
-from .ops.base import Shape, declared_shape
+from .ops.spec import Shape, declared_shape
 
 
 def merge(declared: Shape, inferred: Shape) -> tuple[Shape, bool]:

@@ -17,7 +17,7 @@ _RELU_FUSE = {Op.RELU: FuseCode.RELU, Op.RELU1: FuseCode.RELU1, Op.RELU6: FuseCo
 @kernel(Op.RELU, Op.RELU1, Op.RELU6)
 def relu(ctx):
     """Clamp in the output's domain (quantized: the real bounds quantized with the output's scale)."""
-    x, out = ctx.inputs[0], ctx.out_type()
+    x, out = ctx.args.input, ctx.out_type()
     fuse = _RELU_FUSE[ctx.step.code]
     if x.code in QUANT8:
         lo, hi = fuse_range(fuse, out.code, out.scale, out.zero_point)
@@ -36,7 +36,7 @@ def _fixed_point(ctx, fn, *args):
 
 @kernel(Op.LOGISTIC)
 def logistic(ctx):
-    x, out = ctx.inputs[0], ctx.out_type()
+    x, out = ctx.args.input, ctx.out_type()
     if x.code in QUANT8:
         return [_fixed_point(ctx, logistic_quant, x.array, x.scale, x.zero_point, out.zero_point, out.code)]
     return [float_result(ctx, lambda v: 1.0 / (1.0 + np.exp(-v)), x)]
@@ -44,7 +44,7 @@ def logistic(ctx):
 
 @kernel(Op.TANH)
 def tanh(ctx):
-    x, out = ctx.inputs[0], ctx.out_type()
+    x, out = ctx.args.input, ctx.out_type()
     if x.code in QUANT8:
         return [_fixed_point(ctx, tanh_quant, x.array, x.scale, x.zero_point, out.zero_point, out.code)]
     return [float_result(ctx, np.tanh, x)]
@@ -52,13 +52,14 @@ def tanh(ctx):
 
 @kernel(Op.ELU)
 def elu(ctx):
-    alpha = np.float32(ctx.scalar(1))
-    return [float_result(ctx, lambda v: np.where(v > 0, v, alpha * np.expm1(v)), ctx.inputs[0])]
+    args = ctx.args
+    alpha = np.float32(args.alpha)
+    return [float_result(ctx, lambda v: np.where(v > 0, v, alpha * np.expm1(v)), args.input)]
 
 
 @kernel(Op.HARD_SWISH)
 def hard_swish(ctx):
-    x, out = ctx.inputs[0], ctx.out_type()
+    x, out = ctx.args.input, ctx.out_type()
     if x.code in QUANT8:
         return [_fixed_point(ctx, hard_swish_quant, x.array, x.scale, x.zero_point, out.scale,
                              out.zero_point, out.code)]
@@ -67,7 +68,8 @@ def hard_swish(ctx):
 
 @kernel(Op.PRELU)
 def prelu(ctx):
-    x, alpha, out = ctx.inputs[0], ctx.inputs[1], ctx.out_type()
+    args = ctx.args
+    x, alpha, out = args.input, args.alpha, ctx.out_type()
     try:
         np.broadcast_shapes(x.shape, alpha.shape)
     except ValueError:

@@ -23,7 +23,8 @@ def _broadcast_or_fail(ctx, *values):
 
 @kernel(Op.MAXIMUM, Op.MINIMUM)
 def max_min(ctx):
-    a, b, out = ctx.inputs[0], ctx.inputs[1], ctx.out_type()
+    args = ctx.args
+    a, b, out = args.input1, args.input2, ctx.out_type()
     _broadcast_or_fail(ctx, a, b)
     fn = np.maximum if ctx.step.code == Op.MAXIMUM else np.minimum
     if a.code in QUANT8:
@@ -35,7 +36,8 @@ def max_min(ctx):
 @kernel(*_COMPARE)
 def compare(ctx):
     """Quantized inputs may have different scales: compare their real values (float32, as Android)."""
-    a, b = ctx.inputs[0], ctx.inputs[1]
+    args = ctx.args
+    a, b = args.input1, args.input2
     _broadcast_or_fail(ctx, a, b)
     x, y = a.array, b.array
     if a.code in QUANT8:
@@ -45,18 +47,20 @@ def compare(ctx):
 
 @kernel(*_LOGICAL)
 def logical(ctx):
-    _broadcast_or_fail(ctx, ctx.inputs[0], ctx.inputs[1])
-    return [_LOGICAL[ctx.step.code](ctx.inputs[0].array, ctx.inputs[1].array)]
+    args = ctx.args
+    _broadcast_or_fail(ctx, args.input1, args.input2)
+    return [_LOGICAL[ctx.step.code](args.input1.array, args.input2.array)]
 
 
 @kernel(Op.LOGICAL_NOT)
 def logical_not(ctx):
-    return [np.logical_not(ctx.inputs[0].array)]
+    return [np.logical_not(ctx.args.input.array)]
 
 
 @kernel(Op.SELECT)
 def select(ctx):
-    cond, a, b, out = ctx.inputs[0], ctx.inputs[1], ctx.inputs[2], ctx.out_type()
+    args = ctx.args
+    cond, a, b, out = args.condition, args.input1, args.input2, ctx.out_type()
     if not cond.shape == a.shape == b.shape:
         ctx.fail(f"condition {list(cond.shape)}, input1 {list(a.shape)} and input2 {list(b.shape)} "
                  f"must have the same shape")

@@ -60,9 +60,10 @@ class Entry:
         return outs
 
 
-def _referenced_model(ctx, k: int):
-    """The model of SUBGRAPH input `k`, or None."""
-    return ctx.model.operands[ctx.step.inputs[k]].subgraph
+def _referenced_model(ctx, name: str):
+    """The model the SUBGRAPH argument `name` references, or None."""
+    operand = ctx.step.bound.operand(name)
+    return None if operand is None else operand.subgraph
 
 
 def _truth(ctx, v: Optional[Value], what: str) -> bool:
@@ -73,18 +74,19 @@ def _truth(ctx, v: Optional[Value], what: str) -> bool:
 
 
 class If:
-    """Run the branch the condition selects on inputs 3...; its outputs are the IF's outputs."""
+    """Run the branch the condition selects on the inputs after it; its outputs are the IF's outputs."""
 
     def __init__(self, compiled, then_model, else_model):
         self.then, self.else_ = Entry(compiled.subgraph(then_model)), Entry(compiled.subgraph(else_model))
 
     def __call__(self, ctx):
-        branch = self.then if _truth(ctx, ctx.inputs[0], "the condition") else self.else_
-        return [v.array for v in branch.run(ctx, ctx.inputs[3:])]
+        args = ctx.args
+        branch = self.then if _truth(ctx, args.condition, "the condition") else self.else_
+        return [v.array for v in branch.run(ctx, args.get("inputs", []))]
 
 
 class While:
-    """Inputs 2...: input-output, then state-only, then input-only values; the body returns the first two
+    """`inputs`: input-output, then state-only, then input-only values; the body returns the first two
     groups, the outputs are the input-output ones."""
 
     def __init__(self, compiled, cond_model, body_model, outputs: int):
@@ -94,7 +96,7 @@ class While:
 
     def __call__(self, ctx):
         cond, body, carried = self.cond, self.body, self.carried
-        values = list(ctx.inputs[2:])
+        values = list(ctx.args.inputs)
         timeout = ctx.state.loop_timeout_s
         start = time.monotonic()
         while _truth(ctx, cond.run(ctx, values)[0], "the condition subgraph's output"):
@@ -105,30 +107,31 @@ class While:
         return [v.array for v in values[:self.outputs]]
 
 
-def _models(ctx, *positions):
-    """The referenced models at `positions`; the kernel fails when one is missing, a preparer gives up."""
-    models = [_referenced_model(ctx, k) for k in positions]
-    for k, model in zip(positions, models):
+def _models(ctx, *names):
+    """The models the SUBGRAPH arguments `names` reference; the kernel fails when one is missing, a
+    preparer gives up."""
+    models = [_referenced_model(ctx, name) for name in names]
+    for name, model in zip(names, models):
         if model is None:
-            ctx.fail(f"input {k} references no subgraph")
+            ctx.fail(f"{name} references no subgraph")
     return models
 
 
 @kernel(Op.IF)
 def if_(ctx):
-    return If(ctx.compiled, *_models(ctx, 1, 2))(ctx)
+    return If(ctx.compiled, *_models(ctx, "then_model", "else_model"))(ctx)
 
 
 @kernel(Op.WHILE)
 def while_(ctx):
-    return While(ctx.compiled, *_models(ctx, 0, 1), len(ctx.outputs))(ctx)
+    return While(ctx.compiled, *_models(ctx, "cond_model", "body_model"), len(ctx.outputs))(ctx)
 
 
 @prepare(Op.IF)
 def prepare_if(pctx):
-    return If(pctx.compiled, *_models(pctx, 1, 2))
+    return If(pctx.compiled, *_models(pctx, "then_model", "else_model"))
 
 
 @prepare(Op.WHILE)
 def prepare_while(pctx):
-    return While(pctx.compiled, *_models(pctx, 0, 1), len(pctx.outputs))
+    return While(pctx.compiled, *_models(pctx, "cond_model", "body_model"), len(pctx.outputs))

@@ -1,4 +1,5 @@
-"""CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D and FULLY_CONNECTED.
+"""CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D, and the matrix products FULLY_CONNECTED and
+BATCH_MATMUL.
 
 The three convolutions are one grouped correlation: im2col patches (a strided
 view of the padded input) times the filters, as one batched matrix multiply
@@ -13,27 +14,14 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from nnapi.codes import OperationCode as Op
-from nnapi.ops import spec_for
+from nnapi.codes import OperandCode as C, OperationCode as Op
 
 from ..registry import kernel
-from .common import explicit_out_size, from_nhwc, implicit_padding, is_quant, to_nhwc
+from .common import QUANT8, explicit_out_size, from_nhwc, is_quant, requantize, to_nhwc
 from .conv_quant import acc_operand, check_exact, finish
 
 
-# -- arguments --------------------------------------------------------------------
-
-def op_args(ctx) -> tuple[str, dict]:
-    """(form name, {argument name: Value or None}), positions as the operation's spec lays them out."""
-    op = ctx.model.operations[ctx.op_index]
-    form, _, _ = spec_for(ctx.step.code).match_form(ctx.model, op.inputs, op.outputs)
-    return form.name, {a.name: v for a, v in zip(form.inputs, ctx.inputs)}
-
-
-def scalar(args: dict, name: str, default=None):
-    v = args.get(name)
-    return default if v is None else v.array.item()
-
+# -- the window ----------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Window:
@@ -44,23 +32,19 @@ class Window:
     dilations: tuple
 
 
-def window(ctx, form: str, args: dict, in_hw: tuple, filter_hw: tuple) -> Window:
-    """The explicit padding as given, or the SAME/VALID padding worked out for this input size."""
-    strides = (scalar(args, "stride_h"), scalar(args, "stride_w"))
-    dilations = (scalar(args, "dilation_h", 1), scalar(args, "dilation_w", 1))
+def window(ctx, args, in_hw: tuple, filter_hw: tuple) -> Window:
+    """The explicit padding as given, or the SAME/VALID padding worked out for this input size. The spec
+    checks constant parameters at finish(); these checks catch the ones fed at run time."""
+    strides, dilations = args.window_strides, args.window_dilations
     if min(strides) < 1 or min(dilations) < 1:
         ctx.fail(f"strides {strides} and dilations {dilations} must be positive")
-    if form == "explicit":
-        pads = tuple(scalar(args, n) for n in ("pad_top", "pad_bottom", "pad_left", "pad_right"))
-        if min(pads) < 0:
-            ctx.fail(f"negative padding {pads}")
-        return Window(pads, strides, dilations)
     try:
-        top, bottom, _ = implicit_padding(in_hw[0], strides[0], filter_hw[0], scalar(args, "padding"), dilations[0])
-        left, right, _ = implicit_padding(in_hw[1], strides[1], filter_hw[1], scalar(args, "padding"), dilations[1])
+        pads = args.window_pads(in_hw, filter_hw)
     except ValueError as e:
         ctx.fail(str(e))
-    return Window((top, bottom, left, right), strides, dilations)
+    if min(pads) < 0:
+        ctx.fail(f"negative padding {pads}")
+    return Window(pads, strides, dilations)
 
 
 # -- the grouped correlation -------------------------------------------------------------
@@ -89,19 +73,19 @@ def correlate(ctx, x: np.ndarray, w: np.ndarray, groups: int, win: Window) -> np
 
 def _conv(ctx, filters) -> list[np.ndarray]:
     """Shared body: `filters(ctx, args, flt, channels)` -> (w [O, kh, kw, C/groups], groups)."""
-    form, args = op_args(ctx)
-    inp, flt, bias = args["input"], args["filter"], args["bias"]
+    args = ctx.args
+    inp, flt, bias = args.input, args.filter, args.bias
     if inp.array.ndim != 4 or flt.array.ndim != 4 or bias.array.ndim != 1:
         ctx.fail(f"input {inp.shape} and filter {flt.shape} must be 4-D, bias {bias.shape} 1-D")
-    nchw = bool(scalar(args, "layout", False))
+    nchw = args.nchw
     x = to_nhwc(acc_operand(inp), nchw)
     w, groups = filters(ctx, args, flt, x.shape[-1])
     if bias.shape[0] != w.shape[0]:
         ctx.fail(f"bias has {bias.shape[0]} values for {w.shape[0]} output channels")
     if is_quant(inp.code):
         check_exact(ctx, w[0].size)
-    acc = correlate(ctx, x, w, groups, window(ctx, form, args, x.shape[1:3], w.shape[1:3]))
-    return [from_nhwc(finish(ctx, acc, inp, flt, bias, scalar(args, "fuse")), nchw)]
+    acc = correlate(ctx, x, w, groups, window(ctx, args, x.shape[1:3], w.shape[1:3]))
+    return [from_nhwc(finish(ctx, acc, inp, flt, bias, args.fuse), nchw)]
 
 
 def _dense_filters(ctx, args, flt, channels):
@@ -111,7 +95,7 @@ def _dense_filters(ctx, args, flt, channels):
 
 
 def _grouped_filters(ctx, args, flt, channels):
-    groups = scalar(args, "groups")
+    groups = args.groups
     if groups <= 0 or flt.shape[0] % groups or flt.shape[3] * groups != channels:
         ctx.fail(f"{groups} groups do not split {channels} input channels into filters of depth "
                  f"{flt.shape[3]} and {flt.shape[0]} outputs")
@@ -120,7 +104,7 @@ def _grouped_filters(ctx, args, flt, channels):
 
 def _depthwise_filters(ctx, args, flt, channels):
     """[1, kh, kw, C*M] -> [C*M, kh, kw, 1] with one group per input channel."""
-    multiplier = scalar(args, "multiplier")
+    multiplier = args.multiplier
     if flt.shape[0] != 1 or multiplier <= 0 or flt.shape[3] != channels * multiplier:
         ctx.fail(f"filter {list(flt.shape)} must be [1, h, w, {channels} channels x multiplier {multiplier}]")
     return acc_operand(flt)[0].transpose(2, 0, 1)[..., None], channels
@@ -143,7 +127,8 @@ def depthwise_conv_2d(ctx):
 
 @kernel(Op.FULLY_CONNECTED)
 def fully_connected(ctx):
-    inp, weights, bias = ctx.inputs[:3]
+    args = ctx.args
+    inp, weights, bias = args.input, args.weights, args.bias
     if weights.array.ndim != 2 or bias.array.ndim != 1 or inp.array.ndim < 2:
         ctx.fail(f"weights {weights.shape} must be 2-D, bias {bias.shape} 1-D, input {inp.shape} at least 2-D")
     units, size = weights.shape
@@ -152,4 +137,45 @@ def fully_connected(ctx):
     if is_quant(inp.code):
         check_exact(ctx, size)
     acc = acc_operand(inp).reshape(-1, size) @ acc_operand(weights).T  # [batch, units]
-    return [finish(ctx, acc, inp, weights, bias, ctx.scalar(3))]
+    return [finish(ctx, acc, inp, weights, bias, args.fuse)]
+
+
+# -- BATCH_MATMUL ----------------------------------------------------------------------------
+
+def _matmul_operands(ctx, args):
+    """The two operands with adj_x / adj_y applied (transposing the last two dimensions), after shape checks."""
+    x, y = args.x.array, args.y.array
+    if x.ndim != y.ndim or not 2 <= x.ndim <= 4:
+        ctx.fail(f"inputs must have the same rank, 2 to 4; got shapes {list(x.shape)} and {list(y.shape)}")
+    a = np.swapaxes(x, -1, -2) if args.adj_x else x
+    b = np.swapaxes(y, -1, -2) if args.adj_y else y
+    if a.shape[-1] != b.shape[-2]:
+        ctx.fail(f"cannot multiply [..., {a.shape[-2]}, {a.shape[-1]}] by [..., {b.shape[-2]}, {b.shape[-1]}] "
+                 f"matrices (after adj_x/adj_y)")
+    for i, (p, q) in enumerate(zip(a.shape[:-2], b.shape[:-2])):
+        if p != q and 1 not in (p, q):
+            ctx.fail(f"batch dimension {i} differs ({p} vs {q}) and neither is 1")
+    return a, b
+
+
+def _quant_matmul(ctx, args, a, b):
+    """int8 x int8 -> int32 sums, exact in float64 (|term| <= 2**16, far fewer than 2**37 terms)."""
+    x, y, out = args.x, args.y, ctx.out_type()
+    acc = np.matmul(a.astype(np.float64) - x.zero_point, b.astype(np.float64) - y.zero_point).astype(np.int64)
+    # TFLite: real multiplier = (float32 input scale x float32 weight scale) / output scale, in double
+    real = float(np.float32(x.scale) * np.float32(y.scale)) / float(np.float32(out.scale))
+    return requantize(acc, real, out.zero_point, out.code)
+
+
+@kernel(Op.BATCH_MATMUL)
+def batch_matmul(ctx):
+    args = ctx.args
+    a, b = _matmul_operands(ctx, args)
+    code = args.x.code
+    if code in QUANT8:
+        res = _quant_matmul(ctx, args, a, b)
+    elif code == C.TENSOR_INT32:
+        res = np.matmul(a.astype(np.int64), b.astype(np.int64))  # wraps to int32 like the C kernel
+    else:
+        res = np.matmul(a.astype(np.float32), b.astype(np.float32))
+    return [res.astype(ctx.out_type().dtype)]

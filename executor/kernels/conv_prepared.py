@@ -28,7 +28,7 @@ from nnapi.codes import OperationCode as Op
 
 from ..registry import prepare
 from .common import QUANT8, QUANT_RANGE, clip_ufunc, explicit_out_size, fuse_range
-from .conv import op_args, scalar, window
+from .conv import window
 from .conv_quant import real_multipliers
 from .gemm import (
     FEW_CHANNELS,
@@ -120,12 +120,12 @@ class PreparedConv:
 
     fresh_outputs = True
 
-    def __init__(self, pctx, form, args, layout):
+    def __init__(self, pctx, args, layout):
         self.kernel = pctx.step.kernel
-        self.form, self.args = form, args
-        self.nchw = bool(scalar(args, "layout", False))
+        self.args = args
+        self.nchw = args.nchw
         self.kind, self.groups, self.multiplier = layout
-        flt = args["filter"]
+        flt = args.filter
         o, kh, kw, cg = flt.array.shape
         self.kernel_hw = (kh, kw)
         self.channels = cg * self.groups
@@ -144,7 +144,7 @@ class PreparedConv:
             g = self.groups
             self.weights = np.ascontiguousarray(w.reshape(g, o // g, -1).transpose(0, 2, 1), self.dtype)
         self.out_channels = o
-        self.epilogue = Epilogue(pctx, args["bias"], flt, scalar(args, "fuse"), bound)
+        self.epilogue = Epilogue(pctx, args.bias, flt, args.fuse, bound)
         self.geometry: dict = {}
         self.tiled: dict = {}
         self.scratch = pctx.compiled.scratch
@@ -169,7 +169,7 @@ class PreparedConv:
         """(pads, strides, dilations, (OH, OW)) for an input size, worked out once per size."""
         key = (h, w)
         if key not in self.geometry:
-            win = window(ctx, self.form, self.args, (h, w), self.kernel_hw)
+            win = window(ctx, self.args, (h, w), self.kernel_hw)
             (pt, pb, pl, pr), (sh, sw), (dh, dw) = win.pads, win.strides, win.dilations
             out_hw = (explicit_out_size(h, sh, self.kernel_hw[0], pt, pb, dh),
                       explicit_out_size(w, sw, self.kernel_hw[1], pl, pr, dw))
@@ -239,12 +239,12 @@ class PreparedConv:
 def _prepare(pctx, layout):
     if not supported(pctx):
         return None
-    form, args = op_args(pctx)
-    flt, bias = args["filter"], args["bias"]
+    args = pctx.args
+    flt, bias = args.filter, args.bias
     if flt is None or bias is None or flt.array.ndim != 4 or bias.array.ndim != 1 \
             or bias.array.shape[0] != flt.array.shape[0 if layout[0] != "depthwise" else 3]:
         return None
-    return PreparedConv(pctx, form, args, layout)
+    return PreparedConv(pctx, args, layout)
 
 
 @prepare(Op.CONV_2D)
@@ -254,13 +254,13 @@ def prepare_conv_2d(pctx):
 
 @prepare(Op.GROUPED_CONV_2D)
 def prepare_grouped_conv_2d(pctx):
-    groups = scalar(op_args(pctx)[1], "groups")
+    groups = pctx.args.groups
     return _prepare(pctx, ("grouped", groups, 1)) if groups and groups > 0 else None
 
 
 @prepare(Op.DEPTHWISE_CONV_2D)
 def prepare_depthwise_conv_2d(pctx):
-    multiplier = scalar(op_args(pctx)[1], "multiplier")
+    multiplier = pctx.args.multiplier
     return _prepare(pctx, ("depthwise", 1, multiplier)) if multiplier and multiplier > 0 else None
 
 

@@ -16,7 +16,6 @@ from nnapi.ops.geometry import transpose_implicit_padding, transpose_out_size
 
 from ..registry import kernel, prepare
 from .common import from_nhwc, is_quant, to_nhwc
-from .conv import op_args, scalar
 from .conv_prepared import Epilogue, gemm_domain, supported
 from .conv_quant import acc_operand, check_exact, finish
 from .gemm import pad_hw
@@ -29,16 +28,16 @@ def _implicit_pads(ctx, out_size: int, stride: int, filter_size: int, padding: i
         ctx.fail(str(e))
 
 
-def _pads(ctx, form: str, args: dict, nchw: bool, filter_hw: tuple, strides: tuple) -> tuple:
+def _pads(ctx, args, nchw: bool, filter_hw: tuple, strides: tuple) -> tuple:
     """(top, bottom, left, right); only the head paddings must be non-negative."""
-    if form == "explicit":
-        pads = tuple(scalar(args, n) for n in ("pad_top", "pad_bottom", "pad_left", "pad_right"))
+    if args.form == "explicit":
+        pads = (args.pad_top, args.pad_bottom, args.pad_left, args.pad_right)
     else:
-        shape = args["output_shape"].array.reshape(-1)
+        shape = args.output_shape.array.reshape(-1)
         if shape.size != 4:
             ctx.fail(f"output shape tensor must have 4 values, got {shape.size}")
         out_hw = (int(shape[2]), int(shape[3])) if nchw else (int(shape[1]), int(shape[2]))
-        padding = scalar(args, "padding")
+        padding = args.padding
         pads = (_implicit_pads(ctx, out_hw[0], strides[0], filter_hw[0], padding)
                 + _implicit_pads(ctx, out_hw[1], strides[1], filter_hw[1], padding))
     if pads[0] < 0 or pads[2] < 0:
@@ -65,23 +64,23 @@ def scatter(ctx, x: np.ndarray, w: np.ndarray, strides: tuple, pads: tuple) -> n
 
 @kernel(Op.TRANSPOSE_CONV_2D)
 def transpose_conv_2d(ctx):
-    form, args = op_args(ctx)
-    inp, flt, bias = args["input"], args["filter"], args["bias"]
+    args = ctx.args
+    inp, flt, bias = args.input, args.filter, args.bias
     if inp.array.ndim != 4 or flt.array.ndim != 4 or bias.array.ndim != 1:
         ctx.fail(f"input {inp.shape} and filter {flt.shape} must be 4-D, bias {bias.shape} 1-D")
-    nchw = bool(scalar(args, "layout"))
+    nchw = args.nchw
     x = to_nhwc(acc_operand(inp), nchw)
     if flt.shape[3] != x.shape[3] or bias.shape[0] != flt.shape[0]:
         ctx.fail(f"filter {list(flt.shape)} and bias {list(bias.shape)} do not fit {x.shape[3]} input channels")
-    strides = (scalar(args, "stride_h"), scalar(args, "stride_w"))
+    strides = args.window_strides
     if min(strides) < 1:
         ctx.fail(f"strides {strides} must be positive")
     if is_quant(inp.code):
         # each output sums at most ceil(kh/sh) * ceil(kw/sw) taps of C products
         check_exact(ctx, x.shape[3] * -(-flt.shape[1] // strides[0]) * -(-flt.shape[2] // strides[1]))
-    pads = _pads(ctx, form, args, nchw, flt.shape[1:3], strides)
+    pads = _pads(ctx, args, nchw, flt.shape[1:3], strides)
     acc = scatter(ctx, x, acc_operand(flt), strides, pads)
-    return [from_nhwc(finish(ctx, acc, inp, flt, bias, scalar(args, "fuse")), nchw)]
+    return [from_nhwc(finish(ctx, acc, inp, flt, bias, args.fuse), nchw)]
 
 
 class PreparedTransposeConv:
@@ -90,30 +89,30 @@ class PreparedTransposeConv:
 
     fresh_outputs = True
 
-    def __init__(self, pctx, form, args):
+    def __init__(self, pctx, args):
         self.kernel = pctx.step.kernel
-        self.form, self.args = form, args
-        self.nchw = bool(scalar(args, "layout"))
-        self.strides = (scalar(args, "stride_h"), scalar(args, "stride_w"))
+        self.args = args
+        self.nchw = args.nchw
+        self.strides = args.window_strides
         if min(self.strides) < 1:
             raise ValueError(f"strides {self.strides} must be positive")
-        flt = args["filter"]
+        flt = args.filter
         w = flt.array.astype(np.float64) - (flt.zero_point if is_quant(flt.code) else 0)
         bound, self.dtype, self.zero_point = gemm_domain(pctx, w)
         self.weights = w.astype(self.dtype)
-        self.epilogue = Epilogue(pctx, args["bias"], flt, scalar(args, "fuse"), bound)
+        self.epilogue = Epilogue(pctx, args.bias, flt, args.fuse, bound)
         self.pads: dict = {}
         self.scratch = pctx.compiled.scratch
 
     def __call__(self, ctx):
-        v = ctx.inputs[0]
+        v = ctx.args.input
         if v is None or v.array.ndim != 4:
             return self.kernel(ctx)
         x = to_nhwc(v.array, self.nchw)
         if x.shape[3] != self.weights.shape[3] or x.shape[0] == 0:
             return self.kernel(ctx)
         if x.shape not in self.pads:
-            self.pads[x.shape] = _pads(ctx, self.form, self.args, self.nchw, self.weights.shape[1:3], self.strides)
+            self.pads[x.shape] = _pads(ctx, self.args, self.nchw, self.weights.shape[1:3], self.strides)
         xf = pad_hw(x, (0, 0, 0, 0), self.scratch, self.dtype, self.zero_point)
         acc = scatter(ctx, xf, self.weights, self.strides, self.pads[x.shape])
         out = self.epilogue.output(None if self.nchw else ctx, acc.shape)
@@ -124,8 +123,8 @@ class PreparedTransposeConv:
 def prepare_transpose_conv_2d(pctx):
     if not supported(pctx):
         return None
-    form, args = op_args(pctx)
-    flt, bias = args["filter"], args["bias"]
+    args = pctx.args
+    flt, bias = args.filter, args.bias
     if flt is None or bias is None or flt.array.ndim != 4 or bias.array.shape != (flt.array.shape[0],):
         return None
-    return PreparedTransposeConv(pctx, form, args)
+    return PreparedTransposeConv(pctx, args)

@@ -13,7 +13,7 @@ from nnapi.codes import OperationCode as Op
 from ..registry import kernel
 from .common import to_nhwc
 from .detection_utils import (F32, as_float, bad_boxes, batch_runs, hard_suppress, iou_one_to_many, nms,
-                              per_class_nms, scalar_f32, store)
+                              per_class_nms, store)
 
 
 def transform_boxes(rois: np.ndarray, deltas: np.ndarray, image_hw: np.ndarray) -> np.ndarray:
@@ -37,8 +37,9 @@ def transform_boxes(rois: np.ndarray, deltas: np.ndarray, image_hw: np.ndarray) 
 
 @kernel(Op.AXIS_ALIGNED_BBOX_TRANSFORM)
 def axis_aligned_bbox_transform(ctx):
-    rois, deltas = as_float(ctx.inputs[0]), as_float(ctx.inputs[1])
-    batches, image = ctx.inputs[2].array, as_float(ctx.inputs[3])
+    args = ctx.args
+    rois, deltas = as_float(args.rois), as_float(args.deltas)
+    batches, image = args.batches.array, as_float(args.image_info)
     n = rois.shape[0]
     if rois.shape != (n, 4) or deltas.shape[0] != n or deltas.shape[1] % 4 or batches.shape != (n,):
         ctx.fail(f"rois {list(rois.shape)}, deltas {list(deltas.shape)} and batches {list(batches.shape)} "
@@ -77,19 +78,20 @@ def _soft_suppress(scores, boxes, weight, nms_score_threshold):
 
 @kernel(Op.BOX_WITH_NMS_LIMIT)
 def box_with_nms_limit(ctx):
-    scores_in, rois_in, batches = ctx.inputs[0], ctx.inputs[1], ctx.inputs[2].array
+    args = ctx.args
+    scores_in, rois_in, batches = args.scores, args.rois, args.batches.array
     n, classes = scores_in.shape
     if rois_in.shape != (n, 4 * classes) or batches.shape != (n,):
         ctx.fail(f"rois {list(rois_in.shape)} / batches {list(batches.shape)} do not fit scores [{n}, {classes}]")
     if classes < 2:
         ctx.fail("need at least two classes (class 0 is background)")
-    score_threshold, max_detections = scalar_f32(ctx, 3), int(ctx.scalar(4))
-    weight = _soft_kernel(ctx, int(ctx.scalar(5)), scalar_f32(ctx, 6), scalar_f32(ctx, 7))
+    score_threshold, max_detections = F32(args.score_threshold), int(args.max_detections)
+    weight = _soft_kernel(ctx, int(args.nms_kernel), F32(args.iou_threshold), F32(args.sigma))
     scores = as_float(scores_in).reshape(-1)          # rescaled in place by soft NMS
     boxes = as_float(rois_in).reshape(-1, 4)          # one box per (roi, class)
     if bad_boxes(boxes, strict=False):
         ctx.fail("every roi needs x1 <= x2 and y1 <= y2")
-    nms_score_threshold = scalar_f32(ctx, 8)
+    nms_score_threshold = F32(args.nms_score_threshold)
     selected, out_batches = [], []
     for batch, start, stop in batch_runs(batches):
         rows = slice(start * classes, stop * classes)   # views: soft NMS rescales `scores` itself
@@ -128,18 +130,19 @@ def _keep_large(boxes: np.ndarray, image_hw: np.ndarray, min_size) -> np.ndarray
 
 @kernel(Op.GENERATE_PROPOSALS)
 def generate_proposals(ctx):
-    nchw = bool(ctx.scalar(10))
-    scores = to_nhwc(as_float(ctx.inputs[0]), nchw)
-    deltas = to_nhwc(as_float(ctx.inputs[1]), nchw)
-    anchors, image = as_float(ctx.inputs[2]), as_float(ctx.inputs[3])
+    args = ctx.args
+    nchw = args.nchw
+    scores = to_nhwc(as_float(args.scores), nchw)
+    deltas = to_nhwc(as_float(args.deltas), nchw)
+    anchors, image = as_float(args.anchors), as_float(args.image_info)
     batches, height, width, num_anchors = scores.shape
     if deltas.shape != (batches, height, width, 4 * num_anchors) or anchors.shape != (num_anchors, 4) \
             or image.shape != (batches, 2):
         ctx.fail(f"scores {list(scores.shape)}, deltas {list(deltas.shape)}, anchors {list(anchors.shape)} and "
                  f"image info {list(image.shape)} do not fit (layout {'NCHW' if nchw else 'NHWC'})")
-    pre_nms, post_nms = int(ctx.scalar(6)), int(ctx.scalar(7))
-    iou_threshold, min_size = scalar_f32(ctx, 8), scalar_f32(ctx, 9)
-    grid = _anchor_grid(anchors, height, width, scalar_f32(ctx, 4), scalar_f32(ctx, 5))
+    pre_nms, post_nms = int(args.pre_nms_max), int(args.post_nms_max)
+    iou_threshold, min_size = F32(args.iou_threshold), F32(args.min_size)
+    grid = _anchor_grid(anchors, height, width, F32(args.height_stride), F32(args.width_stride))
     if batches and bad_boxes(grid, strict=True):
         ctx.fail("every anchor needs x1 < x2 and y1 < y2")
     out_scores, out_rois, out_batches = [], [], []

@@ -52,9 +52,10 @@ def _refine(g, atol, rtol):
 
 @kernel(Op.HEATMAP_MAX_KEYPOINT)
 def heatmap_max_keypoint(ctx):
-    nchw = bool(ctx.scalar(2))
-    heatmap = to_nhwc(as_float(ctx.inputs[0]), nchw)
-    boxes = as_float(ctx.inputs[1])
+    args = ctx.args
+    nchw = args.nchw
+    heatmap = to_nhwc(as_float(args.heatmap), nchw)
+    boxes = as_float(args.boxes)
     count, size, width, keypoints = heatmap.shape
     if size != width or size < 2:
         ctx.fail(f"heatmaps must be square and at least 2 x 2, got {size} x {width}")
@@ -65,7 +66,7 @@ def heatmap_max_keypoint(ctx):
     flat = heatmap.reshape(count, size * size, keypoints)
     best = np.argmax(flat, axis=1)                                   # first maximum, like the reference
     rows, cols = best // size, best % size
-    tol = F32(1e-3) if ctx.inputs[0].code == C.TENSOR_FLOAT16 else F32(1e-5)
+    tol = F32(1e-3) if args.heatmap.code == C.TENSOR_FLOAT16 else F32(1e-5)
     dx, dy, score = _refine(_neighbourhood(heatmap, rows, cols), tol, tol)
     x = (cols.astype(F32) + dx + F32(0.5)) / F32(size) * (boxes[:, 2:3] - boxes[:, 0:1]) + boxes[:, 0:1]
     y = (rows.astype(F32) + dy + F32(0.5)) / F32(size) * (boxes[:, 3:4] - boxes[:, 1:2]) + boxes[:, 1:2]

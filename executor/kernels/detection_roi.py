@@ -19,17 +19,17 @@ _WEIGHT_STEP = F32(1.0) / F32(255.0)   # quantized ROI_ALIGN rounds bilinear wei
 _BOX_SCALE = F32(0.125)
 
 
-def _regions(ctx, layout_index: int):
+def _regions(ctx, args):
     """(NHWC feature map as stored, regions in feature cells [n, 4] float32, batch ids, nchw)."""
-    nchw = bool(ctx.scalar(layout_index))
-    feature = to_nhwc(ctx.inputs[0].array, nchw)
-    rois, batches = ctx.inputs[1], ctx.inputs[2].array
+    nchw = args.nchw
+    feature = to_nhwc(args.input.array, nchw)
+    rois, batches = args.rois, args.batches.array
     n = rois.shape[0]
     if rois.array.shape != (n, 4) or batches.shape != (n,):
         ctx.fail(f"rois {list(rois.shape)} / batch indexes {list(batches.shape)} must be [n, 4] / [n]")
-    if ctx.scalar(3) <= 0 or ctx.scalar(4) <= 0:
-        ctx.fail(f"output size must be positive, got {ctx.scalar(3)} x {ctx.scalar(4)}")
-    h_stride, w_stride = F32(ctx.scalar(5)), F32(ctx.scalar(6))
+    if args.out_height <= 0 or args.out_width <= 0:
+        ctx.fail(f"output size must be positive, got {args.out_height} x {args.out_width}")
+    h_stride, w_stride = F32(args.height_stride), F32(args.width_stride)
     if h_stride <= 0 or w_stride <= 0:
         ctx.fail(f"strides must be positive, got {h_stride} x {w_stride}")
     scale = np.array([F32(1) / w_stride, F32(1) / h_stride] * 2, F32)
@@ -51,8 +51,8 @@ def _check_regions(ctx, cells, batches, shape):
         ctx.fail("every region needs x1 <= x2 and y1 <= y2")
 
 
-def _empty_output(ctx, feature, nchw):
-    shape = (0, int(ctx.scalar(3)), int(ctx.scalar(4)), feature.shape[3])
+def _empty_output(ctx, args, feature, nchw):
+    shape = (0, int(args.out_height), int(args.out_width), feature.shape[3])
     return [from_nhwc(np.zeros(shape, ctx.out_type(0).dtype), nchw)]
 
 
@@ -104,14 +104,15 @@ def _align_region(image, cell, out_h, out_w, ratios, quant):
 
 @kernel(Op.ROI_ALIGN)
 def roi_align(ctx):
-    feature, cells, batches, nchw = _regions(ctx, 9)
+    args = ctx.args
+    feature, cells, batches, nchw = _regions(ctx, args)
     if len(cells) == 0:
-        return _empty_output(ctx, feature, nchw)
-    out_h, out_w = int(ctx.scalar(3)), int(ctx.scalar(4))
-    ratios = (int(ctx.scalar(7)), int(ctx.scalar(8)))
+        return _empty_output(ctx, args, feature, nchw)
+    out_h, out_w = int(args.out_height), int(args.out_width)
+    ratios = (int(args.height_ratio), int(args.width_ratio))
     if min(ratios) < 0:
         ctx.fail(f"sampling ratios must be >= 0, got {list(ratios)}")
-    src, out = ctx.inputs[0], ctx.out_type(0)
+    src, out = args.input, ctx.out_type(0)
     quant = src.zero_point if is_quant(src.code) else None
     results = []
     for cell, b in zip(cells, batches):
@@ -155,11 +156,12 @@ def _pool_region(image, cell, out_h, out_w, empty_value):
 
 @kernel(Op.ROI_POOLING)
 def roi_pooling(ctx):
-    feature, cells, batches, nchw = _regions(ctx, 7)
+    args = ctx.args
+    feature, cells, batches, nchw = _regions(ctx, args)
     if len(cells) == 0:
-        return _empty_output(ctx, feature, nchw)
-    out_h, out_w = int(ctx.scalar(3)), int(ctx.scalar(4))
-    src = ctx.inputs[0]
+        return _empty_output(ctx, args, feature, nchw)
+    out_h, out_w = int(args.out_height), int(args.out_width)
+    src = args.input
     empty_value = src.zero_point if is_quant(src.code) else 0
     pooled = [_pool_region(feature[b], cell, out_h, out_w, empty_value) for cell, b in zip(cells, batches)]
     return [from_nhwc(np.stack(pooled).astype(ctx.out_type(0).dtype), nchw)]

@@ -11,7 +11,7 @@ import numpy as np
 from nnapi.codes import OperationCode as Op
 
 from ..registry import kernel
-from .detection_utils import F32, as_float, hard_suppress, nms, per_class_nms, scalar_f32, store
+from .detection_utils import F32, as_float, hard_suppress, nms, per_class_nms, store
 
 
 def decode_boxes(deltas: np.ndarray, anchors: np.ndarray, scales) -> np.ndarray:
@@ -48,10 +48,12 @@ def _fast(scores, boxes, p):
 
 def _params(ctx):
     """The scalar inputs, checked like the reference's prepare step."""
-    p = dict(scales=tuple(scalar_f32(ctx, i) for i in range(3, 7)), regular=bool(ctx.scalar(7)),
-             max_detections=int(ctx.scalar(8)), per_detection=int(ctx.scalar(9)), per_class=int(ctx.scalar(10)),
-             score_threshold=scalar_f32(ctx, 11), iou_threshold=scalar_f32(ctx, 12),
-             label_offset=0 if ctx.scalar(13) else 1)
+    a = ctx.args
+    p = dict(scales=tuple(F32(s) for s in (a.scale_y, a.scale_x, a.scale_h, a.scale_w)),
+             regular=bool(a.use_regular_nms), max_detections=int(a.max_detections),
+             per_detection=int(a.max_classes_per_detection), per_class=int(a.max_detections_per_class),
+             score_threshold=F32(a.score_threshold), iou_threshold=F32(a.iou_threshold),
+             label_offset=0 if a.background_in_label else 1)
     if min(p["scales"]) <= 0:
         ctx.fail(f"box scales must be positive, got {[float(s) for s in p['scales']]}")
     if p["score_threshold"] < 0 or p["iou_threshold"] < 0:
@@ -67,7 +69,8 @@ def _params(ctx):
 
 @kernel(Op.DETECTION_POSTPROCESSING)
 def detection_postprocessing(ctx):
-    scores, deltas, anchors = (as_float(ctx.inputs[i]) for i in range(3))
+    args = ctx.args
+    scores, deltas, anchors = as_float(args.scores), as_float(args.deltas), as_float(args.anchors)
     batches, num_anchors, classes = scores.shape
     if deltas.shape[:2] != (batches, num_anchors) or deltas.shape[2] < 4 or anchors.shape != (num_anchors, 4):
         ctx.fail(f"deltas {list(deltas.shape)} / anchors {list(anchors.shape)} do not fit scores "

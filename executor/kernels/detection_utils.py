@@ -23,10 +23,6 @@ def as_float(value) -> np.ndarray:
     return arr.astype(F32)
 
 
-def scalar_f32(ctx, i: int) -> np.float32:
-    return F32(ctx.scalar(i))
-
-
 def store(x: np.ndarray, otype) -> np.ndarray:
     """float32 results -> the output's storage; quantized as round(x / scale + zero_point), saturated."""
     if not is_quant(otype.code):

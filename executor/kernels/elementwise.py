@@ -12,8 +12,7 @@ from .fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
 _LEFT_SHIFT = 20  # TFLite's headroom for quantized add/sub
 
 
-def _quant_add(ctx, sign: int):
-    a, b = ctx.inputs[0], ctx.inputs[1]
+def _quant_add(ctx, a, b, sign: int):
     out = ctx.out_type()
     twice_max = 2.0 * max(a.scale, b.scale)
     m1, s1 = quantize_multiplier(a.scale / twice_max)
@@ -27,23 +26,22 @@ def _quant_add(ctx, sign: int):
     return raw
 
 
-def _quant_mul(ctx):
-    a, b = ctx.inputs[0], ctx.inputs[1]
+def _quant_mul(ctx, a, b):
     out = ctx.out_type()
     m, s = quantize_multiplier(float(np.float32(a.scale)) * float(np.float32(b.scale)) / float(np.float32(out.scale)))
     prod = (a.array.astype(np.int64) - a.zero_point) * (b.array.astype(np.int64) - b.zero_point)
     return multiply_by_quantized_multiplier(prod, m, s) + out.zero_point
 
 
-def _finish(ctx, raw):
+def _finish(ctx, args, raw):
     out = ctx.out_type()
-    fuse = ctx.scalar(2)
+    fuse = args.fuse
     return [apply_fuse(raw, fuse, out.code, out.scale, out.zero_point).astype(out.dtype)]
 
 
-def _float_or_int(ctx, fn):
-    a, b = ctx.inputs[0].array, ctx.inputs[1].array
-    if a.dtype == np.float16 or ctx.inputs[0].code == C.TENSOR_FLOAT16:
+def _float_or_int(args, fn):
+    a, b = args.input1.array, args.input2.array
+    if a.dtype == np.float16 or args.input1.code == C.TENSOR_FLOAT16:
         res = fn(a.astype(np.float32), b.astype(np.float32))
     else:
         res = fn(a, b)
@@ -52,34 +50,38 @@ def _float_or_int(ctx, fn):
 
 @kernel(Op.ADD)
 def add(ctx):
-    if ctx.inputs[0].code in QUANT8:
-        return _finish(ctx, _quant_add(ctx, +1))
-    return _finish(ctx, _float_or_int(ctx, _wrapping(np.add)))
+    args = ctx.args
+    if args.input1.code in QUANT8:
+        return _finish(ctx, args, _quant_add(ctx, args.input1, args.input2, +1))
+    return _finish(ctx, args, _float_or_int(args, _wrapping(np.add)))
 
 
 @kernel(Op.SUB)
 def sub(ctx):
-    if ctx.inputs[0].code in QUANT8:
-        return _finish(ctx, _quant_add(ctx, -1))
-    return _finish(ctx, _float_or_int(ctx, _wrapping(np.subtract)))
+    args = ctx.args
+    if args.input1.code in QUANT8:
+        return _finish(ctx, args, _quant_add(ctx, args.input1, args.input2, -1))
+    return _finish(ctx, args, _float_or_int(args, _wrapping(np.subtract)))
 
 
 @kernel(Op.MUL)
 def mul(ctx):
-    if ctx.inputs[0].code in QUANT8:
-        return _finish(ctx, _quant_mul(ctx))
-    return _finish(ctx, _float_or_int(ctx, _wrapping(np.multiply)))
+    args = ctx.args
+    if args.input1.code in QUANT8:
+        return _finish(ctx, args, _quant_mul(ctx, args.input1, args.input2))
+    return _finish(ctx, args, _float_or_int(args, _wrapping(np.multiply)))
 
 
 @kernel(Op.DIV)
 def div(ctx):
-    if ctx.inputs[0].code == C.TENSOR_INT32:
-        a, b = np.broadcast_arrays(ctx.inputs[0].array.astype(np.int64), ctx.inputs[1].array.astype(np.int64))
+    args = ctx.args
+    if args.input1.code == C.TENSOR_INT32:
+        a, b = np.broadcast_arrays(args.input1.array.astype(np.int64), args.input2.array.astype(np.int64))
         # Android's CPU driver defines x / 0 as 0 for int32 (the CTS checks it)
         safe = np.where(b == 0, 1, b)
-        return _finish(ctx, np.where(b == 0, 0, np.floor_divide(a, safe)).astype(np.int32))
+        return _finish(ctx, args, np.where(b == 0, 0, np.floor_divide(a, safe)).astype(np.int32))
     with np.errstate(divide="ignore", invalid="ignore"):
-        return _finish(ctx, _float_or_int(ctx, np.divide))
+        return _finish(ctx, args, _float_or_int(args, np.divide))
 
 
 def _wrapping(fn):

@@ -14,8 +14,9 @@ from ..registry import kernel
 
 @kernel(Op.EMBEDDING_LOOKUP)
 def embedding_lookup(ctx):
-    lookups = ctx.inputs[0].array.astype(np.int64).reshape(-1)
-    values = ctx.inputs[1].array
+    args = ctx.args
+    lookups = args.lookups.array.astype(np.int64).reshape(-1)
+    values = args.values.array
     bad = lookups[(lookups < 0) | (lookups >= values.shape[0])]
     if bad.size:
         ctx.fail(f"lookup value {int(bad[0])} is out of range [0, {values.shape[0]})")
@@ -24,9 +25,10 @@ def embedding_lookup(ctx):
 
 @kernel(Op.HASHTABLE_LOOKUP)
 def hashtable_lookup(ctx):
-    lookups = ctx.inputs[0].array.reshape(-1)
-    keys = ctx.inputs[1].array.reshape(-1)
-    values = ctx.inputs[2].array
+    args = ctx.args
+    lookups = args.lookups.array.reshape(-1)
+    keys = args.keys.array.reshape(-1)
+    values = args.values.array
     if keys.size != values.shape[0]:
         ctx.fail(f"{keys.size} keys for {values.shape[0]} value rows")
     if np.any(keys[1:] < keys[:-1]):
@@ -221,9 +223,10 @@ def _lsh_bits(hash_fns: np.ndarray, inp: np.ndarray, weight) -> np.ndarray:
 
 @kernel(Op.LSH_PROJECTION)
 def lsh_projection(ctx):
-    hash_fns, inp = ctx.inputs[0].array, ctx.inputs[1].array
-    weight = ctx.inputs[2].array.reshape(-1) if ctx.has(2) else None
-    kind = ctx.scalar(3)
+    args = ctx.args
+    hash_fns, inp = args.hash.array, args.input.array
+    weight = args.weight.array.reshape(-1) if args.has("weight") else None
+    kind = args.type
     if hash_fns.ndim != 2 or hash_fns.shape[1] > 32:
         ctx.fail(f"hash must be 2-D with at most 32 bits per function, got shape {list(hash_fns.shape)}")
     if inp.ndim < 1:
@@ -254,9 +257,10 @@ def _generator(seeds: np.ndarray) -> np.random.Generator:
 
 @kernel(Op.RANDOM_MULTINOMIAL)
 def random_multinomial(ctx):
-    logits = ctx.inputs[0].array.astype(np.float64)
-    samples = ctx.scalar(1)
-    seeds = ctx.inputs[2].array.reshape(-1)
+    args = ctx.args
+    logits = args.input.array.astype(np.float64)
+    samples = args.sample_count
+    seeds = args.seeds.array.reshape(-1)
     if logits.ndim != 2 or samples < 0 or seeds.size != 2:
         ctx.fail(f"needs 2-D logits, a non-negative sample count and 2 seeds; got logits {list(logits.shape)}, "
                  f"{samples} samples, {seeds.size} seeds")

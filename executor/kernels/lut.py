@@ -24,10 +24,10 @@ from nnapi.codes import OperationCode as Op
 from ..registry import prepare
 from .common import QUANT8
 
-UNARY = (Op.RELU, Op.RELU1, Op.RELU6, Op.LOGISTIC, Op.TANH, Op.ELU, Op.HARD_SWISH, Op.DEQUANTIZE)
+UNARY = (Op.RELU, Op.RELU1, Op.RELU6, Op.LOGISTIC, Op.TANH, Op.HARD_SWISH, Op.DEQUANTIZE)
 BINARY = (Op.ADD, Op.SUB, Op.MUL)
-# the UNARY codes whose preparer lives here (the others: elementwise_prepared.py)
-UNARY_HERE = (Op.ELU, Op.DEQUANTIZE)
+# the UNARY codes whose preparer lives here (the others: elementwise_prepared.py); ELU has no 8-bit form
+UNARY_HERE = (Op.DEQUANTIZE,)
 # (a binary table costs 65536 kernel evaluations at compilation, about 2 ms; the kernel's dozens of
 # int64 passes cost about 50 us a run even on a few hundred outputs, so every size gets one)
 # a constant operand of at most this many elements gets 256 table entries per element
@@ -41,10 +41,10 @@ def _all_values(dtype) -> np.ndarray:
     return np.arange(256, dtype=np.uint8).view(dtype)
 
 
-def _quant8_inputs(pctx, count: int) -> bool:
-    """Inputs 0..count-1 are run-time 8-bit quantized tensors, everything else constant or omitted."""
-    return (all(pctx.is_runtime(i) and pctx.operand(i).type.code in QUANT8 for i in range(count))
-            and not any(pctx.is_runtime(i) for i in range(count, len(pctx.inputs))))
+def _quant8_inputs(pctx, *names: str) -> bool:
+    """Arguments `names` are run-time 8-bit quantized tensors, everything else constant or omitted."""
+    bound = pctx.step.bound
+    return bound.runtime == set(names) and all(bound.operand(n).type.code in QUANT8 for n in names)
 
 
 class UnaryTable:
@@ -52,11 +52,12 @@ class UnaryTable:
 
     def __init__(self, pctx):
         self.kernel = pctx.step.kernel
-        self.dtype = pctx.operand(0).type.dtype
-        self.table = pctx.run_kernel({0: _all_values(self.dtype)})[0]
+        bound = pctx.step.bound
+        self.dtype = bound.operand("input").type.dtype
+        self.table = pctx.run_kernel({bound.positions["input"]: _all_values(self.dtype)})[0]
 
     def __call__(self, ctx):
-        x = ctx.inputs[0]
+        x = ctx.args.input
         if x is None or x.array.dtype != self.dtype:
             return self.kernel(ctx)
         return [np.take(self.table, x.array.view(np.uint8))]   # (np.take: faster than indexing)
@@ -69,12 +70,15 @@ class BinaryTable:
 
     def __init__(self, pctx):
         self.kernel = pctx.step.kernel
-        self.dtypes = (pctx.operand(0).type.dtype, pctx.operand(1).type.dtype)
+        bound = pctx.step.bound
+        self.dtypes = (bound.operand("input1").type.dtype, bound.operand("input2").type.dtype)
         a, b = (_all_values(dt) for dt in self.dtypes)
-        self.table = pctx.run_kernel({0: np.repeat(a, 256), 1: np.tile(b, 256)})[0]
+        self.table = pctx.run_kernel({bound.positions["input1"]: np.repeat(a, 256),
+                                      bound.positions["input2"]: np.tile(b, 256)})[0]
 
     def __call__(self, ctx):
-        a, b = ctx.inputs[0], ctx.inputs[1]
+        args = ctx.args
+        a, b = args.input1, args.input2
         if a is None or b is None or (a.array.dtype, b.array.dtype) != self.dtypes:
             return self.kernel(ctx)
         high = np.left_shift(a.array.view(np.uint8), 8, dtype=np.uint16)
@@ -146,7 +150,7 @@ def constant_operand_table(pctx):
 
 def unary_table(pctx):
     """The table of a UNARY operation on a run-time 8-bit input, else None."""
-    return UnaryTable(pctx) if _quant8_inputs(pctx, 1) else None
+    return UnaryTable(pctx) if _quant8_inputs(pctx, "input") else None
 
 
 class SelfTable:
@@ -197,7 +201,7 @@ def _self_table(pctx, binary: BinaryTable):
 
 def binary_table(pctx):
     """The table of a BINARY operation on two run-time 8-bit inputs, else None."""
-    if not _quant8_inputs(pctx, 2):
+    if not _quant8_inputs(pctx, "input1", "input2"):
         return None
     table = BinaryTable(pctx)
     return _self_table(pctx, table) or table

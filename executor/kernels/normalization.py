@@ -17,9 +17,8 @@ from .fixedpoint import (inv_sqrt_multiplier, rounding_divide_by_pot,
                          saturating_rounding_doubling_high_mul as srdhm)
 
 
-def resolve_axis(ctx, index: int, rank: int, default: int = -1) -> int:
-    """The axis scalar at input `index` (or `default`) as a non-negative axis of a rank-`rank` tensor."""
-    axis = ctx.scalar(index, default)
+def resolve_axis(ctx, axis: int, rank: int) -> int:
+    """An axis argument as a non-negative axis of a rank-`rank` tensor."""
     if not -rank <= axis < rank:
         ctx.fail(f"axis {axis} is out of range for a rank-{rank} input")
     return axis % rank
@@ -53,10 +52,11 @@ def _l2_quant(q: np.ndarray, zero_point: int, code, axis: int) -> np.ndarray:
 
 @kernel(Op.L2_NORMALIZATION)
 def l2_normalization(ctx):
-    inp = ctx.inputs[0]
+    args = ctx.args
+    inp = args.input
     x = inp.array
     max_rank_4(ctx, x)
-    axis = resolve_axis(ctx, 1, x.ndim)
+    axis = resolve_axis(ctx, args.axis, x.ndim)
     if inp.code in QUANT8:
         out = _l2_quant(x, inp.zero_point, inp.code, axis)
     else:
@@ -76,11 +76,12 @@ def _window_sum(values: np.ndarray, axis: int, radius: int) -> np.ndarray:
 
 @kernel(Op.LOCAL_RESPONSE_NORMALIZATION)
 def local_response_normalization(ctx):
-    x = ctx.inputs[0].array
+    args = ctx.args
+    x = args.input.array
     max_rank_4(ctx, x)
-    radius = ctx.scalar(1)
-    bias, alpha, beta = (float(ctx.scalar(i)) for i in (2, 3, 4))
-    axis = resolve_axis(ctx, 5, x.ndim)
+    radius = args.radius
+    bias, alpha, beta = float(args.bias), float(args.alpha), float(args.beta)
+    axis = resolve_axis(ctx, args.axis, x.ndim)
     if radius < 0:
         ctx.fail(f"radius must not be negative, got {radius}")
     x64 = x.astype(np.float64)
@@ -94,9 +95,10 @@ def local_response_normalization(ctx):
 
 @kernel(Op.INSTANCE_NORMALIZATION)
 def instance_normalization(ctx):
-    gamma, beta, epsilon = (float(ctx.scalar(i)) for i in (1, 2, 3))
-    nchw = bool(ctx.scalar(4))
-    x = ctx.inputs[0].array
+    args = ctx.args
+    gamma, beta, epsilon = float(args.gamma), float(args.beta), float(args.epsilon)
+    nchw = args.nchw
+    x = args.input.array
     if x.ndim != 4:
         ctx.fail(f"input must be 4-D, got shape {list(x.shape)}")
     x64 = to_nhwc(x, nchw).astype(np.float64)

@@ -15,7 +15,7 @@ import numpy as np
 from nnapi.codes import OperationCode as Op
 
 from ..registry import kernel, prepare
-from .common import QUANT8, apply_fuse, clip_ufunc, explicit_out_size, from_nhwc, fuse_range, implicit_padding, to_nhwc
+from .common import QUANT8, apply_fuse, clip_ufunc, explicit_out_size, from_nhwc, fuse_range, to_nhwc
 
 
 @dataclass(frozen=True)
@@ -28,30 +28,26 @@ class PoolParams:
 
 
 def pool_params(ctx) -> PoolParams:
-    """Read the explicit (10-11 inputs) or implicit (7-8 inputs) padding signature and check it."""
-    if ctx.inputs[0].array.ndim != 4:
-        ctx.fail(f"input must be 4-D, got shape {list(ctx.inputs[0].shape)}")
-    explicit = len(ctx.inputs) >= 10
-    nchw = bool(ctx.scalar(10 if explicit else 7, False))
-    if explicit:
-        left, right, top, bottom, sw, sh, fw, fh, fuse = (ctx.scalar(i) for i in range(1, 10))
-    else:
-        padding, sw, sh, fw, fh, fuse = (ctx.scalar(i) for i in range(1, 7))
-    if min(sw, sh) <= 0 or min(fw, fh) <= 0:
-        ctx.fail(f"strides ({sw}, {sh}) and filter size ({fw}, {fh}) must be positive")
-    if not explicit:
-        shape = ctx.inputs[0].shape
-        h, w = (shape[2], shape[3]) if nchw else (shape[1], shape[2])
-        try:
-            top, bottom, _ = implicit_padding(h, sh, fh, padding)
-            left, right, _ = implicit_padding(w, sw, fw, padding)
-        except ValueError as e:
-            ctx.fail(str(e))
+    """The window of either padding form. The spec checks constant parameters at finish() (positive
+    strides and filter, paddings smaller than the filter); these checks catch ones fed at run time."""
+    args = ctx.args
+    inp = args.input
+    if inp.array.ndim != 4:
+        ctx.fail(f"input must be 4-D, got shape {list(inp.shape)}")
+    nchw = args.nchw
+    strides, filter_hw = args.window_strides, (args.filter_h, args.filter_w)
+    if min(strides) <= 0 or min(filter_hw) <= 0:
+        ctx.fail(f"strides {strides} and filter size {filter_hw} must be positive")
+    shape = inp.shape
+    try:
+        top, bottom, left, right = args.window_pads((shape[2], shape[3]) if nchw else (shape[1], shape[2]), filter_hw)
+    except ValueError as e:
+        ctx.fail(str(e))
     if min(left, right, top, bottom) < 0:
         ctx.fail(f"padding ({left}, {right}, {top}, {bottom}) must not be negative")
-    if max(left, right) >= fw or max(top, bottom) >= fh:
-        ctx.fail(f"padding ({left}, {right}, {top}, {bottom}) must be smaller than the filter ({fw}, {fh})")
-    return PoolParams((top, bottom, left, right), (sh, sw), (fh, fw), fuse, nchw)
+    if max(left, right) >= filter_hw[1] or max(top, bottom) >= filter_hw[0]:
+        ctx.fail(f"padding ({left}, {right}, {top}, {bottom}) must be smaller than the filter {filter_hw}")
+    return PoolParams((top, bottom, left, right), strides, filter_hw, args.fuse, nchw)
 
 
 def _padded(x: np.ndarray, p: PoolParams, pad_value) -> np.ndarray:
@@ -96,7 +92,7 @@ def _counts(h: int, w: int, p: PoolParams) -> np.ndarray:
 def _run_pool(ctx, reduce, p: PoolParams = None):
     """Shared driver: layout, shape checks, zero-sized batches, fuse and output type."""
     p = p or pool_params(ctx)
-    inp = ctx.inputs[0]
+    inp = ctx.args.input
     x = to_nhwc(inp.array, p.nchw)
     n, h, w, c = x.shape
     if min(h, w, c) <= 0:
@@ -171,7 +167,7 @@ class PreparedPool:
         self.clamps: dict = {}
 
     def __call__(self, ctx):
-        x = ctx.inputs[0]
+        x = ctx.args.input
         key = None if x is None else x.array.shape
         p = self.params.get(key)
         if p is None:
@@ -214,6 +210,8 @@ def _global_average_quant(ctx, x, clamp: tuple) -> np.ndarray:
 
 @prepare(*_REDUCE)
 def prepare_pool(pctx):
-    if not pctx.is_runtime(0) or any(pctx.is_runtime(i) for i in range(1, len(pctx.inputs))):
+    # the input fed at run time, every window parameter a constant
+    bound = pctx.step.bound
+    if bound.runtime != {"input"}:   # the input fed at run time, every window parameter a constant
         return None
     return PreparedPool(_REDUCE[pctx.step.code])

@@ -16,9 +16,7 @@ from nnapi.codes import OperandCode as C
 from nnapi.codes import OperationCode as Op
 
 from ..registry import prepare
-from .lstm import (
-    BIDI_LSTM_BW,
-    BIDI_LSTM_FW,
+from .recurrent.lstm import (
     StackedLstm,
     check_lstm,
     bidirectional_lstm_outputs,
@@ -26,13 +24,13 @@ from .lstm import (
     read_lstm_cell,
     unidirectional_lstm_outputs,
 )
-from .recurrent import (
+from .recurrent.rnn import (
     StackedRnn,
     bidirectional_rnn_outputs,
     rnn_outputs,
     unidirectional_rnn_outputs,
 )
-from .recurrent_common import (
+from .recurrent.common import (
     activation_code,
     float_input,
     link_aux,
@@ -47,9 +45,9 @@ def _supported(pctx, runtime: tuple) -> bool:
             and not any(pctx.is_runtime(i) for i in range(len(pctx.inputs)) if i not in runtime))
 
 
-def _stacked_lstm(pctx, prefix="", **layout) -> StackedLstm:
+def _stacked_lstm(pctx, prefix="") -> StackedLstm:
     """The checked, stacked cell (NnapiError, i.e. no preparation, when its weights do not fit)."""
-    cell = read_lstm_cell(pctx, **layout)
+    cell = read_lstm_cell(pctx, prefix)
     check_lstm(pctx, cell, 0, cell.input_w["forget"].shape[1], prefix)
     return StackedLstm(cell)
 
@@ -73,7 +71,7 @@ class _Prepared:
 class PreparedLstm(_Prepared):
     def __init__(self, pctx):
         super().__init__(pctx)
-        self.cell = _stacked_lstm(pctx, first=1, ln_first=23)
+        self.cell = _stacked_lstm(pctx)
 
     def __call__(self, ctx):
         x, h, c = float_input(ctx, 0), float_input(ctx, 18), float_input(ctx, 19)
@@ -85,7 +83,7 @@ class PreparedLstm(_Prepared):
 class PreparedUnidirectionalLstm(_Prepared):
     def __init__(self, pctx):
         super().__init__(pctx)
-        self.cell = _stacked_lstm(pctx, first=1, ln_first=24)
+        self.cell = _stacked_lstm(pctx)
         self.time_major = bool(pctx.scalar(23))
 
     def __call__(self, ctx):
@@ -98,8 +96,8 @@ class PreparedUnidirectionalLstm(_Prepared):
 class PreparedBidirectionalLstm(_Prepared):
     def __init__(self, pctx):
         super().__init__(pctx)
-        self.fw = _stacked_lstm(pctx, "fw_", **BIDI_LSTM_FW)
-        self.bw = _stacked_lstm(pctx, "bw_", **BIDI_LSTM_BW)
+        self.fw = _stacked_lstm(pctx, "fw_")
+        self.bw = _stacked_lstm(pctx, "bw_")
         self.merge, self.time_major = bool(pctx.scalar(51)), bool(pctx.scalar(52))
 
     def __call__(self, ctx):

@@ -28,14 +28,15 @@ def _as_compute(x):
 
 def _reduce(ctx, fn, keep: bool):
     """Apply `fn(array, axes) -> array with kept dims` over the axes input; shape and cast the result."""
-    x = ctx.inputs[0].array
-    axes = resolve_axes(ctx, ctx.inputs[1].array, x.ndim)
+    args = ctx.args
+    x = args.input.array
+    axes = resolve_axes(ctx, args.axes.array, x.ndim)
     out = fn(x, axes)
     return [out.reshape(reduced_shape(x.shape, axes, keep)).astype(ctx.out_type().dtype)]
 
 
 def _keep_bool(ctx) -> bool:
-    return bool(ctx.scalar(2))
+    return bool(ctx.args.keep_dims)
 
 
 # -- REDUCE_* -----------------------------------------------------------------------
@@ -81,7 +82,7 @@ def reduce_any(ctx):
 # -- MEAN ----------------------------------------------------------------------------
 
 def _quant_mean(ctx, x, axes, count: int) -> np.ndarray:
-    inp, out = ctx.inputs[0], ctx.out_type()
+    inp, out = ctx.args.input, ctx.out_type()
     raw = x.astype(np.int64)
     if (out.scale, out.zero_point) == (inp.scale, inp.zero_point):
         # Android's reference divides the raw (zero point included) sum and truncates toward zero
@@ -98,17 +99,18 @@ def mean(ctx):
         count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
         if count == 0 and x.size:
             ctx.fail("MEAN over zero elements")
-        if ctx.inputs[0].code in QUANT8:
+        if ctx.args.input.code in QUANT8:
             return _quant_mean(ctx, x, axes, max(count, 1))
         return np.mean(_as_compute(x), axis=axes, keepdims=True)
-    return _reduce(ctx, fn, ctx.scalar(2) > 0)
+    return _reduce(ctx, fn, ctx.args.keep_dims > 0)
 
 
 # -- ARGMAX / ARGMIN ------------------------------------------------------------------
 
 def _arg_select(ctx, np_fn):
-    x = ctx.inputs[0].array
-    axis = resolve_axes(ctx, ctx.scalar(1), x.ndim)[0]
+    args = ctx.args
+    x = args.input.array
+    axis = resolve_axes(ctx, args.axis, x.ndim)[0]
     if x.shape[axis] == 0:
         ctx.fail(f"the input is empty along axis {axis}")
     index = np_fn(x, axis=axis)  # numpy returns the first (smallest) index on ties
@@ -141,8 +143,8 @@ def top_k_indices(x: np.ndarray, k: int) -> np.ndarray:
 
 @kernel(Op.TOPK_V2)
 def topk_v2(ctx):
-    x = ctx.inputs[0].array
-    k = ctx.scalar(1)
+    args = ctx.args
+    x, k = args.input.array, args.k
     if x.ndim < 1 or not 1 <= k <= x.shape[-1]:
         ctx.fail(f"k = {k} must be in [1, {x.shape[-1] if x.ndim else 0}] (the size of the last dimension)")
     idx = top_k_indices(x, k)

@@ -7,11 +7,9 @@ pixels are gathered with fancy indexing: no loop over pixels.
 """
 from __future__ import annotations
 
-
 import numpy as np
 
-from nnapi.codes import OperandCode as C, OperationCode as Op
-
+from nnapi.codes import OperationCode as Op
 from nnapi.ops.geometry import bilinear_axis, nearest_index, scaled_size
 
 from ..registry import kernel
@@ -22,22 +20,21 @@ _F32 = np.float32
 
 def _resize_args(ctx):
     """(nhwc input, out_h, out_w, nchw, align_corners, half_pixel_centers), validated."""
-    nchw = bool(ctx.scalar(3, False))
-    align = bool(ctx.scalar(4, False))
-    half = bool(ctx.scalar(5, False))
+    args = ctx.args
+    nchw, align, half = args.nchw, bool(args.align_corners), bool(args.half_pixel_centers)
     if align and half:
         ctx.fail("align_corners and half_pixel_centers cannot both be true")
-    inp = ctx.inputs[0]
+    inp = args.input
     if inp.array.ndim != 4:
         ctx.fail(f"input must be 4-D, got shape {list(inp.shape)}")
     x = to_nhwc(inp.array, nchw)
     _, h, w, c = x.shape
     if min(h, w, c) <= 0:
         ctx.fail(f"only the batch dimension may be zero, got shape {list(inp.shape)}")
-    if ctx.inputs[1].code == C.INT32:
-        out_w, out_h = ctx.scalar(1), ctx.scalar(2)
+    if isinstance(args.width, int):   # INT32 sizes
+        out_w, out_h = args.width, args.height
     else:  # scales: floor(in_size * scale) in float32 (float16 scales are widened first)
-        out_w, out_h = scaled_size(w, ctx.scalar(1)), scaled_size(h, ctx.scalar(2))
+        out_w, out_h = scaled_size(w, args.width), scaled_size(h, args.height)
     if out_h <= 0 or out_w <= 0:
         ctx.fail(f"output size {out_h}x{out_w} must be positive")
     return x, out_h, out_w, nchw, align, half
@@ -70,6 +67,6 @@ def resize_bilinear(ctx):
     # the reference kernel's float32 evaluation order, so quantized results round identically
     out = (px(y0, x0) * (one - dy) * (one - dx) + px(y1, x0) * dy * (one - dx)
            + px(y0, x1) * (one - dy) * dx + px(y1, x1) * dy * dx)
-    if ctx.inputs[0].code in QUANT8:
+    if ctx.args.input.code in QUANT8:
         out = round_half_away(out)  # the reference rounds to nearest (CTS values are bit-exact)
     return _finish(ctx, out, nchw)

@@ -1,5 +1,6 @@
 """Shape and data-movement kernels: CONCATENATION, RESHAPE, SQUEEZE, EXPAND_DIMS,
-TRANSPOSE, SLICE, STRIDED_SLICE, SPLIT, TILE, GATHER, CHANNEL_SHUFFLE.
+TRANSPOSE, SLICE, STRIDED_SLICE, SPLIT, TILE, GATHER, CHANNEL_SHUFFLE, FILL, RANK,
+PACK, REVERSE.
 
 The padding and depth/space/batch rearrangements are in shape_space.py.
 Values are moved, never recomputed (except CONCATENATION's requantization), so
@@ -19,9 +20,9 @@ from .common import QUANT8, QUANT_RANGE, round_half_away
 
 # -- helpers shared by the shape kernels (shape_space.py imports them too) -----
 
-def int_values(ctx, i: int, what: str, length: int | None = None) -> list[int]:
-    """The int32 tensor input `i` as a Python list, optionally checked to hold `length` entries."""
-    values = [int(v) for v in ctx.inputs[i].array.reshape(-1)]
+def int_values(ctx, value, what: str, length: int | None = None) -> list[int]:
+    """An int32 tensor input's Value as a Python list, optionally checked to hold `length` entries."""
+    values = [int(v) for v in value.array.reshape(-1)]
     if length is not None and len(values) != length:
         ctx.fail(f"{what} has {len(values)} entries, expected {length}")
     return values
@@ -52,9 +53,10 @@ def _to_output_quant(ctx, value) -> np.ndarray:
 
 @kernel(Op.CONCATENATION)
 def concatenation(ctx):
-    values = ctx.inputs[:-1]
+    args = ctx.args
+    values = args.inputs
     rank = values[0].array.ndim
-    axis = norm_axis(ctx, ctx.scalar(len(ctx.inputs) - 1), rank)
+    axis = norm_axis(ctx, args.axis, rank)
     base = values[0].shape
     for k, v in enumerate(values[1:], 1):
         if v.array.ndim != rank or any(a != b for d, (a, b) in enumerate(zip(v.shape, base)) if d != axis):
@@ -67,8 +69,9 @@ def concatenation(ctx):
 
 @kernel(Op.RESHAPE)
 def reshape(ctx):
-    x = ctx.inputs[0].array
-    shape = int_values(ctx, 1, "shape")
+    args = ctx.args
+    x = args.input.array
+    shape = int_values(ctx, args.shape, "shape")
     if shape.count(-1) > 1 or any(d < -1 for d in shape):
         ctx.fail(f"invalid shape {shape}: entries must be >= 0, with at most one -1")
     known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
@@ -83,8 +86,9 @@ def reshape(ctx):
 
 @kernel(Op.SQUEEZE)
 def squeeze(ctx):
-    x = ctx.inputs[0].array
-    axes = int_values(ctx, 1, "axes") if ctx.has(1) else []
+    args = ctx.args
+    x = args.input.array
+    axes = int_values(ctx, args.axes, "axes") if args.has("axes") else []
     if not axes:  # omitted or empty: every size-1 dimension
         axes = [d for d, n in enumerate(x.shape) if n == 1]
     axes = {norm_axis(ctx, a, x.ndim, "squeeze axis") for a in axes}
@@ -97,15 +101,17 @@ def squeeze(ctx):
 
 @kernel(Op.EXPAND_DIMS)
 def expand_dims(ctx):
-    x = ctx.inputs[0].array
-    axis = norm_axis(ctx, ctx.scalar(1), x.ndim + 1)
+    args = ctx.args
+    x = args.input.array
+    axis = norm_axis(ctx, args.axis, x.ndim + 1)
     return [np.expand_dims(x, axis)]
 
 
 @kernel(Op.TRANSPOSE)
 def transpose(ctx):
-    x = ctx.inputs[0].array
-    perm = int_values(ctx, 1, "perm") if ctx.has(1) else []
+    args = ctx.args
+    x = args.input.array
+    perm = int_values(ctx, args.perm, "perm") if args.has("perm") else []
     if not perm:  # omitted or empty: reverse the dimensions
         return [x.transpose()]
     if len(perm) != x.ndim:
@@ -119,9 +125,10 @@ def transpose(ctx):
 
 @kernel(Op.SLICE)
 def slice_(ctx):
-    x = ctx.inputs[0].array
-    begin = int_values(ctx, 1, "begin", x.ndim)
-    size = int_values(ctx, 2, "size", x.ndim)
+    args = ctx.args
+    x = args.input.array
+    begin = int_values(ctx, args.begin, "begin", x.ndim)
+    size = int_values(ctx, args.size, "size", x.ndim)
     index = []
     for d, (b, s, n) in enumerate(zip(begin, size, x.shape)):
         end = n if s == -1 else b + s
@@ -145,9 +152,10 @@ def _strided_range(ctx, d: int, n: int, begin: int, end: int, stride: int, masks
 
 def _strided_slices(ctx, in_shape: tuple) -> tuple[tuple, list]:
     """(one basic slice per dimension, the output shape) of STRIDED_SLICE on an input of `in_shape`."""
-    begins, ends, strides = (int_values(ctx, i, name, len(in_shape)) for i, name in
-                             ((1, "begin"), (2, "end"), (3, "strides")))
-    masks = tuple(ctx.scalar(i) for i in (4, 5, 6))
+    args = ctx.args
+    begins, ends, strides = (int_values(ctx, getattr(args, name), name, len(in_shape))
+                             for name in ("begin", "end", "strides"))
+    masks = (args.begin_mask, args.end_mask, args.shrink_axis_mask)
     index, shape = [], []
     for d, n in enumerate(in_shape):
         start, count = _strided_range(ctx, d, n, begins[d], ends[d], strides[d], masks)
@@ -161,7 +169,7 @@ def _strided_slices(ctx, in_shape: tuple) -> tuple[tuple, list]:
 
 @kernel(Op.STRIDED_SLICE)
 def strided_slice(ctx):
-    x = ctx.inputs[0].array
+    x = ctx.args.input.array
     index, shape = _strided_slices(ctx, x.shape)
     return [x[index].reshape(shape)]
 
@@ -177,7 +185,7 @@ class PreparedStridedSlice:
         self.plans: dict = {}
 
     def __call__(self, ctx):
-        v = ctx.inputs[0]
+        v = ctx.args.input
         if v is None:
             return self.kernel(ctx)
         x = v.array
@@ -193,7 +201,7 @@ class PreparedStridedSlice:
 
 @prepare(Op.STRIDED_SLICE)
 def prepare_strided_slice(pctx):
-    if not pctx.is_runtime(0) or any(pctx.is_runtime(i) for i in range(1, len(pctx.inputs))):
+    if pctx.step.bound.runtime != {"input"}:   # only the input fed at run time
         return None
     return PreparedStridedSlice(pctx)
 
@@ -202,9 +210,10 @@ def prepare_strided_slice(pctx):
 
 @kernel(Op.SPLIT)
 def split(ctx):
-    x = ctx.inputs[0].array
-    axis = norm_axis(ctx, ctx.scalar(1), x.ndim)
-    parts = ctx.scalar(2)
+    args = ctx.args
+    x = args.input.array
+    axis = norm_axis(ctx, args.axis, x.ndim)
+    parts = args.num_splits
     if parts != len(ctx.outputs) or parts < 1 or x.shape[axis] % parts:
         ctx.fail(f"cannot split dimension {axis} of size {x.shape[axis]} into {parts} equal parts "
                  f"for {len(ctx.outputs)} outputs")
@@ -213,8 +222,9 @@ def split(ctx):
 
 @kernel(Op.TILE)
 def tile(ctx):
-    x = ctx.inputs[0].array
-    multiples = int_values(ctx, 1, "multiples", x.ndim)
+    args = ctx.args
+    x = args.input.array
+    multiples = int_values(ctx, args.multiples, "multiples", x.ndim)
     if any(m < 0 for m in multiples):
         ctx.fail(f"multiples {multiples} must be non-negative")
     return [np.tile(x, multiples)]
@@ -222,9 +232,10 @@ def tile(ctx):
 
 @kernel(Op.GATHER)
 def gather(ctx):
-    x = ctx.inputs[0].array
-    axis = norm_axis(ctx, ctx.scalar(1), x.ndim)
-    indices = ctx.inputs[2].array
+    args = ctx.args
+    x = args.input.array
+    axis = norm_axis(ctx, args.axis, x.ndim)
+    indices = args.indices.array
     bad = (indices < 0) | (indices >= x.shape[axis])
     if bad.any():
         ctx.fail(f"index {int(indices[bad][0])} out of range [0, {x.shape[axis]}) along axis {axis}")
@@ -233,9 +244,10 @@ def gather(ctx):
 
 @kernel(Op.CHANNEL_SHUFFLE)
 def channel_shuffle(ctx):
-    x = ctx.inputs[0].array
-    groups = ctx.scalar(1)
-    axis = norm_axis(ctx, ctx.scalar(2), x.ndim)
+    args = ctx.args
+    x = args.input.array
+    groups = args.num_groups
+    axis = norm_axis(ctx, args.axis, x.ndim)
     channels = x.shape[axis]
     if groups < 1 or channels % groups:
         ctx.fail(f"{channels} channels cannot be divided into {groups} groups")
@@ -250,11 +262,11 @@ class PreparedReshape:
 
     def __init__(self, pctx):
         self.kernel = pctx.step.kernel
-        self.shape = [int(v) for v in pctx.inputs[1].array.reshape(-1)]
+        self.shape = [int(v) for v in pctx.args.shape.array.reshape(-1)]
         self.resolved: dict = {}
 
     def __call__(self, ctx):
-        v = ctx.inputs[0]
+        v = ctx.args.input
         if v is None:
             return self.kernel(ctx)
         x = v.array
@@ -268,6 +280,44 @@ class PreparedReshape:
 
 @prepare(Op.RESHAPE)
 def prepare_reshape(pctx):
-    if not pctx.is_runtime(0) or pctx.inputs[1] is None or pctx.is_runtime(1):
+    if pctx.step.bound.runtime != {"input"} or pctx.args.shape is None:   # a constant shape
         return None
     return PreparedReshape(pctx)
+
+
+# -- FILL, RANK, PACK, REVERSE ---------------------------------------------------------------
+
+@kernel(Op.FILL)
+def fill(ctx):
+    args = ctx.args
+    shape = args.shape.array.reshape(-1)
+    if (shape < 0).any():
+        ctx.fail(f"the output shape {shape.tolist()} has a negative dimension")
+    return [np.full(tuple(int(d) for d in shape), args.value, dtype=ctx.out_type().dtype)]
+
+
+@kernel(Op.RANK)
+def rank(ctx):
+    return [np.asarray(ctx.args.input.array.ndim, dtype=np.int32)]
+
+
+@kernel(Op.PACK)
+def pack(ctx):
+    args = ctx.args
+    arrays = [v.array for v in args.inputs]
+    shape = arrays[0].shape
+    if any(a.shape != shape for a in arrays):
+        ctx.fail(f"inputs must have the same shape, got {[list(a.shape) for a in arrays]}")
+    axis = args.axis
+    if not 0 <= axis <= len(shape):
+        ctx.fail(f"axis {axis} is out of range [0, {len(shape)}]")
+    return [np.stack(arrays, axis=axis)]
+
+
+@kernel(Op.REVERSE)
+def reverse(ctx):
+    args = ctx.args
+    x, axis = args.input.array, args.axis.array.reshape(-1)
+    if axis.size != 1 or not 0 <= axis[0] < x.ndim:
+        ctx.fail(f"axis {axis.tolist()} must be one dimension in [0, {x.ndim})")
+    return [np.flip(x, int(axis[0]))]

@@ -1,12 +1,10 @@
-"""Padding and spatial rearrangement kernels: PAD, PAD_V2, DEPTH_TO_SPACE,
+"""Padding and spatial rearrangement kernels: PAD, PAD_V2, MIRROR_PAD, DEPTH_TO_SPACE,
 SPACE_TO_DEPTH, BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND.
 
 PAD and PAD_V2 with constant paddings are compiled (PreparedPad). The 4-D ones work in NHWC and honour the optional NCHW layout flag through
 common.to_nhwc/from_nhwc. Each rearrangement is one reshape-transpose-reshape.
 """
 from __future__ import annotations
-
-from typing import Optional
 
 import numpy as np
 
@@ -17,9 +15,9 @@ from .common import QUANT_RANGE, is_quant, from_nhwc, to_nhwc
 from .shape import int_values
 
 
-def _paddings(ctx, i: int, rows: int) -> np.ndarray:
-    """The [rows, 2] non-negative paddings of input `i`."""
-    pads = ctx.inputs[i].array.astype(np.int64)
+def _paddings(ctx, value, rows: int) -> np.ndarray:
+    """The [rows, 2] non-negative paddings of a paddings input's Value."""
+    pads = value.array.astype(np.int64)
     if pads.shape != (rows, 2):
         ctx.fail(f"paddings have shape {list(pads.shape)}, expected [{rows}, 2]")
     if (pads < 0).any():
@@ -32,25 +30,27 @@ def _logical_zero(value):
     return value.zero_point if is_quant(value.code) else 0
 
 
-def _pad(ctx, fill):
-    x = ctx.inputs[0].array
-    return [np.pad(x, _paddings(ctx, 1, x.ndim), constant_values=np.asarray(fill).astype(x.dtype))]
+def _pad(ctx, args, fill):
+    x = args.input.array
+    return [np.pad(x, _paddings(ctx, args.paddings, x.ndim), constant_values=np.asarray(fill).astype(x.dtype))]
 
 
 @kernel(Op.PAD)
 def pad(ctx):
-    return _pad(ctx, _logical_zero(ctx.inputs[0]))
+    args = ctx.args
+    return _pad(ctx, args, _logical_zero(args.input))
 
 
 @kernel(Op.PAD_V2)
 def pad_v2(ctx):
-    value = ctx.scalar(2)
-    code = ctx.inputs[0].code
+    args = ctx.args
+    value = args.pad_value
+    code = args.input.code
     if is_quant(code):  # a stored integer: it must fit the tensor's storage
         lo, hi = QUANT_RANGE[code]
         if not lo <= value <= hi:
             ctx.fail(f"pad value {value} outside the {code.name} range [{lo}, {hi}]")
-    return _pad(ctx, value)
+    return _pad(ctx, args, value)
 
 
 class PreparedPad:
@@ -63,7 +63,7 @@ class PreparedPad:
     def __init__(self, pctx, pads: np.ndarray, fill):
         self.kernel = pctx.step.kernel
         self.pads = [tuple(int(v) for v in row) for row in pads]
-        self.fill, self.dtype = fill, pctx.operand(0).type.dtype
+        self.fill, self.dtype = fill, pctx.step.bound.operand("input").type.dtype
         self.rank = len(self.pads)
         self.plans: dict = {}
 
@@ -84,7 +84,7 @@ class PreparedPad:
         return plan
 
     def __call__(self, ctx):
-        v = ctx.inputs[0]
+        v = ctx.args.input
         if v is None or v.array.ndim != self.rank or v.array.dtype != self.dtype:
             return self.kernel(ctx)
         shape, interior, borders = self._plan(v.array.shape)
@@ -95,17 +95,18 @@ class PreparedPad:
         return [out]
 
 
-def _prepare_pad(pctx, fill_index: Optional[int]):
-    if not pctx.is_runtime(0) or any(pctx.is_runtime(i) for i in range(1, len(pctx.inputs))):
+def _prepare_pad(pctx, with_value: bool):
+    if pctx.step.bound.runtime != {"input"}:   # only the input fed at run time
         return None
-    t = pctx.operand(0).type
-    pads = pctx.inputs[1].array if pctx.inputs[1] is not None else None
+    args = pctx.args
+    t = pctx.step.bound.operand("input").type
+    pads = args.paddings.array if args.paddings is not None else None
     if t.dtype is None or not t.dimensions or pads is None or pads.shape != (len(t.dimensions), 2) or (pads < 0).any():
         return None
-    if fill_index is None:
+    if not with_value:
         fill = t.zero_point if is_quant(t.code) else 0
     else:
-        fill = pctx.inputs[fill_index].array.item()
+        fill = args.pad_value
         if is_quant(t.code) and not QUANT_RANGE[t.code][0] <= fill <= QUANT_RANGE[t.code][1]:
             return None   # the plain kernel reports it
     return PreparedPad(pctx, pads, np.asarray(fill).astype(t.dtype))
@@ -113,22 +114,48 @@ def _prepare_pad(pctx, fill_index: Optional[int]):
 
 @prepare(Op.PAD)
 def prepare_pad(pctx):
-    return _prepare_pad(pctx, None)
+    return _prepare_pad(pctx, False)
 
 
 @prepare(Op.PAD_V2)
 def prepare_pad_v2(pctx):
-    return _prepare_pad(pctx, 2)
+    return _prepare_pad(pctx, True)
+
+
+# -- MIRROR_PAD -------------------------------------------------------------------------
+
+_REFLECT, _SYMMETRIC = 0, 1
+
+
+def _mirror_index(n: int, before: int, after: int, mode: int) -> np.ndarray:
+    """Source index of every output position along one dimension of size n."""
+    i = np.arange(-before, n + after)
+    edge = 0 if mode == _REFLECT else 1  # SYMMETRIC repeats the edge element
+    i = np.where(i < 0, -i - edge, i)
+    return np.where(i >= n, 2 * n - 2 + edge - i, i)
+
+
+@kernel(Op.MIRROR_PAD)
+def mirror_pad(ctx):
+    args = ctx.args
+    x, pads, mode = args.input.array, args.paddings.array, args.mode
+    if mode not in (_REFLECT, _SYMMETRIC):
+        ctx.fail(f"mode {mode} is not 0 (REFLECT) or 1 (SYMMETRIC)")
+    if pads.shape != (x.ndim, 2):
+        ctx.fail(f"paddings must have shape [{x.ndim}, 2], got {list(pads.shape)}")
+    # REFLECT can mirror at most n-1 elements, SYMMETRIC at most n (no padding is always fine)
+    limit = np.asarray(x.shape, dtype=np.int64) - (1 if mode == _REFLECT else 0)
+    if ((pads < 0) | ((pads > 0) & (pads > limit[:, None]))).any():
+        ctx.fail(f"paddings {pads.tolist()} must lie in [0, {limit.tolist()}] per dimension for "
+                 f"{'REFLECT' if mode == _REFLECT else 'SYMMETRIC'} mode and input shape {list(x.shape)}")
+    index = [_mirror_index(n, int(p[0]), int(p[1]), mode) for n, p in zip(x.shape, pads)]
+    return [x[np.ix_(*index)]]
 
 
 # -- depth <-> space (square blocks) ------------------------------------------------------
 
-def _layout(ctx, i: int) -> bool:
-    return bool(ctx.scalar(i, False))
-
-
-def _block_size(ctx) -> int:
-    block = ctx.scalar(1)
+def _block_size(ctx, args) -> int:
+    block = args.block_size
     if block < 1:
         ctx.fail(f"block_size {block} must be >= 1")
     return block
@@ -136,9 +163,10 @@ def _block_size(ctx) -> int:
 
 @kernel(Op.DEPTH_TO_SPACE)
 def depth_to_space(ctx):
-    nchw = _layout(ctx, 2)
-    x = to_nhwc(ctx.inputs[0].array, nchw)
-    b = _block_size(ctx)
+    args = ctx.args
+    nchw = args.nchw
+    x = to_nhwc(args.input.array, nchw)
+    b = _block_size(ctx, args)
     n, h, w, c = x.shape
     if c % (b * b):
         ctx.fail(f"depth {c} is not divisible by block_size^2 = {b * b}")
@@ -149,9 +177,10 @@ def depth_to_space(ctx):
 
 @kernel(Op.SPACE_TO_DEPTH)
 def space_to_depth(ctx):
-    nchw = _layout(ctx, 2)
-    x = to_nhwc(ctx.inputs[0].array, nchw)
-    b = _block_size(ctx)
+    args = ctx.args
+    nchw = args.nchw
+    x = to_nhwc(args.input.array, nchw)
+    b = _block_size(ctx, args)
     n, h, w, c = x.shape
     if h % b or w % b:
         ctx.fail(f"height {h} and width {w} must be divisible by block_size {b}")
@@ -161,8 +190,8 @@ def space_to_depth(ctx):
 
 # -- batch <-> space (rectangular blocks) ------------------------------------------------
 
-def _block_shape(ctx) -> tuple[int, int]:
-    bh, bw = int_values(ctx, 1, "block_shape", 2)
+def _block_shape(ctx, args) -> tuple[int, int]:
+    bh, bw = int_values(ctx, args.block_shape, "block_shape", 2)
     if bh < 1 or bw < 1:
         ctx.fail(f"block_shape {[bh, bw]} entries must be >= 1")
     return bh, bw
@@ -170,9 +199,10 @@ def _block_shape(ctx) -> tuple[int, int]:
 
 @kernel(Op.BATCH_TO_SPACE_ND)
 def batch_to_space_nd(ctx):
-    nchw = _layout(ctx, 2)
-    x = to_nhwc(ctx.inputs[0].array, nchw)
-    bh, bw = _block_shape(ctx)
+    args = ctx.args
+    nchw = args.nchw
+    x = to_nhwc(args.input.array, nchw)
+    bh, bw = _block_shape(ctx, args)
     n, h, w, c = x.shape
     if n % (bh * bw):
         ctx.fail(f"batch {n} is not divisible by the block size {bh} x {bw}")
@@ -183,12 +213,13 @@ def batch_to_space_nd(ctx):
 
 @kernel(Op.SPACE_TO_BATCH_ND)
 def space_to_batch_nd(ctx):
-    nchw = _layout(ctx, 3)
-    x = to_nhwc(ctx.inputs[0].array, nchw)
-    bh, bw = _block_shape(ctx)
+    args = ctx.args
+    nchw = args.nchw
+    x = to_nhwc(args.input.array, nchw)
+    bh, bw = _block_shape(ctx, args)
     pads = np.zeros((4, 2), dtype=np.int64)
-    pads[1:3] = _paddings(ctx, 2, 2)
-    x = np.pad(x, pads, constant_values=np.asarray(_logical_zero(ctx.inputs[0])).astype(x.dtype))
+    pads[1:3] = _paddings(ctx, args.paddings, 2)
+    x = np.pad(x, pads, constant_values=np.asarray(_logical_zero(args.input)).astype(x.dtype))
     n, h, w, c = x.shape
     if h % bh or w % bw:
         ctx.fail(f"padded height {h} and width {w} must be divisible by the block size {bh} x {bw}")

@@ -33,8 +33,8 @@ _DIFF_INTEGER_BITS = 5     # input differences in Q5.26
 _ACCUM_INTEGER_BITS = 12   # sum of exps in Q12.19
 
 
-def _beta(ctx) -> float:
-    beta = float(ctx.scalar(1))
+def _beta(ctx, args) -> float:
+    beta = float(args.beta)
     if not beta > 0:
         ctx.fail(f"beta must be positive, got {beta}")
     return beta
@@ -46,9 +46,9 @@ def _shifted_logits(x: np.ndarray, beta: float, axis: int) -> np.ndarray:
     return (x64 - x64.max(axis=axis, keepdims=True)) * beta
 
 
-def _input_multiplier(ctx, beta: float) -> tuple[int, int]:
+def _input_multiplier(ctx, scale: float, beta: float) -> tuple[int, int]:
     """beta * input scale in Q5.26 units per stored step, as (multiplier, left shift >= 0)."""
-    real = min(beta * float(np.float32(ctx.inputs[0].scale)) * (1 << (31 - _DIFF_INTEGER_BITS)),
+    real = min(beta * float(np.float32(scale)) * (1 << (31 - _DIFF_INTEGER_BITS)),
                (1 << 31) - 1.0)
     multiplier, left_shift = quantize_multiplier(real)
     if real <= 1.0 or left_shift < 0:
@@ -88,16 +88,17 @@ def _softmax_quant(q: np.ndarray, multiplier: int, left_shift: int, code, axis: 
 
 @kernel(Op.SOFTMAX)
 def softmax(ctx):
-    inp = ctx.inputs[0]
+    args = ctx.args
+    inp = args.input
     x = inp.array
     max_rank_4(ctx, x)
-    beta = _beta(ctx)
-    axis = resolve_axis(ctx, 2, x.ndim)
+    beta = _beta(ctx, args)
+    axis = resolve_axis(ctx, args.axis, x.ndim)
     out_type = ctx.out_type()
     if x.size == 0:
         return [np.zeros(x.shape, dtype=out_type.dtype)]
     if inp.code in QUANT8:
-        multiplier, left_shift = _input_multiplier(ctx, beta)
+        multiplier, left_shift = _input_multiplier(ctx, inp.scale, beta)
         return [_softmax_quant(x, multiplier, left_shift, inp.code, axis).astype(out_type.dtype)]
     e = np.exp(_shifted_logits(x, beta, axis))
     return [(e / e.sum(axis=axis, keepdims=True)).astype(out_type.dtype)]
@@ -105,9 +106,10 @@ def softmax(ctx):
 
 @kernel(Op.LOG_SOFTMAX)
 def log_softmax(ctx):
-    x = ctx.inputs[0].array
-    beta = _beta(ctx)
-    axis = resolve_axis(ctx, 2, x.ndim)
+    args = ctx.args
+    x = args.input.array
+    beta = _beta(ctx, args)
+    axis = resolve_axis(ctx, args.axis, x.ndim)
     if x.size == 0:
         return [np.zeros(x.shape, dtype=ctx.out_type().dtype)]
     z = _shifted_logits(x, beta, axis)
@@ -153,7 +155,7 @@ class PreparedSoftmax:
 
     def __init__(self, pctx, multiplier: int, left_shift: int, axis: int, rank: int):
         self.kernel = pctx.step.kernel
-        t = pctx.operand(0).type
+        t = pctx.step.bound.operand("input").type
         self.dtype, self.rank, self.axis = t.dtype, rank, axis
         self.exps, used = _exp_table(multiplier, left_shift)
         assert self.exps.min() >= 0 and self.exps.max() <= _INT32_MAX
@@ -164,7 +166,7 @@ class PreparedSoftmax:
         assert np.all(self.exps[~used] == 0) and self.offset == self.lo
 
     def __call__(self, ctx):
-        v = ctx.inputs[0]
+        v = ctx.args.input
         x = None if v is None else v.array
         if x is None or x.dtype != self.dtype or x.ndim != self.rank or x.size == 0:
             return self.kernel(ctx)
@@ -205,15 +207,17 @@ class PreparedSoftmax:
 
 @prepare(Op.SOFTMAX)
 def prepare_softmax(pctx):
-    t = pctx.operand(0).type
-    if not pctx.is_runtime(0) or t.code not in QUANT8 or pctx.inputs[1] is None or pctx.is_runtime(2) \
+    bound = pctx.step.bound
+    t = bound.operand("input").type
+    # a quantized input fed at run time, beta and the axis constants
+    if bound.runtime != {"input"} or t.code not in QUANT8 or not bound.constant("beta", "axis") \
             or not t.dimensions or pctx.out_type().code != t.code:
         return None
     rank = len(t.dimensions)
     if rank > 4:
         return None
-    beta = float(pctx.scalar(1))
-    axis = pctx.scalar(2, -1)
+    args = pctx.args
+    beta, axis = float(args.beta), args.axis
     if not beta > 0 or not -rank <= axis < rank:
         return None
     real = min(beta * float(np.float32(t.scale)) * (1 << (31 - _DIFF_INTEGER_BITS)), (1 << 31) - 1.0)

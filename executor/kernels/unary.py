@@ -47,7 +47,7 @@ def quantize_float32(real: np.ndarray, out_type) -> np.ndarray:
 def _float_unary(code, fn):
     @kernel(code)
     def run(ctx):
-        return [float_result(ctx, fn, ctx.inputs[0])]
+        return [float_result(ctx, fn, ctx.args.input)]
     run.__name__ = code.name.lower()
     return run
 
@@ -61,7 +61,7 @@ _float_unary(Op.SQRT, np.sqrt)
 
 @kernel(Op.ABS, Op.NEG)
 def abs_neg(ctx):
-    x = ctx.inputs[0]
+    x = ctx.args.input
     fn = np.abs if ctx.step.code == Op.ABS else np.negative
     if x.code == C.TENSOR_INT32:
         return [fn(x.array)]            # int32 wraps like C: |INT32_MIN| == -INT32_MIN == INT32_MIN
@@ -70,7 +70,7 @@ def abs_neg(ctx):
 
 @kernel(Op.RSQRT)
 def rsqrt(ctx):
-    x = ctx.inputs[0]
+    x = ctx.args.input
     if x.code not in QUANT8:
         return [float_result(ctx, lambda v: 1.0 / np.sqrt(v), x)]
     # as Android: dequantize, compute in float, quantize; inf (x == 0) and NaN (x < 0) saturate high
@@ -81,7 +81,8 @@ def rsqrt(ctx):
 
 @kernel(Op.POW)
 def power(ctx):
-    return [float_result(ctx, np.power, ctx.inputs[0], ctx.inputs[1])]
+    args = ctx.args
+    return [float_result(ctx, np.power, args.base, args.exponent)]
 
 
 # -- conversions ----------------------------------------------------------------
@@ -89,7 +90,7 @@ def power(ctx):
 @kernel(Op.CAST)
 def cast(ctx):
     """Convert element values (quantized operands as their raw integers), as Android's CAST does."""
-    src = ctx.inputs[0].array
+    src = ctx.args.input.array
     dtype = ctx.out_type().dtype
     if src.dtype == dtype:
         return [src.copy()]
@@ -103,12 +104,12 @@ def cast(ctx):
 
 @kernel(Op.QUANTIZE)
 def quantize_op(ctx):
-    return [quantize_float32(as_float32(ctx.inputs[0]), ctx.out_type())]
+    return [quantize_float32(as_float32(ctx.args.input), ctx.out_type())]
 
 
 @kernel(Op.DEQUANTIZE)
 def dequantize_op(ctx):
-    x = ctx.inputs[0]
+    x = ctx.args.input
     if x.code == C.TENSOR_QUANT8_SYMM_PER_CHANNEL:
         cq = x.channel_quant
         if cq is None:

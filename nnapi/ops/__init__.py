@@ -9,7 +9,7 @@ import importlib
 import pkgutil
 
 from ..codes import OperationCode
-from .base import OpSpec
+from .spec import OpSpec
 
 SPECS: dict[OperationCode, OpSpec] = {}
 
@@ -33,7 +33,7 @@ def level_for(code, **types) -> int | None:
 
 def _load_families() -> None:
     for info in pkgutil.iter_modules(__path__):
-        if info.name != "base":
+        if info.name not in ("spec", "rules", "inference"):   # the framework, not families
             importlib.import_module(f"{__name__}.{info.name}")
 
 

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import (Form, OpSpec, TypeCase, arg, broadcast_output, fixed_output_quant, infer_broadcast, infer_same_as,
-                   same_quant, same_shape)
+from .inference import infer_broadcast, infer_same_as
+from .rules import broadcast_output, fixed_output_quant, same_quant, same_shape
+from .spec import Form, OpSpec, TypeCase, arg
 from .unary import F16, F32, Q8, Q8S, unary
 
 

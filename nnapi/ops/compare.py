@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import Form, OpSpec, OpView, Shape, TypeCase, arg, broadcast_output, infer_broadcast, infer_same_as, \
-    same_shape
+from .inference import infer_broadcast, infer_same_as
+from .rules import broadcast_output, same_shape
+from .spec import Form, OpSpec, OpView, Shape, TypeCase, arg
 from .unary import F16, F32, I32, Q8, Q8S, UNARY_FORM
 
 B8 = C.TENSOR_BOOL8

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import Form, OpSpec, TypeCase, arg, declared_shape, opt
+from .spec import Form, OpSpec, TypeCase, arg, declared_shape, opt
 
 ANY = None  # argument of any operand type; checked against the referenced subgraph
 

@@ -1,5 +1,5 @@
-"""Convolutions and fully connected: CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D,
-TRANSPOSE_CONV_2D, FULLY_CONNECTED.
+"""Convolutions and matrix products: CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D,
+TRANSPOSE_CONV_2D, FULLY_CONNECTED, BATCH_MATMUL.
 
 Type variables: T = input and output, W = filter (weights), B = bias.
 """
@@ -9,8 +9,10 @@ import math
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import Form, OpSpec, TypeCase, arg, bias_scale, const_ints, opt, rank_in
 from .geometry import const_int, image_input, join_image, split_image, transpose_out_or_0, window_out_or_0
+from .inference import broadcast_shapes, const_ints
+from .rules import bias_scale, rank_in, ranks_agree, window_params
+from .spec import Form, OpSpec, TypeCase, arg, cases, opt
 
 Q8, Q8S, PER_CHANNEL = C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED, C.TENSOR_QUANT8_SYMM_PER_CHANNEL
 
@@ -35,8 +37,8 @@ _LEVEL3_CASES = [TypeCase(max(3, c.level), **c.as_dict()) for c in _CONV_CASES]
 _TENSORS = [arg("input", "T"), arg("filter", "W"), arg("bias", "B")]
 _EXPLICIT_PAD = [arg(n, C.INT32) for n in ("pad_left", "pad_right", "pad_top", "pad_bottom")]
 _STRIDES = [arg("stride_w", C.INT32), arg("stride_h", C.INT32)]
-_OPTIONAL_TAIL = [opt("layout", C.BOOL, level=3), opt("dilation_w", C.INT32, level=3),
-                  opt("dilation_h", C.INT32, level=3)]
+_OPTIONAL_TAIL = [opt("layout", C.BOOL, level=3, default=False), opt("dilation_w", C.INT32, level=3, default=1),
+                  opt("dilation_h", C.INT32, level=3, default=1)]
 _OUT = [arg("output", "T")]
 
 
@@ -108,6 +110,8 @@ def _dilation_pairs(v):
 
 def _depthwise_filter(v):
     """Filter [1, h, w, depth_out] with depth_out = input channels x multiplier = output channels."""
+    if isinstance(v.const("multiplier"), int) and v.const("multiplier") <= 0:
+        yield f"depth multiplier must be positive, got {v.const('multiplier')}"
     flt = _dims(v.input("filter"))
     if not flt or len(flt) != 4:
         return
@@ -138,9 +142,9 @@ def _output_scale_level(filter_name="filter"):
     return level
 
 
-def _conv_rules(out_axis: int, channel_dim: int) -> list:
+def _conv_rules(out_axis: int, channel_dim: int, window=window_params()) -> list:
     return [rank_in("input", [4]), rank_in("output", [4]), rank_in("filter", [4]), rank_in("bias", [1]),
-            bias_scale(), _per_channel_dim(channel_dim), _bias_matches(out_axis), _dilation_pairs]
+            bias_scale(), _per_channel_dim(channel_dim), _bias_matches(out_axis), _dilation_pairs, window]
 
 
 # -- shape inference -------------------------------------------------------------------
@@ -244,7 +248,9 @@ register(OpSpec(
            Form("implicit", _TENSORS + [arg("output_shape", C.TENSOR_INT32), arg("padding", C.INT32)] + _STRIDES
                 + [arg("fuse", C.INT32), arg("layout", C.BOOL)], _OUT)],
     type_cases=_LEVEL3_CASES,
-    rules=_conv_rules(0, 0) + [_conv_channels(lambda v, f: f[3]), rank_in("output_shape", [1])],
+    # the tail paddings may be negative: they crop less than the scattered windows cover
+    rules=_conv_rules(0, 0, window_params(non_negative=("pad_left", "pad_top")))
+    + [_conv_channels(lambda v, f: f[3]), rank_in("output_shape", [1])],
     infer=_transpose_conv_infer,
     doc="the gradient of CONV_2D: every input pixel scatters input x filter into a stride-spaced "
         "output window; filter [depth_out, h, w, depth_in]",
@@ -268,4 +274,30 @@ register(OpSpec(
     infer=_fc_infer,
     doc="input flattened to [batch, input_size] (input_size = weights' second dimension); "
         "output = fuse(input @ weights^T + bias)",
+))
+
+
+# -- BATCH_MATMUL (feature level 6): the batched matrix product ------------------------------
+
+def _infer_batch_matmul(v):
+    """[batch..., rows of adj(x), columns of adj(y)]; the batch dimensions broadcast."""
+    x, y = v.dims("x"), v.dims("y")
+    if x is None or y is None or len(x) < 2 or len(y) < 2:
+        return {"output": None}
+    adj = [v.const(n) if v.has(n) else False for n in ("adj_x", "adj_y")]
+    rows = 0 if adj[0] is None else x[-1] if adj[0] else x[-2]
+    cols = 0 if adj[1] is None else y[-2] if adj[1] else y[-1]
+    return {"output": broadcast_shapes(x[:-2], y[:-2]) + (rows, cols)}
+
+
+register(OpSpec(
+    code=Op.BATCH_MATMUL,
+    forms=[Form("default", [arg("x", "T"), arg("y", "T"), opt("adj_x", C.BOOL), opt("adj_y", C.BOOL)],
+                [arg("output", "T")])],
+    # the NNAPI docs list no TENSOR_QUANT8_ASYMM here, only the signed variant
+    type_cases=cases(6, "T", C.TENSOR_FLOAT16, C.TENSOR_FLOAT32, C.TENSOR_QUANT8_ASYMM_SIGNED, C.TENSOR_INT32),
+    rules=[rank_in("x", (2, 3, 4)), rank_in("y", (2, 3, 4)), rank_in("output", (2, 3, 4)),
+           ranks_agree("x", "y"), ranks_agree("x", "output")],
+    doc="output[..., :, :] = adj(x)[..., :, :] @ adj(y)[..., :, :], batch dimensions broadcast",
+    infer=_infer_batch_matmul,
 ))

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import Form, OpSpec, TypeCase, arg, output_ranks, rank_in, same_quant
+from .rules import output_ranks, rank_in, same_quant
+from .spec import Form, OpSpec, TypeCase, arg
 from .geometry import const_int, image_input, join_image, layout, split_image
 
 _BOX_SCALE = 0.125  # the one quantization NNAPI allows for QUANT16 box coordinates

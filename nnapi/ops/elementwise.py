@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import Form, OpSpec, TypeCase, arg, broadcast_output, infer_broadcast, rank_at_most
+from .inference import infer_broadcast
+from .rules import broadcast_output, rank_at_most
+from .spec import Form, OpSpec, TypeCase, arg
 
 _ARGS = [arg("input1", "T"), arg("input2", "T"), arg("fuse", C.INT32)]
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import (Form, OpSpec, Shape, TypeCase, arg, cases, fixed_output_quant, output_rank, rank_at_least,
-                   rank_in, same_quant)
+from .rules import fixed_output_quant, output_rank, rank_at_least, rank_in, same_quant
+from .spec import Form, OpSpec, Shape, TypeCase, arg, cases
 
 
 def _dims(o):

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import (Form, OpSpec, TypeCase, arg, axes_in_range, fixed_output_quant, infer_same_as, opt, rank_at_most,
-                   rank_in, same_shape)
+from .inference import infer_same_as
+from .rules import axes_in_range, fixed_output_quant, rank_at_most, rank_in, same_shape
+from .spec import Form, OpSpec, TypeCase, arg, opt
 
 _F32, _F16 = C.TENSOR_FLOAT32, C.TENSOR_FLOAT16
 _Q8, _Q8S = C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED
@@ -46,7 +47,7 @@ def _positive(name: str):
 
 register(OpSpec(
     code=Op.L2_NORMALIZATION,
-    forms=[Form("default", [arg("input", "T"), opt("axis", C.INT32, level=3)], [arg("output", "T")])],
+    forms=[Form("default", [arg("input", "T"), opt("axis", C.INT32, level=3, default=-1)], [arg("output", "T")])],
     type_cases=[TypeCase(1, T=_F32), TypeCase(3, T=_F16), TypeCase(3, T=_Q8), TypeCase(4, T=_Q8S)],
     rules=[rank_at_most("input", 4), _KEEPS_SHAPE,
            fixed_output_quant("output", {_Q8: (1.0 / 128, 128), _Q8S: (1.0 / 128, 0)})],
@@ -58,7 +59,7 @@ register(OpSpec(
 register(OpSpec(
     code=Op.LOCAL_RESPONSE_NORMALIZATION,
     forms=[Form("default", [arg("input", "T"), arg("radius", C.INT32), arg("bias", "S"), arg("alpha", "S"),
-                            arg("beta", "S"), opt("axis", C.INT32, level=3)], [arg("output", "T")])],
+                            arg("beta", "S"), opt("axis", C.INT32, level=3, default=-1)], [arg("output", "T")])],
     type_cases=_FLOAT_CASES,
     rules=[rank_at_most("input", 4), _KEEPS_SHAPE],
     level_rules=[_level3_unless_axis_or_rank(4)],
@@ -78,7 +79,7 @@ register(OpSpec(
 
 register(OpSpec(
     code=Op.SOFTMAX,
-    forms=[Form("default", [arg("input", "T"), arg("beta", "S"), opt("axis", C.INT32, level=3)],
+    forms=[Form("default", [arg("input", "T"), arg("beta", "S"), opt("axis", C.INT32, level=3, default=-1)],
                 [arg("output", "T")])],
     type_cases=[TypeCase(1, T=_F32, S=C.FLOAT32), TypeCase(1, T=_Q8, S=C.FLOAT32),
                 TypeCase(3, T=_F16, S=C.FLOAT16), TypeCase(4, T=_Q8S, S=C.FLOAT32)],

@@ -1,9 +1,10 @@
 """2-D pooling (AVERAGE/MAX/L2_POOL_2D) and image resizing (RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR)."""
 from __future__ import annotations
 
-from ..codes import FuseCode, OperandCode as C, OperationCode as Op, PaddingCode
+from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import Form, OpSpec, TypeCase, arg, cases, opt, rank_in, same_quant
+from .rules import rank_in, same_quant, window_params
+from .spec import Form, OpSpec, TypeCase, arg, cases, opt
 from .geometry import const_int, image_input, join_image, scaled_size, window_out_or_0
 
 _F32, _F16 = C.TENSOR_FLOAT32, C.TENSOR_FLOAT16
@@ -16,32 +17,16 @@ _EXPLICIT = [arg("input", "T"),
              arg("pad_top", C.INT32), arg("pad_bottom", C.INT32),
              arg("stride_w", C.INT32), arg("stride_h", C.INT32),
              arg("filter_w", C.INT32), arg("filter_h", C.INT32),
-             arg("fuse", C.INT32), opt("layout", C.BOOL, level=3)]
+             arg("fuse", C.INT32), opt("layout", C.BOOL, level=3, default=False)]
 _IMPLICIT = [arg("input", "T"), arg("padding", C.INT32),
              arg("stride_w", C.INT32), arg("stride_h", C.INT32),
              arg("filter_w", C.INT32), arg("filter_h", C.INT32),
-             arg("fuse", C.INT32), opt("layout", C.BOOL, level=3)]
+             arg("fuse", C.INT32), opt("layout", C.BOOL, level=3, default=False)]
 
 _POOL_FORMS = [Form("explicit", _EXPLICIT, [arg("output", "T")]),
                Form("implicit", _IMPLICIT, [arg("output", "T")])]
 
 _POOL_QUANT_CASES = [TypeCase(1, T=_F32), TypeCase(1, T=_Q8), TypeCase(3, T=_F16), TypeCase(4, T=_Q8S)]
-
-
-def _pool_constants(v):
-    """Checks on constant window parameters (run-time values are checked by the kernel)."""
-    for name in ("stride_w", "stride_h", "filter_w", "filter_h"):
-        value = v.const(name)
-        if value is not None and value <= 0:
-            yield f"{name} must be positive, got {value}"
-    for name in ("pad_left", "pad_right", "pad_top", "pad_bottom"):
-        value = v.const(name)
-        if value is not None and value < 0:
-            yield f"{name} must not be negative, got {value}"
-    if v.form.name == "implicit" and v.const("padding") not in (None, PaddingCode.SAME, PaddingCode.VALID):
-        yield f"padding must be SAME (1) or VALID (2), got {v.const('padding')}"
-    if v.const("fuse") not in (None, *FuseCode):
-        yield f"invalid fuse code {v.const('fuse')}"
 
 
 def _keeps_batch_and_depth(v):
@@ -93,7 +78,7 @@ def _pool(code, type_cases, doc):
         code=code,
         forms=_POOL_FORMS,
         type_cases=type_cases,
-        rules=[*_POOL_SHAPE, same_quant("input", "output"), _pool_constants],
+        rules=[*_POOL_SHAPE, same_quant("input", "output"), window_params(pads_below_filter=True)],
         infer=_pool_infer,
         doc=doc,
     ))
@@ -119,9 +104,10 @@ _RESIZE_CASES = (
 
 
 def _resize_args(layout_optional: bool) -> list:
-    layout = opt("layout", C.BOOL, level=3) if layout_optional else arg("layout", C.BOOL)
+    layout = opt("layout", C.BOOL, level=3, default=False) if layout_optional else arg("layout", C.BOOL)
     return [arg("input", "T"), arg("width", "S"), arg("height", "S"), layout,
-            opt("align_corners", C.BOOL, level=4), opt("half_pixel_centers", C.BOOL, level=4)]
+            opt("align_corners", C.BOOL, level=4, default=False),
+            opt("half_pixel_centers", C.BOOL, level=4, default=False)]
 
 
 def _corner_flags(v):

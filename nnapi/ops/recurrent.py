@@ -9,7 +9,8 @@ from __future__ import annotations
 from ..bias_scale import bias_scale, bias_scale_matches
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import Form, OpSpec, TypeCase, arg, opt, output_ranks, rank_in
+from .rules import output_ranks, rank_in
+from .spec import Form, OpSpec, TypeCase, arg, opt
 
 _FLOAT = [TypeCase(1, T=C.TENSOR_FLOAT32, S=C.FLOAT32), TypeCase(3, T=C.TENSOR_FLOAT16, S=C.FLOAT16)]
 _FLOAT_FL3 = [TypeCase(3, T=C.TENSOR_FLOAT32, S=C.FLOAT32), TypeCase(3, T=C.TENSOR_FLOAT16, S=C.FLOAT16)]
@@ -127,6 +128,40 @@ def _lstm_sizes(v, prefix: str = "", state_in: str = "output_state_in", cell_in:
     return units, out
 
 
+def lstm_weight_shapes(prefix: str, units: int, out: int, input_size: int) -> list:
+    """[(argument name, expected shape)] of one LSTM direction's weights and biases (0 = not known): the
+    one statement of these shapes, which the spec checks on declared operands and the executor's kernels
+    on run-time values (executor/kernels/recurrent/lstm.py check_lstm)."""
+    p, shapes = prefix, []
+    for g in _GATES:
+        shapes += [(f"{p}input_to_{g}_weights", (units, input_size)), (f"{p}recurrent_to_{g}_weights", (units, out)),
+                   (f"{p}{g}_gate_bias", (units,)), (f"{p}{g}_layer_norm_weights", (units,))]
+    shapes += [(f"{p}cell_to_{g}_weights", (units,)) for g in ("input", "forget", "output")]
+    return shapes + [(f"{p}projection_weights", (out, units)), (f"{p}projection_bias", (out,))]
+
+
+def _lstm_weights_fit(prefix: str = "", input_from_aux: bool = False):
+    """Declared weights fit the sizes the other operands give (unknown extents pass), the input gate is
+    all there or all omitted (CIFG), and without a projection the output size is the number of units.
+    Operands a caller may still pass empty at execution are the kernel's to check. `input_from_aux`:
+    the direction may read aux_input instead (the bidirectional LSTM's backward one)."""
+    def rule(v):
+        p = prefix
+        units, out = _lstm_sizes(v, p)
+        input_size = 0 if input_from_aux and v.has("aux_input") else _ext(v, "input", -1)
+        for name, expected in lstm_weight_shapes(p, units, out, input_size):
+            d = None if not v.has(name) or _may_be_empty(v, name) else v.dims(name)
+            if d and (len(d) != len(expected) or any(a and b and a != b for a, b in zip(d, expected))):
+                yield f"{name} has shape {list(d)}, expected {['?' if not e else e for e in expected]}"
+        gate = [f"{p}input_to_input_weights", f"{p}recurrent_to_input_weights", f"{p}input_gate_bias"]
+        if not any(_may_be_empty(v, n) for n in gate) and len({v.has(n) for n in gate}) > 1:
+            yield f"{p}input gate: input and recurrent weights and bias come together, or none of them (CIFG)"
+        projection = f"{p}projection_weights"
+        if not v.has(projection) and not _may_be_empty(v, projection) and units and out and out != units:
+            yield f"{p}without projection the output size {out} must equal the number of units {units}"
+    return rule
+
+
 def _sequence_layout(v, states: tuple):
     """(d0, d1, batch) of a [time, batch, ...] or [batch, time, ...] input: the outputs keep the input's
     first two extents whatever the layout; the batch is the one time_major names (or the states')."""
@@ -239,7 +274,7 @@ register(OpSpec(
                 [_t("scratch_buffer"), _t("output_state_out"), _t("cell_state_out"), _t("output")])],
     type_cases=_FLOAT,
     rules=[rank_in("input", (2,)), rank_in("output_state_in", (2,)), rank_in("cell_state_in", (2,)),
-           _all_or_no_layer_norm(""),
+           _all_or_no_layer_norm(""), _lstm_weights_fit(),
            *output_ranks(scratch_buffer=2, output_state_out=2, cell_state_out=2, output=2)],
     level_rules=[_layer_norm_level("")],
     infer=_infer_lstm,
@@ -256,7 +291,7 @@ register(OpSpec(
                 + [arg("time_major", C.BOOL)] + _layer_norm(),
                 [_t("output"), opt("output_state_out", "T", level=4), opt("cell_state_out", "T", level=4)])],
     type_cases=_FLOAT_FL3,
-    rules=[rank_in("input", (3,)), _all_or_no_layer_norm(""),
+    rules=[rank_in("input", (3,)), _all_or_no_layer_norm(""), _lstm_weights_fit(),
            *output_ranks(output=3, output_state_out=2, cell_state_out=2)],
     infer=_infer_unidirectional_lstm,
     doc="an LSTM over a [time, batch, input] (or batch-major) sequence",
@@ -276,8 +311,8 @@ register(OpSpec(
                  opt("fw_output_state_out", "T", level=4), opt("fw_cell_state_out", "T", level=4),
                  opt("bw_output_state_out", "T", level=4), opt("bw_cell_state_out", "T", level=4)])],
     type_cases=_FLOAT_FL3,
-    rules=[rank_in("input", (3,)), _all_or_no_layer_norm("fw_", "bw_"),
-           _bidirectional_output_ranks],
+    rules=[rank_in("input", (3,)), _all_or_no_layer_norm("fw_", "bw_"), _lstm_weights_fit("fw_"),
+           _lstm_weights_fit("bw_", input_from_aux=True), _bidirectional_output_ranks],
     infer=_infer_bidirectional_lstm,
     doc="forward and backward LSTMs over one sequence, optional auxiliary input, merged or separate outputs",
 ))

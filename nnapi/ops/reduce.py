@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import (Form, OpSpec, OpView, TypeCase, arg, axes_in_range, cases, const_ints, known_rank as _rank,
-                   normalize_axis, output_rank, rank_at_least, rank_at_most, same_quant)
+from .inference import const_ints, normalize_axis
+from .rules import axes_in_range, known_rank as _rank, output_rank, rank_at_least, rank_at_most, same_quant
+from .spec import Form, OpSpec, OpView, TypeCase, arg, cases
 
 _FLOATS = (C.TENSOR_FLOAT32, C.TENSOR_FLOAT16)
 

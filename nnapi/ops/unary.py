@@ -2,14 +2,15 @@
 
 Also home of what this family's other spec modules (activation.py,
 compare.py) share: the one-input form and the `unary` spec builder (the shape
-rules `same_shape` and `broadcast_output` are in base.py).
+rules `same_shape` and `broadcast_output` are in rules.py).
 """
 from __future__ import annotations
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .base import (Form, OpSpec, TypeCase, arg, broadcast_output, cases, infer_broadcast, infer_same_as,
-                   rank_at_most, same_shape)
+from .inference import infer_broadcast, infer_same_as
+from .rules import broadcast_output, rank_at_most, same_shape
+from .spec import Form, OpSpec, TypeCase, arg, cases
 
 F32, F16, I32 = C.TENSOR_FLOAT32, C.TENSOR_FLOAT16, C.TENSOR_INT32
 Q8, Q8S = C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED

@@ -193,16 +193,48 @@ def test_finish_rejects_int32_bias_for_float_conv():
     assert "unsupported operand types" in e.value.message
 
 
-def test_invalid_padding_code_fails_at_execution():
+# The constant window parameters are the spec's rules (nnapi/ops/rules.py window_params), as for the
+# pools: an invalid padding code or a zero stride is BAD_DATA at finish(), not OP_FAILED at compute
+# (these tests used to lock in the kernel's late OP_FAILED). A stride fed at run time is the kernel's.
+@pytest.mark.parametrize("scalars, reason", [
+    ([(C.INT32, 7), (C.INT32, 1), (C.INT32, 1), (C.INT32, 0)], "padding must be SAME (1) or VALID (2), got 7"),
+    ([(C.INT32, 1), (C.INT32, 0), (C.INT32, 1), (C.INT32, 0)], "stride_w must be positive, got 0"),
+    ([(C.INT32, 1), (C.INT32, 1), (C.INT32, 1), (C.INT32, 9)], "invalid fuse code 9"),
+    ([(C.INT32, 0), (C.INT32, 0), (C.INT32, -1), (C.INT32, 0), (C.INT32, 1), (C.INT32, 1), (C.INT32, 0)],
+     "pad_top must not be negative, got -1"),
+])
+def test_invalid_constant_window_is_rejected_at_finish(scalars, reason):
     m = _build(Op.CONV_2D,
                [(OperandType(F32, (1, 2, 2, 1)), None), (OperandType(F32, (1, 1, 1, 1)), [1]),
                 (OperandType(F32, (1,)), [0])],
-               [(C.INT32, 7), (C.INT32, 1), (C.INT32, 1), (C.INT32, 0)],
-               OperandType(F32, (1, 2, 2, 1)))
+               scalars, OperandType(F32, (1, 2, 2, 1)))
     with pytest.raises(NnapiError) as e:
-        run_one(m, np.ones((1, 2, 2, 1), dtype=np.float32))
+        m.finish()
+    assert e.value.code == ResultCode.BAD_DATA
+    assert reason in e.value.message
+
+
+def test_zero_stride_fed_at_run_time_fails_at_execution():
+    m = nnapi.Model()
+    x = m.add_operand(OperandType(F32, (1, 2, 2, 1)))
+    w = m.add_operand(OperandType(F32, (1, 1, 1, 1)))
+    m.set_operand_value(w, np.ones((1, 1, 1, 1), np.float32))
+    b = m.add_operand(OperandType(F32, (1,)))
+    m.set_operand_value(b, np.zeros(1, np.float32))
+    scalars = []
+    for v in (1, None, 1, 0):   # padding SAME, stride_w (a model input), stride_h, fuse
+        i = m.add_operand(OperandType(C.INT32))
+        if v is not None:
+            m.set_operand_value(i, np.int32(v))
+        scalars.append(i)
+    out = m.add_operand(OperandType(F32, (1, 2, 2, 1)))
+    m.add_operation(Op.CONV_2D, [x, w, b, *scalars], [out])
+    m.identify_inputs_and_outputs([x, scalars[1]], [out])
+    m.finish()
+    with pytest.raises(NnapiError) as e:
+        run_one(m, np.ones((1, 2, 2, 1), np.float32), np.int32(0))
     assert e.value.code == ResultCode.OP_FAILED
-    assert "padding" in e.value.message
+    assert "strides (1, 0)" in e.value.message
 
 
 def test_zero_batch_conv_nchw_and_fully_connected():

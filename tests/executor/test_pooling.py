@@ -54,11 +54,14 @@ def test_l2_pool_float():
     np.testing.assert_allclose(run_one(m, x).item(), np.sqrt(12.5), rtol=1e-6)
 
 
-def test_pool_padding_not_smaller_than_filter_fails_at_execution():
+def test_pool_padding_not_smaller_than_filter_is_rejected_at_finish():
+    # the rule is the spec's (a window of padding only has no element to pool): BAD_DATA at finish(),
+    # where the kernel used to report OP_FAILED at compute
     m = pool_explicit(Op.MAX_POOL_2D, f32(1, 3, 3, 1), f32(1, 6, 6, 1), (2, 2, 2, 2), (1, 1), (2, 2))
     with pytest.raises(NnapiError) as e:
-        run_one(m, X33)
-    assert e.value.code == ResultCode.OP_FAILED
+        m.finish()
+    assert e.value.code == ResultCode.BAD_DATA
+    assert "pad_left 2 and pad_right 2 must be smaller than filter_w 2" in e.value.message
 
 
 def _resize(code, in_dims, out_dims, size_args, flags=(False,)):

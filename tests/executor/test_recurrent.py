@@ -175,7 +175,44 @@ def test_quantized_16bit_lstm_rejects_wrong_input_quantization():
 
 
 def test_fixed_point_gates_track_float():
-    from executor.kernels.recurrent_quant import fixed_logistic, fixed_tanh
+    from executor.kernels.recurrent.quant import fixed_logistic, fixed_tanh
     raw = np.array([-30000, -4096, -1, 0, 1, 4096, 30000])   # 3 integer bits: value = raw / 4096
     np.testing.assert_allclose(fixed_logistic(raw, 3) / 32768, [sigmoid(v / 4096) for v in raw], atol=2e-4)
     np.testing.assert_allclose(fixed_tanh(raw, 3) / 32768, np.tanh(raw / 4096), atol=4e-4)
+
+
+# -- the LSTM weight rules are the spec's: BAD_DATA at finish() for constant weights -----------------
+
+def _lstm_model(edit):
+    """The CTS LSTM (V1_0/lstm: 4 units, input and output size 2 and 4, no peephole or projection) with
+    its weights constants, after `edit(operands)` changed its declared operands."""
+    import copy
+
+    from executor.conformance import build_model, find_vector_files, read_cases
+    from tests.conftest import CTS_DIR
+    case = next(c for p in find_vector_files([str(CTS_DIR / "V1_0")]) if p.name.startswith("lstm.")
+                for c in read_cases(p) if c["id"] == "V1_0/lstm/lstm")
+    main = copy.deepcopy(case["main"])
+    for idx, values in zip(main["inputIndexes"][1:18], case["inputs"][1:18]):
+        main["operands"][idx].update(lifetime="CONSTANT_COPY" if values else "NO_VALUE", value=values)
+    main["inputIndexes"] = [main["inputIndexes"][0]] + main["inputIndexes"][18:]
+    edit(main["operands"])
+    return lambda: build_model(dict(case, main=main), [])
+
+
+def test_lstm_constant_weights_are_checked_at_finish():
+    _lstm_model(lambda ops: None)()   # as given: valid
+
+    def wrong_forget_weights(ops):   # input_to_forget_weights [4, 2] declared [2, 4]
+        ops[2].update(dimensions=[2, 4])
+    with pytest.raises(NnapiError) as e:
+        _lstm_model(wrong_forget_weights)()
+    assert e.value.code == ResultCode.BAD_DATA
+    # the units clash with the other gates' 4, so only the input size 2 is expected for sure
+    assert "input_to_forget_weights has shape [2, 4], expected ['?', 2]" in e.value.message
+
+    def half_cifg(ops):   # input_to_input_weights omitted, the input gate's recurrent weights kept
+        ops[1].update(lifetime="NO_VALUE")
+    with pytest.raises(NnapiError) as e:
+        _lstm_model(half_cifg)()
+    assert e.value.code == ResultCode.BAD_DATA and "or none of them (CIFG)" in e.value.message

@@ -1,4 +1,4 @@
-"""Shape inference of the shape, newer and lookup families (nnapi/ops/shape.py, newer.py, lookup.py).
+"""Shape inference of the shape, space and lookup families (nnapi/ops/shape.py, shape_space.py, lookup.py).
 
 Hand-computed cases for the operations without CTS vectors (BATCH_MATMUL, PACK, MIRROR_PAD, REVERSE)
 and for the corners of the others (masks and negative strides, -1 entries, omitted perm, parameters fed
@@ -64,7 +64,7 @@ def scalar(v, code=C.INT32):
     return (code, v)
 
 
-# -- newer operations (no CTS vectors) -------------------------------------------------------
+# -- the later operations (no CTS vectors) -------------------------------------------------------
 
 @pytest.mark.parametrize("x, y, adj, want", [
     ((2, 3), (3, 4), (), (2, 4)),
@@ -206,7 +206,7 @@ def test_lsh_projection(kind, want):
 # -- the CTS, strictly ---------------------------------------------------------------------------
 
 _MINE = {spec.code for spec in SPECS.values()
-         if spec.infer is not None and spec.infer.__module__.split(".")[-1] in ("shape", "newer", "lookup")}
+         if spec.infer is not None and spec.infer.__module__.split(".")[-1] in ("shape", "shape_space", "lookup")}
 _MY_FILES = [p for p in FILES if p.name.split(".")[0].startswith((
     "batch_to_space", "space_to", "channel_shuffle", "concat", "depth_to_space", "expand_dims", "gather",
     "pad", "reshape", "slice", "split", "squeeze", "strided_slice", "tile", "transpose_", "fill", "rank",

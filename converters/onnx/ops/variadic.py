@@ -13,7 +13,7 @@ import numpy as np
 
 from nnapi import OperandCode as C
 from nnapi import OperationCode as Op
-from nnapi.ops.base import broadcast_shapes
+from nnapi.ops.inference import broadcast_shapes
 
 from ...registry import Reason, Unsupported
 from ..common import OPSET_MAX, onnx_op

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from nnapi import OperandCode as C, OperationCode as Op
-from nnapi.ops.shape import PAD_ZERO_POINT_LEVEL
+from nnapi.ops.shape_space import PAD_ZERO_POINT_LEVEL
 
 from ...registry import Reason, Unsupported, converter
 from .common import name, require_arity, reshape, temp

@@ -16,8 +16,8 @@ import numpy as np
 
 from nnapi.codes import OperationCode as Op
 
-from ..registry import kernel
-from .fixedpoint import (
+from ...registry import kernel
+from ..fixedpoint import (
     EXP_BARREL,
     inv_sqrt_multiplier,
     multiply_by_quantized_multiplier,
@@ -26,8 +26,8 @@ from .fixedpoint import (
     saturating_multiply_by_pot,
     saturating_rounding_doubling_high_mul,
 )
-from .fixedpoint import rounding_half_sum as _half_sum
-from .fixedpoint import trunc_div as _trunc_div
+from ..fixedpoint import rounding_half_sum as _half_sum
+from ..fixedpoint import trunc_div as _trunc_div
 
 _I16_MIN, _I16_MAX = -(1 << 15), (1 << 15) - 1
 _ONE_F0 = _I16_MAX          # 1.0 with 0 integer bits saturates to the largest raw value
@@ -135,10 +135,11 @@ _Q16_NNAPI_GATES = ("input", "forget", "cell", "output")
 
 @kernel(Op.QUANTIZED_16BIT_LSTM)
 def quantized_16bit_lstm(ctx):
-    x, prev_cell, prev_out = ctx.inputs[0], ctx.inputs[13], ctx.inputs[14]
-    w_in = {g: ctx.inputs[1 + k] for k, g in enumerate(_Q16_NNAPI_GATES)}
-    w_rec = {g: ctx.inputs[5 + k] for k, g in enumerate(_Q16_NNAPI_GATES)}
-    bias = {g: ctx.inputs[9 + k] for k, g in enumerate(_Q16_NNAPI_GATES)}
+    args = ctx.args
+    x, prev_cell, prev_out = args.input, args.prev_cell_state, args.prev_output
+    w_in = {g: getattr(args, f"input_to_{g}_weights") for g in _Q16_NNAPI_GATES}
+    w_rec = {g: getattr(args, f"recurrent_to_{g}_weights") for g in _Q16_NNAPI_GATES}
+    bias = {g: getattr(args, f"{g}_gate_bias") for g in _Q16_NNAPI_GATES}
     batch, out_size = prev_out.shape
     if x.shape[0] != batch or prev_cell.shape != (batch, out_size):
         ctx.fail(f"input {list(x.shape)}, prev_output {list(prev_out.shape)} and prev_cell_state "
@@ -207,18 +208,17 @@ def _layer_norm(gate, weights, bias, scale: float, variance_limit: int):
     return _sat(multiply_by_quantized_multiplier(val, m_ln, s_ln + 12))
 
 
-def _q(ctx, i):
-    """Input i as int64 raw values, or None when omitted."""
-    v = ctx.inputs[i]
+def _q(v):
+    """An argument's Value as int64 raw values, or None when omitted."""
     return None if v is None or v.array.size == 0 else v.array.astype(np.int64)
 
 
-def _per_gate(ctx, first, gates=_GATES):
-    """{gate: (int64 values, scale)} for consecutive inputs starting at `first`; (None, None) when omitted."""
+def _per_gate(args, pattern, gates=_GATES):
+    """{gate: (int64 values, scale)} of the arguments `pattern`.format(gate); (None, None) when omitted."""
     out = {g: (None, None) for g in _GATES}
-    for k, g in enumerate(gates):
-        v = _q(ctx, first + k)
-        out[g] = (v, None if v is None else ctx.inputs[first + k].scale)
+    for g in gates:
+        v = getattr(args, pattern.format(g))
+        out[g] = (_q(v), None if _q(v) is None else v.scale)
     return out
 
 
@@ -226,18 +226,19 @@ class _QLstm:
     """The operands of one QUANTIZED_LSTM step, by gate, and the shared quantization facts."""
 
     def __init__(self, ctx):
-        self.x, self.h, self.c = _q(ctx, 0), _q(ctx, 18), _q(ctx, 19)
-        self.x_q, self.h_q = ctx.inputs[0], ctx.inputs[18]
-        self.w_in, self.w_rec = _per_gate(ctx, 1), _per_gate(ctx, 5)
-        self.peep = _per_gate(ctx, 9, ("input", "forget", "output"))
-        self.bias = {g: v for g, (v, _) in _per_gate(ctx, 12).items()}
-        self.ln = _per_gate(ctx, 20)
-        self.inter_scale = {g: ctx.scalar(26 + k) for k, g in enumerate(_GATES)}
+        args = ctx.args
+        self.x, self.h, self.c = _q(args.input), _q(args.output_state_in), _q(args.cell_state_in)
+        self.x_q, self.h_q, self.c_q = args.input, args.output_state_in, args.cell_state_in
+        self.w_in, self.w_rec = _per_gate(args, "input_to_{}_weights"), _per_gate(args, "recurrent_to_{}_weights")
+        self.peep = _per_gate(args, "cell_to_{}_weights", ("input", "forget", "output"))
+        self.bias = {g: v for g, (v, _) in _per_gate(args, "{}_gate_bias").items()}
+        self.ln = _per_gate(args, "{}_layer_norm_weights")
+        self.inter_scale = {g: getattr(args, f"{g}_intermediate_scale") for g in _GATES}
         # the cell state scale must be (within 1e-3 in log2, like the reference) a power of two
-        log2 = np.log2(ctx.inputs[19].scale)
+        log2 = np.log2(self.c_q.scale)
         self.cell_shift = int(np.round(log2))
         if abs(log2 - self.cell_shift) >= 1e-3 or self.cell_shift > -9:
-            ctx.fail(f"cell state scale {ctx.inputs[19].scale} must be a power of two at most 2^-9")
+            ctx.fail(f"cell state scale {self.c_q.scale} must be a power of two at most 2^-9")
 
     @property
     def cifg(self) -> bool:
@@ -274,11 +275,12 @@ def _check_qlstm(ctx, q: _QLstm):
                    (f"recurrent_to_{g}_weights", q.w_rec[g][0], (units, n_out)),
                    (f"{g}_gate_bias", q.bias[g], (units,)), (f"{g}_layer_norm_weights", q.ln[g][0], (units,)),
                    (f"cell_to_{g}_weights", q.peep[g][0], (units,))]
-    shapes += [("projection_weights", _q(ctx, 16), (n_out, units)), ("projection_bias", _q(ctx, 17), (n_out,))]
+    proj_w, proj_b = _q(ctx.args.projection_weights), _q(ctx.args.projection_bias)
+    shapes += [("projection_weights", proj_w, (n_out, units)), ("projection_bias", proj_b, (n_out,))]
     for name, arr, shape in shapes:
         if arr is not None and arr.shape != shape:
             ctx.fail(f"{name} has shape {list(arr.shape)}, expected {list(shape)}")
-    if _q(ctx, 16) is None and n_out != units:
+    if proj_w is None and n_out != units:
         ctx.fail(f"without projection the output size {n_out} must equal the number of units {units}")
     if q.cifg and (q.w_rec["input"][0] is not None or q.bias["input"] is not None):
         ctx.fail("CIFG: input gate weights and bias must all be omitted together")
@@ -297,14 +299,15 @@ def quantized_lstm(ctx):
     # new cell state, in the cell state's scale 2^cell_shift
     cell = _sat(_wrap(rounding_divide_by_pot(forget * q.c, 15))
                 + _wrap(rounding_divide_by_pot(in_gate * cell_in, 30 + q.cell_shift)))
-    clip = ctx.scalar(24, 0.0)
+    args = ctx.args
+    clip = args.get("cell_clip", 0.0)
     if clip > 0:
-        qclip = int(min(max(np.float32(clip) / np.float32(ctx.inputs[19].scale), -32768.0), 32767.0))
+        qclip = int(min(max(np.float32(clip) / np.float32(q.c_q.scale), -32768.0), 32767.0))
         cell = np.clip(cell, -qclip, qclip)
     out_gate = fixed_logistic(q.gate("output", cell), 3)
 
     # hidden = output gate * tanh(cell), requantized to the hidden state's int8 scale
-    hidden_zp, hidden_scale = ctx.scalar(30), ctx.scalar(31)
+    hidden_zp, hidden_scale = args.hidden_state_zero_point, args.hidden_state_scale
     hidden_mult = float(np.float32(2.0 ** -15 / float(np.float32(hidden_scale)) * 2.0 ** -15))
     hidden = _requant(out_gate * fixed_tanh(cell, q.cell_shift + 15), hidden_mult) + hidden_zp
     hidden = np.clip(hidden, -128, 127)
@@ -314,15 +317,16 @@ def quantized_lstm(ctx):
 
 def _projection(ctx, q, hidden, hidden_zp, hidden_scale):
     """Optional projection of the int8 hidden state to the output state's quantization."""
-    proj_w = _q(ctx, 16)
+    args = ctx.args
+    proj_w = _q(args.projection_weights)
     if proj_w is None:
         return hidden
-    bias = _q(ctx, 17)
+    bias = _q(args.projection_bias)
     acc = hidden @ proj_w.T - hidden_zp * proj_w.sum(axis=1) + (0 if bias is None else bias)
     out_zp = q.h_q.zero_point
-    out = np.clip(_requant(acc, _f32_scale(ctx.inputs[16].scale, hidden_scale, divide_by=q.h_q.scale)) + out_zp,
+    out = np.clip(_requant(acc, _f32_scale(args.projection_weights.scale, hidden_scale, divide_by=q.h_q.scale)) + out_zp,
                   -128, 127)
-    clip = ctx.scalar(25, 0.0)
+    clip = args.get("proj_clip", 0.0)
     if clip > 0:
         qclip = int(min(max(np.float32(clip) / np.float32(q.h_q.scale), -128.0), 127.0))
         out = np.clip(out, -qclip, qclip)

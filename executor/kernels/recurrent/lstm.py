@@ -4,7 +4,7 @@ Float16 models are computed in float32 and cast back. The LSTMs stack their
 weights (StackedLstm): the input projection of every time step is one GEMM
 before the loop, and each step is one recurrent GEMM into the stacked
 pre-activations followed by in-place ufuncs on slices of it. The plain kernels
-stack per call; recurrent_prepared.py stacks constant weights once at
+stack per call; ../recurrent_prepared.py stacks constant weights once at
 compilation and runs the same functions.
 """
 from __future__ import annotations
@@ -15,21 +15,22 @@ from typing import Optional
 import numpy as np
 
 from nnapi.codes import OperationCode as Op
+from nnapi.ops.recurrent import lstm_weight_shapes
 
-from ..registry import kernel
-from .common import clip_ufunc
-from .recurrent_common import (
+from ...registry import kernel
+from ..common import clip_ufunc
+from .common import (
     ACTIVATIONS_INTO,
     GATES,
     LAYER_NORM_EPSILON,
     ONE,
-    activation_code,
+    as_float32,
     as_output,
     aux_fits,
     bidirectional_results,
     check_shapes,
+    checked_activation,
     float32_output,
-    float_input,
     link_aux,
     sequence_output,
     sigmoid_of_negated,
@@ -72,36 +73,35 @@ class LstmCell:
         return self.recurrent_w["forget"].shape[1]
 
 
-def read_lstm_cell(ctx, first, ln_first=None, aux_first=None, act=20, clips=(21, 22)) -> LstmCell:
-    """Gather an LstmCell from the NNAPI input layout starting at `first` (input_to_input_weights)."""
-    def g(start):
-        return {name: float_input(ctx, start + k) for k, name in enumerate(GATES)}
-    peep = {name: float_input(ctx, first + 8 + k) for k, name in enumerate(("input", "forget", "output"))}
-    none = dict.fromkeys(GATES)
+def read_lstm_cell(ctx, prefix: str = "") -> LstmCell:
+    """Gather one direction's LstmCell by argument name (`prefix` "fw_" / "bw_" for the bidirectional
+    LSTM); absent optional parts (CIFG input gate, peepholes, projection, layer norm, aux) are None."""
+    args = ctx.args
+
+    def weights(pattern):
+        return {g: as_float32(args.get(prefix + pattern.format(g))) for g in GATES}
     return LstmCell(
-        input_w=g(first), recurrent_w=g(first + 4), peephole=peep, bias=g(first + 11),
-        projection_w=float_input(ctx, first + 15), projection_b=float_input(ctx, first + 16),
-        layer_norm=g(ln_first) if ln_first is not None and ln_first < len(ctx.inputs) else none,
-        aux_w=g(aux_first) if aux_first is not None else none,
-        activation=activation_code(ctx, act),
-        cell_clip=float(ctx.scalar(clips[0], 0.0)), proj_clip=float(ctx.scalar(clips[1], 0.0)))
+        input_w=weights("input_to_{}_weights"), recurrent_w=weights("recurrent_to_{}_weights"),
+        peephole={g: as_float32(args.get(f"{prefix}cell_to_{g}_weights")) for g in ("input", "forget", "output")},
+        bias=weights("{}_gate_bias"),
+        projection_w=as_float32(args.get(prefix + "projection_weights")),
+        projection_b=as_float32(args.get(prefix + "projection_bias")),
+        layer_norm=weights("{}_layer_norm_weights"), aux_w=weights("aux_input_to_{}_weights"),
+        activation=checked_activation(ctx, args.activation),
+        cell_clip=float(args.get("cell_clip", 0.0)), proj_clip=float(args.get("proj_clip", 0.0)))
 
 
 def check_lstm(ctx, cell: LstmCell, batch: int, input_size: int, prefix=""):
+    """What depends on run-time values: the weights' shapes (a caller may feed them, or pass omitted
+    ones empty), the required gates and CIFG. Declared shapes are the spec's rules already."""
     for gname in ("forget", "cell", "output"):
         if any(d[gname] is None for d in (cell.input_w, cell.recurrent_w, cell.bias)):
             ctx.fail(f"{prefix}{gname} gate weights and bias are required")
     n, out = cell.units, cell.output_size
-    shapes = []
-    for gname in GATES:
-        shapes += [(f"{prefix}input_to_{gname}_weights", cell.input_w[gname], (n, input_size)),
-                   (f"{prefix}recurrent_to_{gname}_weights", cell.recurrent_w[gname], (n, out)),
-                   (f"{prefix}{gname}_gate_bias", cell.bias[gname], (n,)),
-                   (f"{prefix}{gname}_layer_norm_weights", cell.layer_norm[gname], (n,))]
-    shapes += [(f"{prefix}cell_to_{k}_weights", v, (n,)) for k, v in cell.peephole.items()]
-    shapes += [(f"{prefix}projection_weights", cell.projection_w, (out, n)),
-               (f"{prefix}projection_bias", cell.projection_b, (out,))]
-    check_shapes(ctx, shapes)
+    # the spec's shape table (nnapi/ops/recurrent.py), here on the values given at run time
+    args = ctx.args
+    check_shapes(ctx, [(name, as_float32(args.get(name)), shape)
+                       for name, shape in lstm_weight_shapes(prefix, n, out, input_size)])
     aux = [w for w in cell.aux_w.values() if w is not None]
     check_shapes(ctx, [(f"{prefix}aux_input_to_{g}_weights", w, (n, aux[0].shape[-1]))
                         for g, w in cell.aux_w.items()] if aux else [])
@@ -322,34 +322,36 @@ def _checked_stack(ctx, cell: LstmCell, x, prefix="") -> StackedLstm:
     return StackedLstm(cell)
 
 
+def lstm_state(args, prefix: str = "") -> tuple:
+    """(x, output state, cell state) of an LSTM as float32 (the bidirectional one: a direction's states)."""
+    return (as_float32(args.input), as_float32(getattr(args, prefix + "output_state_in")),
+            as_float32(getattr(args, prefix + "cell_state_in")))
+
+
 @kernel(Op.LSTM)
 def lstm(ctx):
-    x, h, c = float_input(ctx, 0), float_input(ctx, 18), float_input(ctx, 19)
-    p = _checked_stack(ctx, read_lstm_cell(ctx, 1, ln_first=23), x)
+    x, h, c = lstm_state(ctx.args)
+    p = _checked_stack(ctx, read_lstm_cell(ctx), x)
     return lstm_outputs(ctx, p, x, h, c)
 
 
 @kernel(Op.UNIDIRECTIONAL_SEQUENCE_LSTM)
 def unidirectional_sequence_lstm(ctx):
-    time_major = bool(ctx.scalar(23))
-    x, h, c = float_input(ctx, 0), float_input(ctx, 18), float_input(ctx, 19)
-    p = _checked_stack(ctx, read_lstm_cell(ctx, 1, ln_first=24), time_major_view(x, time_major))
+    time_major = bool(ctx.args.time_major)
+    x, h, c = lstm_state(ctx.args)
+    p = _checked_stack(ctx, read_lstm_cell(ctx), time_major_view(x, time_major))
     return unidirectional_lstm_outputs(ctx, p, x, h, c, time_major)
-
-
-# bidirectional LSTM input positions: first input of each direction's cell, its layer norm and aux weights
-BIDI_LSTM_FW = dict(first=1, ln_first=53, aux_first=40, act=48, clips=(49, 50))
-BIDI_LSTM_BW = dict(first=18, ln_first=57, aux_first=44, act=48, clips=(49, 50))
 
 
 @kernel(Op.BIDIRECTIONAL_SEQUENCE_LSTM)
 def bidirectional_sequence_lstm(ctx):
-    merge, time_major = bool(ctx.scalar(51)), bool(ctx.scalar(52))
-    x, aux = float_input(ctx, 0), float_input(ctx, 39)
-    fw, bw = read_lstm_cell(ctx, **BIDI_LSTM_FW), read_lstm_cell(ctx, **BIDI_LSTM_BW)
+    args = ctx.args
+    merge, time_major = bool(args.merge_outputs), bool(args.time_major)
+    x, aux = as_float32(args.input), as_float32(args.aux_input)
+    fw, bw = read_lstm_cell(ctx, "fw_"), read_lstm_cell(ctx, "bw_")
     has_aux_w = any(w is not None for w in list(fw.aux_w.values()) + list(bw.aux_w.values()))
     x_tm = time_major_view(x, time_major)
     bw_x = link_aux(x_tm, None if aux is None else time_major_view(aux, time_major), has_aux_w)[0]
     fw_p, bw_p = _checked_stack(ctx, fw, x_tm, "fw_"), _checked_stack(ctx, bw, bw_x, "bw_")
-    states = [float_input(ctx, i) for i in range(35, 39)]
+    states = [*lstm_state(args, "fw_")[1:], *lstm_state(args, "bw_")[1:]]
     return bidirectional_lstm_outputs(ctx, fw_p, bw_p, x, aux, states, time_major, merge)

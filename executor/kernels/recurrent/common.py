@@ -10,7 +10,7 @@ from typing import Optional
 
 import numpy as np
 
-from .common import clip_ufunc
+from ..common import clip_ufunc
 
 GATES = ("input", "forget", "cell", "output")
 LAYER_NORM_EPSILON = 1e-8  # the Android/TFLite MeanStddevNormalization epsilon
@@ -66,24 +66,29 @@ ACTIVATIONS_INTO = {
 }
 
 
-def activation_code(ctx, index) -> int:
-    code = ctx.scalar(index)
+def checked_activation(ctx, code: int) -> int:
+    """An activation argument's code, when the recurrent ops allow it."""
     if code not in ACTIVATIONS:
         ctx.fail(f"unsupported activation function {code}")
     return code
 
 
-def activation(ctx, index):
-    return ACTIVATIONS[activation_code(ctx, index)]
+def activation_code(ctx, index) -> int:
+    """The activation code at input position `index` (recurrent_prepared.py reads by position)."""
+    return checked_activation(ctx, ctx.scalar(index))
+
+
+def as_float32(value) -> Optional[np.ndarray]:
+    """An argument's Value as float32 (computation precision), or None when absent/omitted/empty. Not
+    a copy when it already is float32: callers must not write into it."""
+    if value is None or value.array.size == 0:  # omitted model inputs may arrive as empty buffers
+        return None
+    return np.asarray(value.array, np.float32)
 
 
 def float_input(ctx, i) -> Optional[np.ndarray]:
-    """Input `i` as float32 (computation precision), or None when absent/omitted/empty. Not a copy
-    when it already is float32: callers must not write into it."""
-    v = ctx.inputs[i] if i < len(ctx.inputs) else None
-    if v is None or v.array.size == 0:  # omitted model inputs may arrive as empty buffers
-        return None
-    return np.asarray(v.array, np.float32)
+    """as_float32 of input position `i` (recurrent_prepared.py reads by position)."""
+    return as_float32(ctx.inputs[i] if i < len(ctx.inputs) else None)
 
 
 def cast_output(ctx, k, array):

@@ -3,9 +3,9 @@
 Float16 models are computed in float32 and cast back. The RNNs stack their
 weights (StackedRnn): the input projection of every time step is one GEMM
 before the loop, then one recurrent GEMM per step. The plain kernels stack per
-call; recurrent_prepared.py stacks constant weights once at compilation and
+call; ../recurrent_prepared.py stacks constant weights once at compilation and
 runs the same functions. The LSTMs are in lstm.py, the quantized LSTMs in
-recurrent_quant.py, the shared helpers in recurrent_common.py.
+quant.py, the shared helpers in common.py.
 """
 from __future__ import annotations
 
@@ -14,18 +14,18 @@ import numpy as np
 
 from nnapi.codes import OperationCode as Op
 
-from ..registry import kernel
-from .recurrent_common import (
+from ...registry import kernel
+from .common import (
+    ACTIVATIONS,
     ACTIVATIONS_INTO,
-    activation,
-    activation_code,
+    as_float32,
     as_output,
     aux_fits,
     bidirectional_results,
     cast_output,
     check_shapes,
+    checked_activation,
     float32_output,
-    float_input,
     link_aux,
     sequence_output,
     store_sequence,
@@ -117,32 +117,39 @@ def bidirectional_rnn_outputs(ctx, fw: StackedRnn, bw: StackedRnn, x, aux, fw_h,
     return bidirectional_results(ctx, fw_seq, bw_seq, [fw_last], [bw_last], merge, time_major)
 
 
-def _rnn_inputs(ctx, first):
-    """(weights, recurrent weights, bias, hidden state) starting at input `first`."""
-    return [float_input(ctx, i) for i in range(first, first + 4)]
+def _rnn_args(args, prefix=""):
+    """(weights, recurrent weights, bias, hidden state) of one direction, as float32."""
+    return [as_float32(getattr(args, prefix + n)) for n in ("weights", "recurrent_weights", "bias")] + [
+        as_float32(getattr(args, prefix + ("hidden_state" if prefix else "hidden_state_in")))]
 
 
 @kernel(Op.RNN)
 def rnn(ctx):
-    x, w, r, b, h = (float_input(ctx, i) for i in range(5))
+    args = ctx.args
+    x, (w, r, b, h) = as_float32(args.input), _rnn_args(args)
     _check_rnn(ctx, x, w, r, b, h)
-    return rnn_outputs(ctx, StackedRnn(w, r, b, activation_code(ctx, 5)), x, h)
+    return rnn_outputs(ctx, StackedRnn(w, r, b, checked_activation(ctx, args.activation)), x, h)
 
 
 @kernel(Op.UNIDIRECTIONAL_SEQUENCE_RNN)
 def unidirectional_sequence_rnn(ctx):
-    x, w, r, b, h = (float_input(ctx, i) for i in range(5))
-    time_major = bool(ctx.scalar(6))
+    args = ctx.args
+    x, (w, r, b, h) = as_float32(args.input), _rnn_args(args)
+    time_major = bool(args.time_major)
     _check_rnn(ctx, time_major_view(x, time_major), w, r, b, h)
-    return unidirectional_rnn_outputs(ctx, StackedRnn(w, r, b, activation_code(ctx, 5)), x, h, time_major)
+    return unidirectional_rnn_outputs(ctx, StackedRnn(w, r, b, checked_activation(ctx, args.activation)), x, h,
+                                      time_major)
 
 
 @kernel(Op.BIDIRECTIONAL_SEQUENCE_RNN)
 def bidirectional_sequence_rnn(ctx):
-    x = float_input(ctx, 0)
-    fw, bw = _rnn_inputs(ctx, 1), _rnn_inputs(ctx, 5)
-    aux, fw_aux_w, bw_aux_w = float_input(ctx, 9), float_input(ctx, 10), float_input(ctx, 11)
-    act, time_major, merge = activation_code(ctx, 12), bool(ctx.scalar(13)), bool(ctx.scalar(14))
+    args = ctx.args
+    x = as_float32(args.input)
+    fw, bw = _rnn_args(args, "fw_"), _rnn_args(args, "bw_")
+    aux, fw_aux_w, bw_aux_w = (as_float32(args.aux_input), as_float32(args.fw_aux_weights),
+                               as_float32(args.bw_aux_weights))
+    act = checked_activation(ctx, args.activation)
+    time_major, merge = bool(args.time_major), bool(args.merge_outputs)
     x_tm = time_major_view(x, time_major)
     aux_tm = None if aux is None else time_major_view(aux, time_major)
     bw_x = link_aux(x_tm, aux_tm, fw_aux_w is not None or bw_aux_w is not None)[0]
@@ -156,8 +163,10 @@ def bidirectional_sequence_rnn(ctx):
 
 @kernel(Op.SVDF)
 def svdf(ctx):
-    x, w_feature, w_time, bias, state = (float_input(ctx, i) for i in range(5))
-    rank, act = ctx.scalar(5), activation(ctx, 6)
+    args = ctx.args
+    x, w_feature, w_time, bias, state = (as_float32(getattr(args, n)) for n in
+                                         ("input", "weights_feature", "weights_time", "bias", "state_in"))
+    rank, act = args.rank, ACTIVATIONS[checked_activation(ctx, args.activation)]
     filters, memory = w_time.shape
     batch = x.shape[0]
     if rank <= 0 or filters % rank:

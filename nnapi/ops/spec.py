@@ -21,18 +21,18 @@ An OpSpec describes one NNAPI operation once:
   nnapi/shapes.py propagates it through a model. `value_dependent` names the
   outputs whose extents depend on input values (left unknown), with the reason.
 
-Validation, feature-level computation, and the converters' builder (`arrange`)
-all read the same spec.
+Validation, feature-level computation, the converters' builder (`arrange`) and
+the executor's kernels (`bind`, nnapi/ops/binding.py: arguments by name) all
+read the same spec. The shared rules are in rules.py, the shared shape inference
+in inference.py.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Sequence, Union
 
-import numpy as np
-
-from ..bias_scale import bias_scale as bias_scale_product, bias_scale_matches
 from ..codes import OperandCode, OperationCode
+from .binding import Bound
 
 TypeRef = Union[OperandCode, str]
 
@@ -49,6 +49,7 @@ class Arg:
     min_count: int = 1
     level: int = 1              # feature level this argument needs when present
     types: Optional[tuple] = None  # for fixed-choice arguments: the allowed codes
+    default: object = None      # an optional or omittable scalar's value when absent (NHWC layout, dilation 1)
 
 
 def arg(name, type, **kw) -> Arg:
@@ -210,6 +211,16 @@ class OpSpec:
         if m is None:
             return None
         return OpView(model, index, self, *m, shapes=shapes)
+
+    def bind(self, model, index: int) -> Bound:
+        """Operation `index`'s arguments by name with their constants and derived facts, worked out once
+        (the executor binds every operation at compilation; kernels read `ctx.args`)."""
+        op = model.operations[index]
+        m = self.match_form(model, op.inputs, op.outputs)
+        if m is None:
+            raise ValueError(f"operation {index} ({self.code.name}): {len(op.inputs)} inputs / {len(op.outputs)} "
+                             f"outputs match no signature ({self.signature_summary()})")
+        return Bound(self, model, index, m[0], m[1], m[2])
 
     def output_shapes(self, model, index: int, shapes: Optional[dict] = None) -> dict:
         """{output operand: inferred Shape} for operation `index` ({} without an `infer`, or when no
@@ -383,240 +394,3 @@ def _bind(args: Sequence[Arg], operands: Sequence[int], model) -> Optional[dict]
     if pos != n:
         return None
     return out
-
-
-# -- shared rules ---------------------------------------------------------------
-
-def same_quant(*names: str) -> Rule:
-    """The named quantized operands must share scale and zero point."""
-    def rule(v: OpView):
-        ops = [(n, o) for n in names for o in v.inputs(n) + v.outputs(n) if o is not None and not o.is_omitted]
-        ops = [(n, o) for n, o in ops if o.type.code in _QUANT8]
-        if len({(o.type.scale, o.type.zero_point) for _, o in ops}) > 1:
-            yield ("scale/zero point must match: " +
-                   ", ".join(f"{n} scale={o.type.scale:g} zp={o.type.zero_point}" for n, o in ops))
-    return rule
-
-
-_QUANT8 = frozenset({OperandCode.TENSOR_QUANT8_ASYMM, OperandCode.TENSOR_QUANT8_ASYMM_SIGNED})
-
-
-def bias_scale(input_name="input", filter_name="filter", bias_name="bias") -> Rule:
-    """Quantized bias: zero point 0 and scale == input scale x filter scale (per channel when the filter is)."""
-    def rule(v: OpView):
-        inp, flt, bias = v.input(input_name), v.input(filter_name), v.input(bias_name)
-        if inp is None or flt is None or bias is None or inp.type.code not in _QUANT8:
-            return
-        if bias.type.zero_point != 0:
-            yield f"{bias_name} zero point must be 0, got {bias.type.zero_point}"
-        if flt.type.code == OperandCode.TENSOR_QUANT8_SYMM_PER_CHANNEL:
-            return  # per-channel bias scales are implied by the filter's channel scales
-        if not bias_scale_matches(bias.type.scale, inp.type.scale, flt.type.scale):  # huge scales: inf, reported
-            yield (f"{bias_name} scale {bias.type.scale:g} must equal {input_name} scale x {filter_name} scale "
-                   f"= {bias_scale_product(inp.type.scale, flt.type.scale):g}")
-    return rule
-
-
-def rank_in(name: str, ranks: Iterable[int]) -> Rule:
-    allowed = tuple(ranks)
-
-    def rule(v: OpView):
-        for o in v.inputs(name) + v.outputs(name):
-            if o is None or o.is_omitted or o.type.dimensions is None:
-                continue
-            r = len(o.type.dimensions)
-            if r and r not in allowed:
-                yield f"{name} has rank {r}, expected one of {list(allowed)}"
-    return rule
-
-
-def rank_at_most(name: str, max_rank: int) -> Rule:
-    return rank_in(name, range(1, max_rank + 1))
-
-
-def fixed_output_quant(out_name: str, by_code: dict) -> Rule:
-    """Output quantization fixed per type, e.g. LOGISTIC: uint8 scale 1/256 zp 0."""
-    def rule(v: OpView):
-        o = v.output(out_name)
-        if o is None or o.type.code not in by_code:
-            return
-        scale, zp = by_code[o.type.code]
-        if abs(o.type.scale - scale) > 1e-9 or o.type.zero_point != zp:
-            yield (f"{out_name} of type {o.type.code.name} must have scale {scale:g} and zero point {zp}, "
-                   f"got scale {o.type.scale:g} zero point {o.type.zero_point}")
-    return rule
-
-
-# -- shared shape rules ---------------------------------------------------------------
-# Every shape rule checks only what is known: a 0 extent is unknown, and a tensor
-# without dimensions has an unknown rank; either passes.
-
-def known_rank(operand) -> Optional[int]:
-    """The rank of an operand when it is known (0 for scalars), else None (absent, omitted, unknown rank)."""
-    if operand is None or operand.is_omitted:
-        return None
-    return operand.type.rank
-
-
-def rank_of(name: str, delta: int = 0) -> Callable[[OpView], Optional[int]]:
-    """For output_rank: the known rank of input `name` (the first of a repeated list whose rank is
-    known) plus `delta`, or None."""
-    def rank(v: OpView):
-        for o in v.inputs(name):
-            r = known_rank(o)
-            if r is not None:
-                return r + delta
-        return None
-    return rank
-
-
-def length_of(name: str) -> Callable[[OpView], Optional[int]]:
-    """For output_rank: the known length (first extent) of the 1-D (or [n, 2]) input `name`, or None."""
-    def length(v: OpView):
-        o = v.input(name)
-        if o is None or not o.type.dimensions or not o.type.dimensions[0]:
-            return None
-        return o.type.dimensions[0]
-    return length
-
-
-def axes_in_range(input_name: str, axes_name: str, extra: int = 0) -> Rule:
-    """Constant axes must lie in [-rank, rank) of the input (when its rank is known); `extra` widens
-    the range for operations that insert a dimension (EXPAND_DIMS: [-(n + 1), n + 1))."""
-    def rule(v):
-        rank, axes = known_rank(v.input(input_name)), v.const(axes_name)
-        if rank is None or axes is None:
-            return
-        n = rank + extra
-        bad = [int(a) for a in np.ravel(axes) if not -n <= int(a) < n]
-        if bad:
-            yield f"{axes_name} {bad} out of range [-{n}, {n}) for a rank-{rank} {input_name}"
-    return rule
-
-
-def output_rank(out_name: str, expected) -> Rule:
-    """Every operand named `out_name` has rank `expected` (an int, or a function of the view giving the
-    rank or None when it cannot be known), when its rank is known."""
-    def rule(v):
-        want = expected(v) if callable(expected) else expected
-        if want is None:
-            return
-        for o in v.outputs(out_name):
-            r = known_rank(o)
-            if r is not None and r != want:
-                yield f"{out_name} has rank {r}, expected {want}"
-    return rule
-
-
-def output_ranks(**ranks) -> list:
-    """output_rank rules for several outputs with fixed ranks."""
-    return [output_rank(name, r) for name, r in ranks.items()]
-
-
-def rank_at_least(name: str, low: int) -> Rule:
-    def rule(v):
-        rank = known_rank(v.input(name))
-        if rank is not None and rank < low:
-            yield f"{name} has rank {rank}, expected at least {low}"
-    return rule
-
-
-def length_is_rank(vector_name: str, input_name: str = "input") -> Rule:
-    """A parameter tensor with one entry (or row) per input dimension (SLICE begin/size, TILE multiples,
-    TRANSPOSE perm, PAD paddings): its first extent equals the input's rank, when both are known."""
-    def rule(v):
-        rank, length = known_rank(v.input(input_name)), length_of(vector_name)(v)
-        if rank is not None and length is not None and rank != length:
-            yield f"{vector_name} has {length} entries, expected one per dimension of the rank-{rank} {input_name}"
-    return rule
-
-
-def same_shape(*names: str) -> Rule:
-    """Operands whose dimensions are all known must agree (elementwise ops keep the shape)."""
-    def rule(v):
-        ops = [(n, o) for n in names for o in v.inputs(n) + v.outputs(n) if o is not None and not o.is_omitted]
-        known = [(n, o.type.dimensions) for n, o in ops if o.type.dimensions]
-        for (n1, d1), (n2, d2) in zip(known, known[1:]):
-            if len(d1) != len(d2) or any(a and b and a != b for a, b in zip(d1, d2)):
-                yield f"{n1} has shape {list(d1)} but {n2} has shape {list(d2)}"
-                return
-    return rule
-
-
-def _broadcast_extent(p: int, q: int) -> Optional[int]:
-    """The broadcast of two extents (0 = unknown): the extent, 0 when unknown, None when they clash."""
-    known = {p, q} - {0}
-    big = known - {1}
-    if len(big) > 1:
-        return None
-    if big:
-        return big.pop()
-    return 1 if p and q else 0
-
-
-def broadcast_output(a: str, b: str, out: str = "output") -> Rule:
-    """Inputs `a` and `b` broadcast against each other (numpy rules, aligned from the last dimension)
-    and output `out` has the broadcast shape: its rank is the larger input rank and every extent that
-    is known matches. Unknown extents (0) and unknown ranks pass."""
-    def rule(v):
-        x, y = v.input(a), v.input(b)
-        if x is None or y is None or not x.type.dimensions or not y.type.dimensions:
-            return
-        dx, dy = x.type.dimensions, y.type.dimensions
-        rank = max(len(dx), len(dy))
-        px, py = (1,) * (rank - len(dx)) + dx, (1,) * (rank - len(dy)) + dy
-        expected = [_broadcast_extent(p, q) for p, q in zip(px, py)]
-        if None in expected:
-            yield f"{a} {list(dx)} and {b} {list(dy)} do not broadcast"
-            return
-        for o in v.outputs(out):
-            do = o.type.dimensions
-            if do and (len(do) != rank or any(e and d and e != d for e, d in zip(expected, do))):
-                yield (f"{out} has shape {list(do)}, the broadcast shape of {a} {list(dx)} and {b} {list(dy)} "
-                       f"is {['?' if not e else e for e in expected]}")
-    return rule
-
-
-# -- shared shape inference -------------------------------------------------------------
-# `infer` functions for the common cases, and helpers for writing others. Unknown stays
-# unknown: an unknown input rank gives an unknown output rank, an unknown extent (0) an
-# unknown extent.
-
-def broadcast_shapes(a: Shape, b: Shape) -> Shape:
-    """numpy-style broadcast of two Shapes (0 where unknown); None for an unknown rank. Extents that
-    clash give 0 (the broadcast_output rule reports them)."""
-    if a is None or b is None:
-        return None
-    rank = max(len(a), len(b))
-    pa, pb = (1,) * (rank - len(a)) + tuple(a), (1,) * (rank - len(b)) + tuple(b)
-    return tuple(_broadcast_extent(p, q) or 0 for p, q in zip(pa, pb))
-
-
-def infer_same_as(input_name: str = "input", *outputs: str) -> Callable[[OpView], dict]:
-    """Every output (default "output") has the shape of `input_name` (elementwise unary ops)."""
-    names = outputs or ("output",)
-
-    def infer(v: OpView) -> dict:
-        return dict.fromkeys(names, v.dims(input_name))
-    return infer
-
-
-def infer_broadcast(a: str = "input1", b: str = "input2", out: str = "output") -> Callable[[OpView], dict]:
-    """The output has the broadcast shape of inputs `a` and `b` (binary elementwise ops)."""
-    def infer(v: OpView) -> dict:
-        return {out: broadcast_shapes(v.dims(a), v.dims(b))}
-    return infer
-
-
-def const_ints(v: OpView, name: str) -> Optional[list]:
-    """A constant integer input (scalar or tensor) as a flat list of Python ints, or None."""
-    value = v.const(name)
-    if value is None:
-        return None
-    return [int(x) for x in np.ravel(value)]
-
-
-def normalize_axis(axis: int, rank: int) -> Optional[int]:
-    """axis in [-rank, rank) as a non-negative index, or None when out of range."""
-    a = axis + rank if axis < 0 else axis
-    return a if 0 <= a < rank else None
