@@ -9,7 +9,9 @@ and on random cases: the same models with every float and quantized input drawn 
 boolean and scalar inputs keep the case's values: they are shapes, indices and flags). Where a case's
 model gives the operation no fast path (the recurrent CTS models feed their weights at run time, and
 the preparers specialize on constant weights), it is also run with every input but the first made a
-constant of the case's value.
+constant of the case's value. A preparer that none of the spread exercises is tried on its
+operation's other cases, and on each with its quantized outputs requantized (another scale and zero
+point), until one takes the fast path.
 
 Float bound: a fast path may evaluate in float32 where the plain kernel accumulates in float64 (the
 convolutions' GEMMs) or in another order. Agreement is |fast - plain| <= FLOAT_BOUND[dtype] x (1 +
@@ -100,6 +102,24 @@ def _with_constant_parameters(case):
                 main=dict(main, operands=operands, inputIndexes=keep))
 
 
+def _with_other_output_quantization(case):
+    """The case with each quantized model output's scale x 1.7 and zero point moved by 3 (within its
+    type's range): the CTS's quantized MEAN cases keep the input's quantization, which the requantizing
+    fast path leaves to the kernel. None when no output is quantized."""
+    main = case["main"]
+    operands = [dict(o) for o in main["operands"]]
+    changed = False
+    for idx in main["outputIndexes"]:
+        o = operands[idx]
+        if o["type"] in ("TENSOR_QUANT8_ASYMM", "TENSOR_QUANT8_ASYMM_SIGNED"):
+            high = 255 if o["type"] == "TENSOR_QUANT8_ASYMM" else 127
+            o.update(scale=o.get("scale", 1.0) * 1.7, zeroPoint=min(o.get("zeroPoint", 0) + 3, high))
+            changed = True
+    if not changed:
+        return None
+    return dict(case, id=case["id"] + " (other output quantization)", main=dict(main, operands=operands))
+
+
 def _random_inputs(case, rng) -> list:
     """The case's inputs with every float and quantized tensor redrawn: floats normal (scale 3),
     quantized stored values uniform over their type's range."""
@@ -169,6 +189,16 @@ def check(per_op=CASES_PER_OP, seed=0) -> tuple[dict, list]:
                         _check_case(variant, rng, covered, problems, seen)
                 except NnapiError:
                     pass   # an operand the operation may not omit: the variant is no valid model
+    if per_op is not None:   # a preparer the spread missed (e.g. only some quantized cases take it): its other cases
+        every = _cases_by_op(None)
+        for code in sorted(set(every) - {c for c, n in covered.items() if n}, key=lambda c: c.name):
+            variants = [v for case in every[code] for v in (case, _with_other_output_quantization(case)) if v]
+            for case in variants:
+                try:
+                    if code in _check_case(case, rng, covered, problems, seen):
+                        break
+                except NnapiError:
+                    pass   # the changed quantization makes no valid model for this operation
     return dict(covered), problems
 
 
