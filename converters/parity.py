@@ -28,7 +28,7 @@ from .runners import (MissingDependency, ReferenceFailed, from_nnapi_outputs, li
                       random_array, random_source_inputs, run_litert,
                       run_onnxruntime, run_traced, to_nnapi_inputs)
 from .source_graph import SourceError
-from .parity_local import LOCAL_REFERENCES, drift_line, drift_summary, local_check
+from .parity_local import LOCAL_REFERENCES, drift_line, drift_summary, local_check, runtime_quantized
 from .tolerance import SPREAD_FACTOR, SPREAD_MIN_OPERATIONS, allowed_error, within_tolerance
 
 
@@ -594,7 +594,7 @@ def _verdict_rule(local: Optional[bool], max_lsb: Optional[int], graph, result) 
         return "end-to-end", "--max-lsb makes the end-to-end error the rule"
     if local is False:
         return "end-to-end", "--no-local"
-    if not _is_float_model(graph):
+    if not _is_float_model(graph) or runtime_quantized(graph):
         return "local", ("default for quantized models: every operation within one stored unit of the kernels "
                          "that share NNAPI's arithmetic; the end-to-end drift is reported beside it")
     return "end-to-end", "default for float models" + ("; --local reports each operation" if local else "")
