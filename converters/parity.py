@@ -28,7 +28,8 @@ from .runners import (MissingDependency, ReferenceFailed, from_nnapi_outputs, li
                       random_array, random_source_inputs, run_litert,
                       run_onnxruntime, run_traced, to_nnapi_inputs)
 from .source_graph import SourceError
-from .parity_local import LOCAL_REFERENCES, drift_line, drift_summary, local_check, runtime_quantized
+from .parity_local import (LOCAL_REFERENCES, drift_line, drift_summary, local_check, local_check_partitions,
+                           runtime_quantized)
 from .tolerance import SPREAD_FACTOR, SPREAD_MIN_OPERATIONS, allowed_error, within_tolerance
 
 
@@ -91,8 +92,8 @@ class ParityReport:
     @property
     def passed(self) -> bool:
         parts_ok = all(p["passed"] for p in self.partitions) if self.partitions else True
-        if self.verdict and self.verdict["rule"] == "local":
-            return bool(self.local) and all(e["passed"] for e in self.local) and parts_ok
+        if self.verdict and self.verdict["rule"] == "local":   # partition outputs are drift then, as the model's
+            return bool(self.local) and all(e["passed"] for e in self.local)
         return all(o.passed for o in self.outputs) and parts_ok
 
     def as_dict(self) -> dict:
@@ -548,6 +549,11 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
             spreads = spreads_per_step[j] if spreads_per_step else None
             if result.model is None:
                 report.partitions = _check_partitions(result, ref_tensors, tol, report.partitions, spreads)
+                if report.local is not None:
+                    local_tensors = ref_tensors if local_reference == reference else \
+                        runs_of(data, local_reference, True)[j][1]
+                    report.local = local_check_partitions(result, local_tensors, tol, dq_steps, local_reference,
+                                                          report.local)
                 continue
             got_outs, trace = run_traced(result.model, to_nnapi_inputs(result, ins, state=state))
             state = carry(result.model, got_outs)
@@ -580,7 +586,8 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
         if not report.local:
             report.verdict = {"rule": "end-to-end", "why": "no operation could be judged locally"}
         else:
-            report.verdict["drift"] = drift_summary(report.outputs)
+            report.verdict["drift"] = drift_summary(report.outputs or [o for p in report.partitions
+                                                                        for o in p["outputs"]])
             report.verdict["summary"] = drift_line(report.local, report.verdict["drift"], report.samples)
     return report
 
@@ -588,8 +595,6 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
 def _verdict_rule(local: Optional[bool], max_lsb: Optional[int], graph, result) -> tuple[str, str]:
     """local for quantized models (each operation within one stored unit of the kernels that share NNAPI's
     arithmetic; end-to-end drift reported), end-to-end otherwise or when --max-lsb asks for it."""
-    if result.model is None:
-        return "end-to-end", "partitions are judged at their outputs"
     if max_lsb is not None:
         return "end-to-end", "--max-lsb makes the end-to-end error the rule"
     if local is False:
@@ -597,6 +602,8 @@ def _verdict_rule(local: Optional[bool], max_lsb: Optional[int], graph, result) 
     if not _is_float_model(graph) or runtime_quantized(graph):
         return "local", ("default for quantized models: every operation within one stored unit of the kernels "
                          "that share NNAPI's arithmetic; the end-to-end drift is reported beside it")
+    if result.model is None:
+        return "end-to-end", "partitions are judged at their outputs"
     return "end-to-end", "default for float models" + ("; --local reports each operation" if local else "")
 
 

@@ -155,14 +155,43 @@ def local_check(result, trace: dict, ref_tensors: dict, tol: dict, dq_steps: dic
     return [by_op[k] for k in sorted(by_op)]
 
 
+def local_check_partitions(result, ref_tensors: dict, tol: dict, dq_steps: dict, reference: str,
+                           previous: Optional[list] = None) -> list:
+    """local_check for each partition of a partial conversion (the framework ran the whole model, so every
+    boundary tensor is known): each partition runs on the framework's boundary tensors, then each of its
+    operations is judged on its own. Entries carry "partition"."""
+    from .convert import ConversionResult
+    from .runners import run_traced, to_nnapi_inputs
+    entries = []
+    for k, p in enumerate(result.partitions):
+        if any(ref_tensors.get(t) is None for t in p.inputs):
+            continue
+        part = ConversionResult(result.source, result.feature_level, [], model=p.model, operand_map=p.operand_map,
+                                operand_perm=p.operand_perm)
+        _, trace = run_traced(p.model, to_nnapi_inputs(part, [ref_tensors[t] for t in p.inputs], p.model))
+        earlier = [e for e in previous or [] if e.get("partition") == k]
+        entries += [dict(e, partition=k) for e in local_check(part, trace, ref_tensors, tol, dq_steps, reference,
+                                                              earlier)]
+    return entries
+
+
+class _PartitionOutput:
+    """A partition's output record (a dict of OutputParity's fields) read like an OutputParity."""
+
+    def __init__(self, record: dict):
+        self.__dict__.update(record)
+
+
 def drift_summary(outputs: list) -> dict:
     """The end-to-end figures reported next to a local verdict: the largest stored-unit error, the lowest
     cosine and, for classifier-shaped outputs, the lowest top-1 / top-5 agreement."""
+    outputs = [_PartitionOutput(o) if isinstance(o, dict) else o for o in outputs]
     quantized = [o for o in outputs if o.lsb_histogram is not None]
     top1 = [o.top1_agreement for o in outputs if o.top1_agreement is not None]
     top5 = [o.top5_agreement for o in outputs if o.top5_agreement is not None]
-    return {"max_units": max((o.max_abs_error for o in quantized), default=None),
-            "max_abs_error": max((o.max_abs_error for o in outputs), default=None),
+    floats = [o for o in outputs if o.lsb_histogram is None]
+    return {"max_units": max((o.max_abs_error for o in quantized), default=None) if not floats else None,
+            "max_abs_error": max((o.max_abs_error for o in floats or outputs), default=None),
             "cosine": min((o.cosine for o in outputs), default=None),
             "top1_agreement": min(top1) if top1 else None, "top5_agreement": min(top5) if top5 else None}
 
