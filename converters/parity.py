@@ -28,8 +28,8 @@ from .runners import (MissingDependency, ReferenceFailed, from_nnapi_outputs, li
                       random_array, random_source_inputs, run_litert,
                       run_onnxruntime, run_traced, to_nnapi_inputs)
 from .source_graph import SourceError
-from .parity_local import (LOCAL_REFERENCES, drift_line, drift_summary, local_check, local_check_partitions,
-                           runtime_quantized)
+from .parity_local import (LOCAL_REFERENCES, drift_line, drift_summary, integers_as_reference, local_check,
+                           local_check_partitions, runtime_quantized, uncomparable)
 from .tolerance import SPREAD_FACTOR, SPREAD_MIN_OPERATIONS, allowed_error, within_tolerance
 
 
@@ -93,7 +93,8 @@ class ParityReport:
     def passed(self) -> bool:
         parts_ok = all(p["passed"] for p in self.partitions) if self.partitions else True
         if self.verdict and self.verdict["rule"] == "local":   # partition outputs are drift then, as the model's
-            return bool(self.local) and all(e["passed"] for e in self.local)
+            return bool(self.local) and all(e["passed"] for e in self.local) and \
+                not uncomparable(self.outputs, self.partitions)
         return all(o.passed for o in self.outputs) and parts_ok
 
     def as_dict(self) -> dict:
@@ -712,7 +713,7 @@ def first_divergence(result: ConversionResult, trace: dict, ref_tensors: dict, t
             if ref is None:
                 continue
             t = graph.tensors[t_index]
-            got = _to_source_layout(result, o, trace[o], t.dtype)
+            got = integers_as_reference(_to_source_layout(result, o, trace[o], t.dtype), ref)
             par = compare(t_name, ref, got.reshape(ref.shape) if got.size == ref.size else got,
                           t.quant is not None and ref.dtype.kind in "iu", model.relaxed,
                           tolerance_for(tol, steps, t_index, spreads))

@@ -62,7 +62,7 @@ def recurrent_steps(graph, ref_tensors: dict) -> dict:
     return steps
 
 
-def _integers_as_reference(mine: np.ndarray, ref: np.ndarray) -> np.ndarray:
+def integers_as_reference(mine: np.ndarray, ref: np.ndarray) -> np.ndarray:
     """A float32 tensor holding integers (the float form of run-time quantization) in the reference's integer
     type; anything else unchanged (a non-integral value then fails the type check)."""
     if ref.dtype.kind in "iu" and mine.dtype.kind == "f" and np.array_equal(mine, np.round(mine)):
@@ -130,7 +130,7 @@ def local_check(result, trace: dict, ref_tensors: dict, tol: dict, dq_steps: dic
             if ref is None or got is None:
                 continue
             tensor = graph.tensors[t_index]
-            mine = _integers_as_reference(_to_source_layout(result, o, got, tensor.dtype), ref)
+            mine = integers_as_reference(_to_source_layout(result, o, got, tensor.dtype), ref)
             if mine.size == ref.size:
                 mine = mine.reshape(ref.shape)
             quantized = tensor.quant is not None and ref.dtype.kind in "iu"
@@ -173,6 +173,14 @@ def local_check_partitions(result, ref_tensors: dict, tol: dict, dq_steps: dict,
         entries += [dict(e, partition=k) for e in local_check(part, trace, ref_tensors, tol, dq_steps, reference,
                                                               earlier)]
     return entries
+
+
+def uncomparable(outputs: list, partitions: list) -> list:
+    """Names of the model's or partitions' outputs whose shape (or NaNs) differs from the framework's: not
+    drift, which the local verdict leaves to the end-to-end figures, but a different result."""
+    records = [o if isinstance(o, dict) else o.__dict__ for o in outputs]
+    records += [o for p in partitions or [] for o in p["outputs"]]
+    return [o["name"] for o in records if not np.isfinite(o["max_abs_error"])]
 
 
 class _PartitionOutput:

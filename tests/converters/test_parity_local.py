@@ -79,3 +79,14 @@ def test_partitions_of_a_partial_quantized_model_are_judged_operation_by_operati
     assert any(e["nnapi_op"] == "CONV_2D" and e["max_units"] is not None and e["max_units"] <= 1 for e in r["local"])
     e2e = check(str(path), partial=True, max_lsb=1).as_dict()
     assert e2e["verdict"]["rule"] == "end-to-end" and "local" not in e2e
+
+
+def test_an_output_of_another_shape_fails_the_local_verdict():
+    """Drift is left to the end-to-end figures, a different shape (max |diff| inf) is not drift."""
+    from converters.parity import OutputParity, ParityReport
+    report = ParityReport("m.onnx", "onnxruntime", 1, [OutputParity("y", [2], "float32", max_abs_error=0.5)])
+    report.verdict = {"rule": "local"}
+    report.local = [{"passed": True}]
+    assert report.passed
+    report.partitions = [{"passed": False, "outputs": [{"name": "z", "max_abs_error": float("inf")}]}]
+    assert not report.passed
