@@ -25,7 +25,7 @@ from nnapi.state import carry
 from .convert import ConversionResult, check_input_shapes, prepare_source
 from .extract import tflite_float_twin
 from .load import detect_format, importer
-from .parity_local import LOCAL_REFERENCES, drift_line, drift_summary, local_check
+from .parity_local import LOCAL_REFERENCES, drift_line, drift_summary, local_check, local_check_partitions
 from .parity_partitions import check_partitions, check_segments, extracted_feeder
 from .parity_references import (SPREAD_REFERENCES, choose_tolerance, dequantized_steps, exact_distances,
                                 framework_spread, kernel_set_runs, reference_run)
@@ -278,6 +278,11 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
             spreads = spreads_per_step[j] if spreads_per_step else None
             if result.model is None:
                 report.partitions = check_partitions(result, ref_tensors, tol, report.partitions, spreads)
+                if report.local is not None:
+                    local_tensors = ref_tensors if local_reference == reference else \
+                        runs_of(data, local_reference, True)[j][1]
+                    report.local = local_check_partitions(result, local_tensors, tol, dq_steps, local_reference,
+                                                          report.local)
                 continue
             got_outs, trace = run_traced(result.model, to_nnapi_inputs(result, ins, state=state))
             state = carry(result.model, got_outs)
@@ -310,7 +315,8 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
         if not report.local:
             report.verdict = {"rule": "end-to-end", "why": "no operation could be judged locally"}
         else:
-            report.verdict["drift"] = drift_summary(report.outputs)
+            report.verdict["drift"] = drift_summary(report.outputs or [o for p in report.partitions
+                                                                        for o in p["outputs"]])
             report.verdict["summary"] = drift_line(report.local, report.verdict["drift"], report.samples)
     return report
 

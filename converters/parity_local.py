@@ -17,6 +17,57 @@ from .context import stored
 
 # the framework kernels whose arithmetic NNAPI's quantized operations are defined as
 LOCAL_REFERENCES = {"tflite": "litert-ref", "onnx": "onnxruntime"}
+# onnxruntime's dynamic quantization: uint8 activations quantized at run time (their scale and zero point
+# are tensors, not NNAPI quantization parameters), converted to float32 holding the same integers
+RUNTIME_QUANTIZING = {"DynamicQuantizeLinear", "DynamicQuantizeLSTM", "MatMulInteger", "ConvInteger"}
+
+
+def runtime_quantized(graph) -> bool:
+    """Whether the model quantizes activations at run time (onnxruntime's quantize_dynamic): it is judged
+    as quantized models are, operation by operation (its integer tensors exactly, see recurrent_steps)."""
+    return any(n.op in RUNTIME_QUANTIZING for n in graph.nodes)
+
+
+def recurrent_steps(graph, ref_tensors: dict) -> dict:
+    """{tensor index: (allowed, description, unit)} for the outputs of every DynamicQuantizeLSTM.
+
+    dynamic_quant_lstm.py computes onnxruntime's integers and float32 roundings exactly, except sigmoid and
+    tanh, which onnxruntime evaluates with MLAS's rational approximations (a few float32 ulps off). Where
+    such an ulp moves the previous h across a rounding boundary of its run-time uint8 quantization, one
+    integer of h differs by 1: each gate's pre-activation then moves by at most unit * max|R| (unit = that
+    quantization's step, (max(h, 0) - min(h, 0)) / 255, taken from the reference's h), the gates by a
+    quarter of it (sigmoid) or all of it (tanh), and h and c by at most 2 unit * max|R| for |c| <= 2.
+    That one flipped unit through one step is the allowance (tests/converters/test_onnx_dynamic_quant_lstm.py
+    measures the error against it); the unit is what max_units counts."""
+    steps = {}
+    for node in graph.nodes:
+        if node.op != "DynamicQuantizeLSTM" or len(node.inputs) < 12:
+            continue
+        r, scale = graph.tensors[node.inputs[2]].data, graph.tensors[node.inputs[10]].data
+        zp = graph.tensors[node.inputs[11]].data if node.inputs[11] >= 0 else 0
+        hs = [ref_tensors.get(t) for t in node.outputs[:2] if t >= 0]
+        h = next((v for v in hs if v is not None), None)
+        if r is None or scale is None or zp is None or h is None:
+            continue
+        dirs = r.shape[0]
+        deq = (r.astype(np.float64) - np.asarray(zp, np.float64).reshape(dirs, 1, -1)) * \
+            np.asarray(scale, np.float64).reshape(dirs, 1, -1)
+        unit = (max(float(h.max()), 0.0) - min(float(h.min()), 0.0)) / 255
+        max_r = float(np.abs(deq).max())
+        for t in node.outputs:
+            if t >= 0:
+                steps[t] = (2 * max_r * unit, f"h's run-time uint8 step {unit:.3g} x 2 max|R| ({max_r:.3g}): one "
+                                              f"flipped unit of h through one step of node {node.index} "
+                                              f"DynamicQuantizeLSTM", unit)
+    return steps
+
+
+def integers_as_reference(mine: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """A float32 tensor holding integers (the float form of run-time quantization) in the reference's integer
+    type; anything else unchanged (a non-integral value then fails the type check)."""
+    if ref.dtype.kind in "iu" and mine.dtype.kind == "f" and np.array_equal(mine, np.round(mine)):
+        return mine.astype(ref.dtype)
+    return mine
 
 
 def _nnapi_layout(result, operand: int, value: np.ndarray) -> np.ndarray:
@@ -44,6 +95,8 @@ def local_check(result, trace: dict, ref_tensors: dict, tol: dict, dq_steps: dic
     from .parity_report import compare, rank0_as_source, to_source_layout
     from .running import compile_model
     model, graph = result.model, result.source.main
+    recurrent = recurrent_steps(graph, ref_tensors)
+    steps = {**dq_steps, **{t: v[:2] for t, v in recurrent.items()}}
     compiled = compile_model(model)
     constant = {i for i, o in enumerate(model.operands) if o.is_constant or o.lifetime.name == "NO_VALUE"}
     by_op = {e["operation_index"]: e for e in previous or []}
@@ -78,13 +131,15 @@ def local_check(result, trace: dict, ref_tensors: dict, tol: dict, dq_steps: dic
             if ref is None or got is None:
                 continue
             tensor = graph.tensors[t_index]
-            mine = to_source_layout(result, o, got, tensor.dtype)
+            mine = integers_as_reference(to_source_layout(result, o, got, tensor.dtype), ref)
             if mine.size == ref.size:
                 mine = mine.reshape(ref.shape)
             quantized = tensor.quant is not None and ref.dtype.kind in "iu"
             par = compare(tensor.name, ref, rank0_as_source(mine, ref), quantized, model.relaxed,
-                          tolerance_for(tol, dq_steps, t_index))
-            units = par.max_abs_error if quantized else None
+                          tolerance_for(tol, steps, t_index))
+            units = par.max_abs_error if quantized or (ref.dtype.kind in "iu" and mine.dtype == ref.dtype) else None
+            if t_index in recurrent and recurrent[t_index][2] > 0:
+                units = par.max_abs_error / recurrent[t_index][2]
             node = node_of[k] if k < len(node_of) else None
             entry = {"operation_index": k, "nnapi_op": op.code.name, "source_tensor": tensor.name,
                      "source_node": None if node is None else f"{node} {graph.nodes[node].op}",
@@ -101,14 +156,51 @@ def local_check(result, trace: dict, ref_tensors: dict, tol: dict, dq_steps: dic
     return [by_op[k] for k in sorted(by_op)]
 
 
+def local_check_partitions(result, ref_tensors: dict, tol: dict, dq_steps: dict, reference: str,
+                           previous: Optional[list] = None) -> list:
+    """local_check for each partition of a partial conversion (the framework ran the whole model, so every
+    boundary tensor is known): each partition runs on the framework's boundary tensors, then each of its
+    operations is judged on its own. Entries carry "partition"."""
+    from .convert import ConversionResult
+    from .running import run_traced, to_nnapi_inputs
+    entries = []
+    for k, p in enumerate(result.partitions):
+        if any(ref_tensors.get(t) is None for t in p.inputs):
+            continue
+        part = ConversionResult(result.source, result.feature_level, [], model=p.model, operand_map=p.operand_map,
+                                operand_perm=p.operand_perm)
+        _, trace = run_traced(p.model, to_nnapi_inputs(part, [ref_tensors[t] for t in p.inputs], p.model))
+        earlier = [e for e in previous or [] if e.get("partition") == k]
+        entries += [dict(e, partition=k) for e in local_check(part, trace, ref_tensors, tol, dq_steps, reference,
+                                                              earlier)]
+    return entries
+
+
+def uncomparable(outputs: list, partitions: list) -> list:
+    """Names of the model's or partitions' outputs whose shape (or NaNs) differs from the framework's: not
+    drift, which the local verdict leaves to the end-to-end figures, but a different result."""
+    records = [o if isinstance(o, dict) else o.__dict__ for o in outputs]
+    records += [o for p in partitions or [] for o in p["outputs"]]
+    return [o["name"] for o in records if not np.isfinite(o["max_abs_error"])]
+
+
+class _PartitionOutput:
+    """A partition's output record (a dict of OutputParity's fields) read like an OutputParity."""
+
+    def __init__(self, record: dict):
+        self.__dict__.update(record)
+
+
 def drift_summary(outputs: list) -> dict:
     """The end-to-end figures reported next to a local verdict: the largest stored-unit error, the lowest
     cosine and, for classifier-shaped outputs, the lowest top-1 / top-5 agreement."""
+    outputs = [_PartitionOutput(o) if isinstance(o, dict) else o for o in outputs]
     quantized = [o for o in outputs if o.lsb_histogram is not None]
     top1 = [o.top1_agreement for o in outputs if o.top1_agreement is not None]
     top5 = [o.top5_agreement for o in outputs if o.top5_agreement is not None]
-    return {"max_units": max((o.max_abs_error for o in quantized), default=None),
-            "max_abs_error": max((o.max_abs_error for o in outputs), default=None),
+    floats = [o for o in outputs if o.lsb_histogram is None]
+    return {"max_units": max((o.max_abs_error for o in quantized), default=None) if not floats else None,
+            "max_abs_error": max((o.max_abs_error for o in floats or outputs), default=None),
             "cosine": min((o.cosine for o in outputs), default=None),
             "top1_agreement": min(top1) if top1 else None, "top5_agreement": min(top5) if top5 else None}
 

@@ -59,9 +59,11 @@ def render_text(report) -> str:
         lines.append(f"  the framework cannot run the whole model ({d['whole_model_run']}); each "
                      + ("segment it can run" if any(p.get("segment") for p in d.get("partitions") or [])
                         else "partition") + " was extracted and run on its own")
+    local = (d.get("verdict") or {}).get("rule") == "local"   # partition outputs are drift then
     for p in d.get("partitions") or []:
         kind = "segment" if p.get("segment") else "partition"
-        lines.append(f"  {kind} {p['index']} (nodes {node_ranges(p['nodes'])}): {'ok' if p['passed'] else 'MISMATCH'}"
+        state = "ok" if p["passed"] else "drift (the local verdict decides)" if local else "MISMATCH"
+        lines.append(f"  {kind} {p['index']} (nodes {node_ranges(p['nodes'])}): {state}"
                      + (f", fed with {p['fed']}" if p.get("fed") else ""))
         for o in p["outputs"]:
             lines.append(f"    {o['name']!r}: max |diff| {o['max_abs_error']:.3g} (allowed {o['allowed']:.3g}), "

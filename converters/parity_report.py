@@ -71,8 +71,10 @@ class ParityReport:
     @property
     def passed(self) -> bool:
         parts_ok = all(p["passed"] for p in self.partitions) if self.partitions else True
-        if self.verdict and self.verdict["rule"] == "local":
-            return bool(self.local) and all(e["passed"] for e in self.local) and parts_ok
+        if self.verdict and self.verdict["rule"] == "local":   # partition outputs are drift then, as the model's
+            from .parity_local import uncomparable
+            return bool(self.local) and all(e["passed"] for e in self.local) and \
+                not uncomparable(self.outputs, self.partitions)
         return all(o.passed for o in self.outputs) and parts_ok
 
     def as_dict(self) -> dict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .convert import ConversionResult
+from .parity_local import integers_as_reference, runtime_quantized
 from .parity_references import dequantized_steps, is_float_model, tolerance_for
 from .parity_report import ParityReport, compare, merge_parity, rank0_as_source, to_source_layout
 
@@ -12,15 +13,15 @@ from .parity_report import ParityReport, compare, merge_parity, rank0_as_source,
 def verdict_rule(local: Optional[bool], max_lsb: Optional[int], graph, result) -> tuple[str, str]:
     """local for quantized models (each operation within one stored unit of the kernels that share NNAPI's
     arithmetic; end-to-end drift reported), end-to-end otherwise or when --max-lsb asks for it."""
-    if result.model is None:
-        return "end-to-end", "partitions are judged at their outputs"
     if max_lsb is not None:
         return "end-to-end", "--max-lsb makes the end-to-end error the rule"
     if local is False:
         return "end-to-end", "--no-local"
-    if not is_float_model(graph):
+    if not is_float_model(graph) or runtime_quantized(graph):
         return "local", ("default for quantized models: every operation within one stored unit of the kernels "
                          "that share NNAPI's arithmetic; the end-to-end drift is reported beside it")
+    if result.model is None:
+        return "end-to-end", "partitions are judged at their outputs"
     return "end-to-end", "default for float models" + ("; --local reports each operation" if local else "")
 
 
@@ -90,7 +91,7 @@ def first_divergence(result: ConversionResult, trace: dict, ref_tensors: dict, t
             if ref is None:
                 continue
             t = graph.tensors[t_index]
-            got = to_source_layout(result, o, trace[o], t.dtype)
+            got = integers_as_reference(to_source_layout(result, o, trace[o], t.dtype), ref)
             par = compare(t_name, ref, got.reshape(ref.shape) if got.size == ref.size else got,
                           t.quant is not None and ref.dtype.kind in "iu", model.relaxed,
                           tolerance_for(tol, steps, t_index, spreads))

@@ -15,6 +15,14 @@ from .ortq_models import float_model, ops_of, ort_quantized, quantized_outputs
 RNG = np.random.default_rng(5)
 
 
+@pytest.fixture(autouse=True)
+def _own_weights():
+    """Each test draws its weights from a fresh seed: the draws do not depend on which tests (here or in the
+    modules that import weights / conv) ran before."""
+    global RNG
+    RNG = np.random.default_rng(5)
+
+
 def weights(*shape, s=0.3):
     return RNG.normal(0, s, shape).astype(np.float32)
 

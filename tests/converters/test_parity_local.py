@@ -55,3 +55,38 @@ def test_the_operations_of_one_lowering_are_judged_together():
     r = check(str(path)).as_dict()
     assert r["verdict"]["rule"] == "local" and r["passed"]
     assert max(e["max_units"] for e in r["local"] if e["max_units"] is not None) <= 1
+
+
+def test_partitions_of_a_partial_quantized_model_are_judged_operation_by_operation(tmp_path):
+    """A QDQ model with a node NNAPI has no form for (Hardmax, left in float by onnxruntime between two quantized
+    convolutions): --partial judges each partition's operations locally, as the default verdict judges a complete
+    quantized model; the partitions' outputs are drift beside it."""
+    from onnx import helper as h
+
+    from .ortq_models import float_model, ort_quantized
+    from .test_onnx_qdq_patterns import conv
+    inits = {}
+    nodes = [conv("x", "a", 3, 4, prefix="a", inits=inits), h.make_node("Hardmax", ["a"], ["m"], axis=-1),
+             conv("m", "y", 4, 2, prefix="b", inits=inits)]
+    model = float_model(nodes, [("x", [1, 3, 6, 6])], ["y"], inits)
+    path = tmp_path / "partial.onnx"
+    path.write_bytes(ort_quantized(model, [("x", [1, 3, 6, 6])], "qdq"))
+    r = check(str(path), partial=True, samples=2).as_dict()
+    assert len(r["partitions"]) == 2
+    assert r["verdict"]["rule"] == "local", r["verdict"]
+    assert {e["partition"] for e in r["local"]} == {0, 1}
+    assert r["passed"] and all(e["passed"] for e in r["local"])
+    assert any(e["nnapi_op"] == "CONV_2D" and e["max_units"] is not None and e["max_units"] <= 1 for e in r["local"])
+    e2e = check(str(path), partial=True, max_lsb=1).as_dict()
+    assert e2e["verdict"]["rule"] == "end-to-end" and "local" not in e2e
+
+
+def test_an_output_of_another_shape_fails_the_local_verdict():
+    """Drift is left to the end-to-end figures, a different shape (max |diff| inf) is not drift."""
+    from converters.parity import OutputParity, ParityReport
+    report = ParityReport("m.onnx", "onnxruntime", 1, [OutputParity("y", [2], "float32", max_abs_error=0.5)])
+    report.verdict = {"rule": "local"}
+    report.local = [{"passed": True}]
+    assert report.passed
+    report.partitions = [{"passed": False, "outputs": [{"name": "z", "max_abs_error": float("inf")}]}]
+    assert not report.passed

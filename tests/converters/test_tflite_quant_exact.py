@@ -36,7 +36,7 @@ def differences(data: bytes, seeds=(0, 1, 2), level: int = 8, reference: str = "
         got = run_converted(result, ins)
         for k, (r, g) in enumerate(zip(ref, got)):
             g = g.reshape(r.shape)
-            diff = np.abs(r.astype(np.int64) - g.astype(np.int64)) if r.dtype.kind in "iu" else np.abs(r - g)
+            diff = np.abs(r.astype(np.int64) - g.astype(np.int64)) if r.dtype.kind in "iub" else np.abs(r - g)
             worst = max(worst, diff.max())
     return worst
 

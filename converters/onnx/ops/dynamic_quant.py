@@ -1,6 +1,6 @@
 """DynamicQuantizeLinear, MatMulInteger and ConvInteger of onnxruntime's dynamic quantization, in float32
-holding the same integers (converters/onnx/dynamic.py); com.microsoft DynamicQuantizeLSTM as the float LSTM
-with dequantized weights (an approximation, stated on its converter)."""
+holding the same integers (converters/onnx/dynamic.py); the float form of com.microsoft DynamicQuantizeLSTM
+(dynamic_quant_lstm.py converts it)."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,14 +10,12 @@ import numpy as np
 from nnapi import OperandCode as C, OperandType, OperationCode as Op
 
 from ...registry import Reason, Unsupported
-from ..common import MS_DOMAIN_VERSIONS, OPSET_MAX, onnx_op
+from ..common import OPSET_MAX, onnx_op
 from ..dynamic import INTEGER_OPS
 from ..layout import NHWC
 from .conv import conv2d
 from .gemm import fully_connected
-from .recurrent import lstm_rnn
-
-FLT_MIN = float(np.finfo(np.float32).tiny)
+from .runtime_quant import RuntimeQuantizer
 
 
 def _float_form(ctx, node, y: int) -> None:
@@ -28,8 +26,8 @@ def _float_form(ctx, node, y: int) -> None:
 
 @onnx_op("DynamicQuantizeLinear", versions=(11, OPSET_MAX))
 def dynamic_quantize_linear(node, ctx):
-    """DynamicQuantizeLinear in float32 holding the uint8 values (y, y_zero_point) and y_scale, by the
-    ONNX formula as onnxruntime evaluates it (converters/onnx/dynamic.py)."""
+    """DynamicQuantizeLinear in float32 holding the uint8 values (y, y_zero_point) and y_scale, in
+    onnxruntime's arithmetic (runtime_quant.py: its scale is 1 for an all-zero x, ties round to even)."""
     if len(node.outputs) != 3 or not node.inputs:
         raise Unsupported(Reason.INVALID, f"{node.label()}: DynamicQuantizeLinear has one input and three outputs")
     x, (y, s, zp) = node.inputs[0], node.outputs
@@ -37,48 +35,16 @@ def dynamic_quantize_linear(node, ctx):
     shape = ctx.source_shape(x)
     if not shape or not all(shape):
         raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: needs x's shape")
-    name = ctx.tensor(y).name
-
-    def f32(dims=(1,), what="t"):
-        return ctx.temp(OperandType(C.TENSOR_FLOAT32, dims), f"{name}/{what}")
-
-    def emit(op, out, a, b):
-        ctx.emit_form(op, "default", [out], input1=a, input2=b,
-                      **({"fuse": ctx.i32(0)} if op in (Op.ADD, Op.SUB, Op.MUL, Op.DIV) else {}))
-        return out
-
-    def const(v):
-        return ctx.const(np.float32([v]))
-
-    def rounded(v, what):  # floor(v + 0.5)
-        dims = ctx.model.operands[v].type.dimensions
-        up = emit(Op.ADD, f32(dims, f"{what}_half"), v, const(0.5))
-        fl = f32(dims, f"{what}_floor")
-        ctx.emit_form(Op.FLOOR, "default", [fl], input=up)
-        return fl, dims
-
-    flat = f32((int(np.prod(shape)),), "flat")
+    q = RuntimeQuantizer(ctx, ctx.tensor(y).name)
+    flat = q.temp((int(np.prod(shape)),), "flat")
     ctx.emit_form(Op.RESHAPE, "default", [flat], input=ctx.operand_as(x), shape=ctx.const(np.asarray([-1], np.int32)))
-    axes = ctx.const(np.asarray([0], np.int32))
-    hi, lo = f32(what="max"), f32(what="min")
-    ctx.emit_form(Op.REDUCE_MAX, "default", [hi], input=flat, axes=axes, keep_dims=ctx.boolean(True))
-    ctx.emit_form(Op.REDUCE_MIN, "default", [lo], input=flat, axes=axes, keep_dims=ctx.boolean(True))
-    hi0 = emit(Op.MAXIMUM, f32(what="max0"), hi, const(0.0))
-    lo0 = emit(Op.MINIMUM, f32(what="min0"), lo, const(0.0))
-    span = emit(Op.SUB, f32(what="span"), hi0, lo0)
-    scale = emit(Op.DIV, ctx.output(s), span, const(255.0))
-    safe = emit(Op.MAXIMUM, f32(what="safe_scale"), scale, const(FLT_MIN))  # all-zero x: scale 0, y = zp = 0
-    neg = emit(Op.SUB, f32(what="neg_min"), const(0.0), lo0)
-    ratio = emit(Op.DIV, f32(what="zp_real"), neg, safe)
-    clamped = emit(Op.MINIMUM, f32(what="zp_clamped"), ratio, const(255.0))
     zero_point = ctx.output(zp)
     if tuple(ctx.model.operands[zero_point].type.dimensions) != (1,):
         raise Unsupported(Reason.RANK, f"{node.label()}: y_zero_point is not a scalar")
-    emit(Op.MAXIMUM, zero_point, rounded(clamped, "zp")[0], const(0.0))  # clamp, then round: the formula
+    scale, zero_point = q.parameters(flat, (1,), "x", scale_out=ctx.output(s), zp_out=zero_point)
     xs = ctx.operand_as(x, ctx.perm_of(y))
-    q, dims = rounded(emit(Op.DIV, f32(ctx.model.operands[xs].type.dimensions, "x_over_scale"), xs, safe), "y")
-    shifted = emit(Op.ADD, f32(dims, "y_shifted"), q, zero_point)
-    emit(Op.MINIMUM, ctx.output(y), emit(Op.MAXIMUM, f32(dims, "y_low"), shifted, const(0.0)), const(255.0))
+    dims = ctx.model.operands[xs].type.dimensions
+    q.op(Op.ADD, q.minus_zero_point(xs, dims, scale, zero_point, "y"), zero_point, dims, "y", ctx.output(y))
 
 
 def _minus_zero_point(ctx, node, w: int, zp_pos: int, axis: int) -> np.ndarray:
@@ -157,18 +123,13 @@ def _dequantized_weight(ctx, node, k: int, scale_at: int, name: str) -> int:
     return made[key]
 
 
-@onnx_op("DynamicQuantizeLSTM", versions=MS_DOMAIN_VERSIONS)
-def dynamic_quantize_lstm(node, ctx):
-    """com.microsoft DynamicQuantizeLSTM as the float LSTM with the dequantized W and R. An approximation:
-    onnxruntime quantizes X and each step's h to uint8 at run time (scale range / 255) before its integer
-    products, the float form does not, so each gate's pre-activation differs by at most
-    (x_scale / 2) * sum|W row| + (h_scale / 2) * sum|R row| per step (bounded for one step in
-    tests/converters/test_onnx_dynamic_quant.py), compounding through the recurrence."""
+def float_lstm(ctx, node):
+    """DynamicQuantizeLSTM as an ONNX LSTM node on the dequantized W and R (the float form: it does not round X
+    and each step's h to uint8 as onnxruntime does, so each gate's pre-activation differs by at most
+    (x_scale / 2) * sum|W row| + (h_scale / 2) * sum|R row| per step, compounding through the recurrence).
+    dynamic_quant_lstm.py reads the node through it and falls back to it where float32 cannot hold the
+    integer products."""
     ins = list(node.inputs) + [-1] * (12 - len(node.inputs))
-    if any(ins[k] < 0 for k in (0, 1, 2, 8, 9, 10, 11)):
-        raise Unsupported(Reason.INVALID, f"{node.label()}: DynamicQuantizeLSTM needs X, W, R and the scales and "
-                                          f"zero points of W and R")
-    lstm = dataclasses.replace(node, op="LSTM", domain="", version=14,
+    return dataclasses.replace(node, op="LSTM", domain="", version=14,
                                inputs=[ins[0], _dequantized_weight(ctx, node, 1, 8, "W"),
                                        _dequantized_weight(ctx, node, 2, 10, "R"), *ins[3:8]])
-    lstm_rnn(lstm, ctx)

@@ -277,10 +277,15 @@ def unroll(ctx, rec: Recurrent) -> None:
                     perm=ctx.const(np.asarray((1, 0, 2), np.int32)))
     else:
         x_tm = x
+    directions(ctx, rec, lambda d, order: DIRECTION[rec.node.op](ctx, rec, d, x_tm, order))
+
+
+def directions(ctx, rec: Recurrent, run) -> None:
+    """Each direction's steps by run(d, time order) -> ({t: h}, last h, last c), then Y, Y_h and Y_c."""
     per_dir, last_h, last_c = [], [], []
     for d, direction in enumerate(rec.directions):
         order = range(rec.seq) if direction == "forward" else range(rec.seq - 1, -1, -1)
-        hs, h, c = DIRECTION[rec.node.op](ctx, rec, d, x_tm, order)
+        hs, h, c = run(d, order)
         per_dir.append(hs)
         last_h.append(h)
         last_c.append(c)
