@@ -234,8 +234,8 @@ MAX_RANK = 4  # NNAPI operations take tensors of rank 4 at most
 
 
 def with_rank_note(u: Unsupported, graph: SourceGraph, node: SourceNode) -> Unsupported:
-    """A rank refusal names the node's tensors beyond NNAPI's rank 4 and their dimensions (the squeeze pass
-    already dropped every unit axis it could, so these truly need the rank)."""
+    """A rank refusal names the node's tensors beyond NNAPI's rank 4 and their dimensions (the rank pass,
+    squeeze_pass.py, already dropped and merged every axis it could exactly, so these truly need the rank)."""
     if u.reason is not Reason.RANK:
         return u
     big = [graph.tensors[i] for i in list(node.inputs) + list(node.outputs)
@@ -243,9 +243,9 @@ def with_rank_note(u: Unsupported, graph: SourceGraph, node: SourceNode) -> Unsu
     notes = []
     for t in big:
         units = sum(1 for d in t.shape if d == 1)
-        why = (f"{units} unit axes, {len(t.shape) - MAX_RANK} would have to go" if units < len(t.shape) - MAX_RANK
-               else "its unit axes cannot be dropped exactly (a node that reads or writes it needs them, or it is a "
-                    "model input or output)")
+        why = (f"{units} unit axes; {len(t.shape) - MAX_RANK} axes cannot be dropped or merged with a neighbour "
+               f"exactly (a node acts along them, a transpose moves them apart, an input broadcasts them in part, or "
+               f"they reach a model input or output or an operation of another kind)")
         notes.append(f"{t.name!r} {list(t.shape)}: {why}")
     if notes:
         u.detail = f"{u.detail} (beyond NNAPI's rank {MAX_RANK}: " + "; ".join(notes) + ")"

@@ -199,11 +199,10 @@ def to_source_layout(result: ConversionResult, operand: int, value: np.ndarray, 
 
 
 def rank0_as_source(got: Optional[np.ndarray], ref: np.ndarray) -> Optional[np.ndarray]:
-    """NNAPI holds rank-0 source tensors as [1] (see ConversionContext.shape), and tensors whose unit axes the
-    squeeze pass dropped without them (converters/squeeze_pass.py): back to the source's shape."""
+    """NNAPI holds rank-0 source tensors as [1] (see ConversionContext.shape), and tensors the
+    rank pass held with fewer axes (converters/squeeze_pass.py): back to the source's shape."""
     if got is not None and ref.ndim == 0 and got.shape == (1,):
         return got.reshape(())
-    if got is not None and got.shape != ref.shape and \
-            [d for d in got.shape if d != 1] == [d for d in ref.shape if d != 1]:
+    if got is not None and got.shape != ref.shape and got.size == ref.size:  # the same row-major data
         return got.reshape(ref.shape)
     return got

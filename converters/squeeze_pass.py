@@ -1,18 +1,25 @@
-"""Rank reduction before conversion: NNAPI operations take tensors of rank 4 at
-most, so a tensor of rank 5 or more whose extra axes have extent 1 (a leading
-batch of 1 on a 5-D shuffle, an Unsqueeze before a Concat, ...) is rewritten
-into the same data with those unit axes dropped, together with the attributes
-of every node that touches it (a transpose's perm, a concatenation's or a
-softmax's axis, a reshape's target, a broadcast constant's shape).
+"""Rank reduction before conversion: NNAPI operations take tensors of rank 4 at most, so the tensors of
+rank 5 or more in a region of data movement and elementwise arithmetic (a YOLO head's [1, 3, 16, 16, 9]
+decode between a Reshape in and a Reshape out, attention's qkv split, a 5-D softmax) are rewritten into
+the same row-major data with fewer axes, together with the attributes of every node that touches them
+(a transpose's perm, an axis, a slice's cuts, a reduction's axes, a broadcast constant, a reshape's target).
+Both importers use it; how each operation relates its tensors' axes is in converters/rank_ops.py.
 
-The rewrite is exact: dropping a unit axis keeps the row-major data, and a
-tensor is only squeezed when every node that reads or writes it is one of the
-kinds below and agrees with the axes dropped (its producer decides them, its
-consumers must take them); otherwise it keeps its rank and its consumers
-report it (reason `rank`, naming the dimensions). Graph inputs and outputs,
-constants and tensors with dynamic extents keep their shapes. The source graph
-holds the squeezed shapes afterwards (`SourceTensor.squeezed_from` keeps the
-original), so every check, conversion and report sees one consistent graph.
+Axes are grouped into *classes*: two axes are one class when a node treats them as one axis (the
+right-aligned axes of an elementwise op, the axis a transpose moves, the kept axes of a slice). Reshape-like
+nodes only keep the row-major order, so they end a region. Two rewrites are exact:
+- a class of extent 1 in every tensor is dropped (the data do not move);
+- two classes that sit next to each other, in that order, in every tensor that holds either, are merged
+  into one axis of their product extent, when no node acts along them and every broadcast input holds
+  both at the full extent or both at 1 (constants are broadcast to fit).
+A class is never changed when a node acts along it (concatenation, cut, reduction, softmax, per-axis
+quantization), or when it reaches a graph input or output, a constant-shaped tensor's unknown extent, or a
+node of another kind. Classes are dropped, then merged, only as far as tensors of rank > 4 need it.
+Whatever keeps rank > 4 is reported by its consumers (reason `rank`, naming the dimensions).
+
+The source graph holds the new shapes afterwards (`SourceTensor.squeezed_from` keeps the original, and the
+tensors keep their names), so every check, conversion, coverage row and parity comparison sees one
+consistent graph and maps it back to the source by reshaping row-major data.
 """
 from __future__ import annotations
 
@@ -20,213 +27,265 @@ from typing import Optional
 
 import numpy as np
 
-from .shuffle import transpose_perm as _perm
+from .rank_ops import Axes, describe
 from .source_graph import SourceTensor
 
 MAX_RANK = 4
 
-# per format: ops that only move the row-major data (any squeeze of input and output), transposes, elementwise
-# ops of one activation input, broadcasting ops, joins along an axis and softmaxes along an axis
-RULES = {
-    "onnx": dict(
-        reshape={"Reshape", "Flatten", "Squeeze", "Unsqueeze"}, transpose={"Transpose"},
-        unary={"Relu", "Sigmoid", "Tanh", "Abs", "Exp", "Log", "Neg", "Sqrt", "Elu", "LeakyRelu", "Identity",
-               "Dropout", "Cast", "Floor", "Ceil", "Sin", "Cos", "Reciprocal", "HardSigmoid", "HardSwish", "Softplus",
-               "Softsign", "Selu", "Celu", "Clip", "Not", "Sign", "Round", "Erf", "Gelu", "ThresholdedRelu"},
-        broadcast={"Add", "Sub", "Mul", "Div", "Pow", "Min", "Max", "Sum", "Equal", "Less", "Greater",
-                   "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Mod", "PRelu", "Where"},
-        join={"Concat"}, softmax={"Softmax", "LogSoftmax"}),
-    "tflite": dict(
-        reshape={"RESHAPE"}, transpose={"TRANSPOSE"},
-        unary={"RELU", "RELU6", "RELU_N1_TO_1", "LOGISTIC", "TANH", "ABS", "EXP", "LOG", "NEG", "SQRT", "RSQRT",
-               "ELU", "LEAKY_RELU", "HARD_SWISH", "CAST", "FLOOR", "CEIL", "SIN", "COS", "SQUARE", "GELU",
-               "LOGICAL_NOT", "SIGN", "ROUND", "QUANTIZE", "DEQUANTIZE"},
-        broadcast={"ADD", "SUB", "MUL", "DIV", "POW", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "FLOOR_DIV",
-                   "FLOOR_MOD", "EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL",
-                   "LOGICAL_AND", "LOGICAL_OR", "SELECT_V2", "PRELU"},
-        join={"CONCATENATION"}, softmax={"SOFTMAX", "LOG_SOFTMAX"}),
-}
+
+def _static(t) -> bool:
+    if t.shape is None or any(d <= 0 for d in t.shape):
+        return False
+    return t.shape_signature is None or not any(s < 0 for s in t.shape_signature)
 
 
-def _static(t) -> Optional[tuple]:
-    if t.shape is None or t.is_constant or any(d <= 0 for d in t.shape):
-        return None
-    if t.shape_signature is not None and any(s < 0 for s in t.shape_signature):
-        return None
-    return tuple(t.shape)
+class _Classes:
+    """Union-find over (tensor, axis) pairs: the classes of axes that nodes treat as one."""
+
+    def __init__(self):
+        self.parent: dict = {}
+
+    def find(self, k):
+        self.parent.setdefault(k, k)
+        while self.parent[k] != k:
+            self.parent[k] = self.parent[self.parent[k]]
+            k = self.parent[k]
+        return k
+
+    def union(self, a, b) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[rb] = ra
 
 
-def _free_drop(shape: tuple) -> Optional[frozenset]:
-    """Unit axes to drop, leftmost first, until the rank is 4 (None when there are too few)."""
-    units = [a for a, d in enumerate(shape) if d == 1]
-    need = len(shape) - MAX_RANK
-    return frozenset(units[:need]) if len(units) >= need else None
+class Plan:
+    """The decisions (classes dropped, classes merged) and what they make of each tensor."""
 
-
-def _kind(rules: dict, op: str) -> Optional[str]:
-    return next((k for k, ops in rules.items() if op in ops), None)
-
-
-def _axis(graph, node, fmt: str, kind: str, rank: int) -> Optional[int]:
-    """The node's axis (joins, softmaxes), normalised, or None when it has none known."""
-    if fmt == "onnx":
-        default = -1 if kind == "softmax" and node.version >= 13 else 1
-        a = int(node.attrs.get("axis", default))
-    else:
-        a = -1 if kind == "softmax" else int(node.attrs.get("axis", 0))
-    return a % rank if -rank <= a < rank else None
-
-
-class _Plan:
     def __init__(self, graph, fmt: str):
-        self.graph, self.fmt, self.rules = graph, fmt, RULES[fmt]
-        outs = set(graph.inputs) | set(graph.outputs)
-        self.candidates = {i for i, t in enumerate(graph.tensors)
-                           if i not in outs and _static(t) is not None and len(t.shape) > MAX_RANK}
-        self.producer = {o: n for n in graph.nodes for o in n.outputs if o >= 0}
-        self.users: dict = {}
-        for n in graph.nodes:
-            for i in n.inputs:
-                if i >= 0:
-                    self.users.setdefault(i, []).append(n)
+        self.graph, self.fmt = graph, fmt
+        self.descs = [(n, describe(graph, n, fmt)) for n in graph.nodes if not n.folded]
+        self.uf = _Classes()
+        frozen_t = set(graph.model_inputs) | set(graph.model_outputs)
+        for node, d in self.descs:
+            data = set(d.slots) if d is not None else set()
+            for t in list(node.inputs) + list(node.outputs):
+                if t >= 0 and t not in data and not graph.tensors[t].is_constant:
+                    frozen_t.add(t)  # read or written in a way the node's description does not cover
+        self.tensors = sorted({t for _, d in self.descs if d is not None for t in d.slots})
+        for t in self.tensors:
+            tensor = graph.tensors[t]
+            q = tensor.quant
+            if not _static(tensor) or (q is not None and q.per_channel):
+                frozen_t.add(t)
+        for node, d in self.descs:
+            if d is None or d.free:
+                continue
+            by_slot: dict = {}
+            for t, slots in d.slots.items():
+                for a, s in enumerate(slots):
+                    by_slot.setdefault(s, []).append((t, a))
+            for members in by_slot.values():
+                for m in members[1:]:
+                    self.uf.union(members[0], m)
+        self.fixed_twice: set = set()
+        self.members: dict = {}   # class -> its (tensor, axis) pairs
+        self.holders: dict = {}   # class -> the tensors holding it
+        self.members_of: dict = {}  # tensor -> its classes
+        for t in self.tensors:
+            for a in range(graph.tensors[t].rank or 0):
+                c = self.uf.find((t, a))
+                self.members.setdefault(c, []).append((t, a))
+                self.holders.setdefault(c, []).append(t)
+                if c in self.members_of.setdefault(t, set()):
+                    self.fixed_twice.add(c)  # one class on two axes of a tensor (x + transpose(x)): kept
+                self.members_of[t].add(c)
+        self.fixed = self.fixed_twice | {self.uf.find((t, a)) for t in frozen_t & set(self.tensors)
+                                         for a in range(graph.tensors[t].rank or 0)}
+        for node, d in self.descs:
+            if d is not None and not d.free:
+                for t, slots in d.slots.items():
+                    self.fixed |= {self.uf.find((t, a)) for a, s in enumerate(slots) if s in d.pinned}
+        self.dropped: set = set()
+        self.group: dict = {}   # class -> its group (a tuple of classes, in axis order)
+        self.frozen_t = frozen_t
+        self.names = {t.name for t in graph.tensors}  # new constants get names of their own
 
-    def drops(self) -> dict:
-        """tensor -> axes dropped, decided by each candidate's producer."""
-        drop: dict = {}
-        for node in self.graph.nodes:
-            kind = _kind(self.rules, node.op)
-            for o in node.outputs:
-                if o not in self.candidates:
-                    continue
-                shape = self.graph.tensors[o].shape
-                x = node.inputs[0] if node.inputs else -1
-                if kind == "transpose" and x in drop:
-                    perm = _perm(self.graph, node, self.fmt)
-                    drop[o] = frozenset(j for j, p in enumerate(perm or ()) if p in drop[x]) if perm else None
-                elif kind in ("unary", "softmax") and x in drop:
-                    drop[o] = drop[x]
-                elif kind in ("broadcast", "join"):
-                    same = [drop[i] for i in node.inputs if i in drop and len(self.graph.tensors[i].shape) == len(shape)]
-                    drop[o] = same[0] if same else _free_drop(shape)
-                else:
-                    drop[o] = _free_drop(shape)
-                if drop[o] is None or len(shape) - len(drop[o]) > MAX_RANK:
-                    del drop[o]
-        return drop
+    # -- the layout the decisions give a tensor --------------------------------------------------------
+    def cls(self, t: int, a: int):
+        return self.uf.find((t, a))
 
-    def accepts(self, node, drop: dict) -> bool:
-        """Does `node` take the squeezes of its tensors (those in drop) exactly?"""
-        g = self.graph
-        kind = _kind(self.rules, node.op)
-        ins = [i for i in node.inputs if i >= 0]
-        outs = [o for o in node.outputs if o >= 0]
-        touched = [t for t in ins + outs if t in drop]
-        if not touched:
+    def runs(self, t: int) -> list:
+        """[(group, [axes])] of tensor t: its new axes, each the run of old axes it holds."""
+        out: list = []
+        for a in range(self.graph.tensors[t].rank or 0):
+            c = self.cls(t, a)
+            if c in self.dropped:
+                continue
+            g = self.group.get(c, (c,))
+            if out and out[-1][0] == g and c in self.group:  # (an ungrouped class is one axis)
+                out[-1][1].append(a)
+            else:
+                out.append((g, [a]))
+        return out
+
+    def rank(self, t: int) -> int:
+        return len(self.runs(t))
+
+    def shape(self, t: int) -> tuple:
+        dims = self.graph.tensors[t].shape
+        return tuple(int(np.prod([dims[a] for a in axes])) for _, axes in self.runs(t))
+
+    def axis(self, t: int, a: int) -> int:
+        """The new axis of tensor t that holds its old axis a."""
+        return next(k for k, (_, axes) in enumerate(self.runs(t)) if a in axes)
+
+    def first_axis(self, t: int, j: int) -> int:
+        return self.runs(t)[j][1][0]
+
+    def changed(self, t: int) -> bool:
+        return t in self.members_of and any(c in self.dropped or len(self.group.get(c, ())) > 1
+                                            for c in self.members_of[t])
+
+    # -- constants for rewritten attributes -----------------------------------------------------------
+    def dtype(self, t: int):
+        return np.asarray(self.graph.tensors[t].data).dtype
+
+    def new_const(self, name: str, data: np.ndarray, like: Optional[SourceTensor] = None) -> int:
+        """A constant appended to the graph (the original may have other readers)."""
+        quant = like.quant if like is not None else None
+        unique = next(n for n in (f"{name}/reranked{k or ''}" for k in range(len(self.names) + 1))
+                      if n not in self.names)
+        self.names.add(unique)
+        t = SourceTensor(len(self.graph.tensors), unique, tuple(data.shape), data.dtype, quant,
+                         np.ascontiguousarray(data))
+        t.data.flags.writeable = False
+        self.graph.tensors.append(t)
+        return t.index
+
+    def const(self, like: int, data: np.ndarray) -> int:
+        old = self.graph.tensors[like]
+        if np.asarray(old.data).ndim == 0 and data.size == 1:
+            data = data.reshape(())
+        return self.new_const(old.name, data, old)
+
+    # -- decisions --------------------------------------------------------------------------------------
+    def decide(self) -> None:
+        for t in self.tensors:
+            if t in self.frozen_t or (self.graph.tensors[t].rank or 0) <= MAX_RANK:
+                continue
+            while self.rank(t) > MAX_RANK and (self._drop_one(t) or self._merge_one(t)):
+                pass
+
+    def _unit(self, c) -> bool:
+        return all(self.graph.tensors[t].shape[a] == 1 for t, a in self.members[c])
+
+    def _drop_one(self, t: int) -> bool:
+        for a in range(self.graph.tensors[t].rank):
+            c = self.cls(t, a)
+            if c not in self.dropped and c not in self.fixed and c not in self.group and self._unit(c):
+                self.dropped.add(c)
+                return True
+        return False
+
+    def _merge_one(self, t: int) -> bool:
+        runs = self.runs(t)
+        pairs = list(zip([g for g, _ in runs], [g for g, _ in runs[1:]]))
+        # a merge that needs no constant broadcast first (it keeps the constants small)
+        for strict in (True, False):
+            for g1, g2 in pairs:
+                if self._mergeable(g1, g2, strict):
+                    g = g1 + g2
+                    for c in g:
+                        self.group[c] = g
+                    return True
+        return False
+
+    def _mergeable(self, g1: tuple, g2: tuple, strict: bool) -> bool:
+        classes = set(g1) | set(g2)
+        if classes & self.fixed:
+            return False
+        order = list(g1) + list(g2)
+        for u in {u for c in classes for u in self.holders.get(c, ())}:
+            runs = self.runs(u)
+            held = [k for k, (g, _) in enumerate(runs) if g in (g1, g2)]
+            present = [self.cls(u, a) for k in held for a in runs[k][1]]
+            if not held or held != list(range(held[0], held[0] + len(held))):
+                return False  # something between the two
+            if present == order:
+                continue
+            # a lower-rank broadcast input holds only the pair's last classes, as its first axes
+            if held[0] != 0 or present != order[len(order) - len(present):]:
+                return False
+        return all(self._broadcast_ok(node, d, classes, strict) for node, d in self.descs
+                   if d is not None and not d.free)
+
+    def _broadcast_ok(self, node, d: Axes, classes: set, strict: bool) -> bool:
+        """Each data tensor (and, when strict, each constant) holds the merged classes at the frame's extents
+        or at 1 throughout (a broadcast input of lower rank holds the ones it lacks at 1)."""
+        frame = self.graph.tensors[d.frame].shape
+        frame_slots = d.slots.get(d.frame)
+        if frame_slots is None:
             return True
-        if kind is None or node.folded:
-            return False
-        if kind == "reshape":  # only the data order counts; a TFLite shape input must be a constant we rewrite
-            return self.fmt == "onnx" or len(node.inputs) < 2 or node.inputs[1] < 0 or g.tensors[node.inputs[1]].is_constant
-        x, y = ins[0], outs[0]
-        if kind == "transpose":
-            perm = _perm(g, node, self.fmt)
-            return (x in drop and y in drop and perm is not None
-                    and drop[y] == frozenset(j for j, p in enumerate(perm) if p in drop[x]))
-        rank = len(g.tensors[y].shape) if g.tensors[y].shape is not None else 0
-        if y not in drop:
-            return False
-        if kind in ("unary", "softmax"):
-            if x not in drop or drop[x] != drop[y]:
+        merged = {s: frame[a] for a, s in enumerate(frame_slots) if self.cls(d.frame, a) in classes}
+        if not merged:
+            return True
+        held = [(self.graph.tensors[t].shape, slots) for t, slots in d.slots.items()]
+        if strict:  # constants are right-aligned to the frame
+            for k in d.consts:
+                dims = self.graph.tensors[node.inputs[k]].shape or ()
+                held.append((dims, tuple(range(len(frame) - len(dims), len(frame)))))
+        for dims, slots in held:
+            at = {s: dims[a] for a, s in enumerate(slots)}
+            mine = [(at.get(s, 1), f) for s, f in merged.items()]
+            if not (all(x == f for x, f in mine) or all(x == 1 for x, _ in mine)):
                 return False
-            return kind == "unary" or _axis(g, node, self.fmt, kind, rank) not in drop[y]
-        for i in ins:
-            t = g.tensors[i]
-            r = len(t.shape) if t.shape is not None else None
-            if r is None:
-                return False
-            if i in drop:
-                if drop[i] != drop[y]:
-                    return False
-            elif r == rank:  # same rank, not squeezed: only a constant with unit extents there is rewritten
-                if not t.is_constant or any(t.shape[a] != 1 for a in drop[y]):
-                    return False
-            elif any(a >= rank - r for a in drop[y]):  # right-aligned broadcasting: dropped axes must lie outside
-                return False
-        if kind == "join":
-            return _axis(g, node, self.fmt, kind, rank) not in drop[y]
         return True
+
+    # -- the rewrite ------------------------------------------------------------------------------------
+    def regroup_const(self, d: Axes, t: int) -> np.ndarray:
+        """A constant data input in the frame's new axes (right-aligned; broadcast where a merged group
+        holds it partly at 1)."""
+        data = np.asarray(self.graph.tensors[t].data)
+        frame = self.graph.tensors[d.frame].shape
+        data = data.reshape((1,) * (len(frame) - data.ndim) + data.shape)
+        target = list(data.shape)
+        for _, axes in self.runs(d.frame):
+            mine = [data.shape[a] for a in axes]
+            if len(axes) > 1 and not all(x == 1 for x in mine) and mine != [frame[a] for a in axes]:
+                for a in axes:
+                    target[a] = frame[a]
+        data = np.broadcast_to(data, target)
+        return data.reshape([int(np.prod([target[a] for a in axes])) for _, axes in self.runs(d.frame)])
+
+    def apply(self) -> int:
+        # (a broadcast input holding only part of a merged pair, at 1, keeps its shape: it is not rewritten)
+        changed = [t for t in self.tensors if self.changed(t) and len(self.shape(t)) < self.graph.tensors[t].rank]
+        if not changed:
+            return 0
+        touched = set(changed)
+        for node, d in self.descs:
+            if d is None or not touched & set(d.slots):
+                continue
+            if d.frame >= 0 and d.frame in touched:
+                for k in d.consts:
+                    node.inputs[k] = self.const(node.inputs[k], self.regroup_const(d, node.inputs[k]))
+            if d.rewrite is not None:
+                d.rewrite(self)
+        shapes = {t: self.shape(t) for t in changed}
+        for t, shape in shapes.items():
+            tensor = self.graph.tensors[t]
+            tensor.squeezed_from = tensor.squeezed_from or tuple(tensor.shape)
+            tensor.shape, tensor.shape_signature, tensor.symbols = shape, None, None
+        return len(changed)
 
 
 def squeeze_graph(graph, fmt: str) -> int:
-    """Rewrite every squeezable tensor of rank > 4 of `graph` and the nodes touching it; the count rewritten."""
-    if fmt not in RULES:
+    """Rewrite the tensors of rank > 4 of `graph` (and the nodes touching them) into rank 4 where exact;
+    the count of tensors rewritten."""
+    if fmt not in ("onnx", "tflite"):
         return 0
-    plan = _Plan(graph, fmt)
-    if not plan.candidates:
+    if not any(t.rank is not None and t.rank > MAX_RANK and not t.is_constant for t in graph.tensors):
         return 0
-    while True:
-        drop = plan.drops()
-        refused = {t for node in graph.nodes if not plan.accepts(node, drop)
-                   for t in list(node.inputs) + list(node.outputs) if t in drop}
-        if not refused:
-            break
-        plan.candidates -= refused
-    for node in graph.nodes:
-        if any(t in drop for t in list(node.inputs) + list(node.outputs)):
-            _rewrite(graph, fmt, node, drop, _kind(plan.rules, node.op))
-    for t, axes in drop.items():
-        tensor = graph.tensors[t]
-        tensor.squeezed_from = tuple(tensor.shape)
-        tensor.shape = tuple(d for a, d in enumerate(tensor.shape) if a not in axes)
-        tensor.shape_signature = None
-    return len(drop)
-
-
-def _new_const(graph, like: SourceTensor, data: np.ndarray, suffix: str) -> int:
-    """A constant tensor appended to the graph (the original may have other readers)."""
-    t = SourceTensor(len(graph.tensors), f"{like.name}/{suffix}", tuple(data.shape), data.dtype, like.quant,
-                     np.ascontiguousarray(data))
-    t.data.flags.writeable = False
-    graph.tensors.append(t)
-    return t.index
-
-
-def _kept_index(axes, rank: int) -> dict:
-    """old axis -> new axis for the axes kept."""
-    kept = [a for a in range(rank) if a not in axes]
-    return {a: k for k, a in enumerate(kept)}
-
-
-def _rewrite(graph, fmt: str, node, drop: dict, kind: str) -> None:
-    x = node.inputs[0]
-    y = node.outputs[0]
-    rank = len(graph.tensors[y].shape)
-    if kind == "reshape":
-        if fmt == "tflite":
-            target = [d for a, d in enumerate(graph.tensors[y].shape) if a not in drop.get(y, ())]
-            if len(node.inputs) > 1 and node.inputs[1] >= 0:
-                node.inputs[1] = _new_const(graph, graph.tensors[node.inputs[1]], np.asarray(target, np.int32),
-                                            "squeezed")
-            if node.attrs.get("new_shape"):
-                node.attrs["new_shape"] = target
-        return
-    if kind == "transpose":
-        perm = _perm(graph, node, fmt)
-        new_in = _kept_index(drop[x], len(perm))
-        reduced = [new_in[p] for p in perm if p not in drop[x]]
-        if fmt == "onnx":
-            node.attrs["perm"] = reduced
-        else:
-            node.inputs[1] = _new_const(graph, graph.tensors[node.inputs[1]], np.asarray(reduced, np.int32),
-                                        "squeezed")
-        return
-    axes = drop[y]
-    if kind in ("join", "softmax") and not (fmt == "tflite" and kind == "softmax"):
-        a = _axis(graph, node, fmt, kind, rank)
-        node.attrs["axis"] = _kept_index(axes, rank)[a]
-    if kind in ("broadcast", "join"):
-        for k, i in enumerate(node.inputs):
-            t = graph.tensors[i] if i >= 0 else None
-            if t is not None and i not in drop and t.is_constant and t.shape is not None and len(t.shape) == rank:
-                data = np.asarray(t.data).reshape([d for a, d in enumerate(t.shape) if a not in axes])
-                node.inputs[k] = _new_const(graph, t, data, "squeezed")
+    plan = Plan(graph, fmt)
+    plan.decide()
+    return plan.apply()

@@ -27,7 +27,7 @@ from .. import convert as driver
 from ..context import ConversionContext, stored
 from ..registry import Reason, Supported, Unsupported
 from ..source_graph import SourceModel
-from . import fusion, layout, quant, unit_axis
+from . import fusion, layout, quant
 
 # QLinear ops without weights that compute in float when NNAPI refuses their scales (float_core)
 FLOAT_QLINEAR = {"QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu", "QLinearAveragePool",
@@ -167,9 +167,6 @@ class OnnxContext(ConversionContext):
             otype, cq = OperandType(C.TENSOR_INT32, self.shape(self.resolve(i))), None
         else:
             otype, cq = super().nnapi_type(i)
-        held = unit_axis.plan(self.graph).get(i)
-        if held is not None and len(otype.dimensions) == 5:  # a rank-5 middle held without its unit axis
-            otype = OperandType(otype.code, unit_axis.without(otype.dimensions, held), otype.scale, otype.zero_point)
         perm = self.layout.get(i)
         if perm is None or len(otype.dimensions) != len(perm):
             return otype, cq

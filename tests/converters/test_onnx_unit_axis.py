@@ -1,4 +1,4 @@
-"""Rank-5 middles of data movement held as rank-4 operands (converters/onnx/unit_axis.py): the qkv split of
+"""Rank-5 middles of data movement held as rank-4 tensors (the rank pass, converters/squeeze_pass.py): the qkv split of
 attention blocks (PP-OCRv4 rec, ViTs) against onnxruntime."""
 from __future__ import annotations
 

@@ -44,14 +44,15 @@ def test_onnx_rank5_without_unit_axes_is_reported_with_its_dimensions():
     assert reasons["Reshape"][0] == "rank" and "[2, 3, 2, 2, 5]" in reasons["Reshape"][1], reasons
 
 
-def test_onnx_a_squeeze_the_consumers_cannot_take_is_not_made():
-    # Softmax along the unit axis: dropping it would change what the softmax normalises over
+def test_onnx_a_unit_axis_a_node_acts_along_is_kept():
+    # Softmax along the unit axis: dropping it would change what the softmax normalises over, so it stays
+    # and two other axes merge instead
     data = make_model([h.make_node("Unsqueeze", ["x", "axes"], ["u"]), h.make_node("Softmax", ["u"], ["s"], axis=0),
                        h.make_node("Squeeze", ["s", "axes"], ["y"])],
                       [("x", np.float32, [2, 3, 4, 5])], ["y"], {"axes": np.asarray([0], np.int64)})
-    r = convert_onnx(data)
-    assert not any(t.squeezed_from for t in r.source.main.tensors)
-    assert {n.reason_code for n in r.unsupported} == {"rank"}
+    r = verify_levels(data, levels=(8,))[8]
+    shapes = {t.name: t.shape for t in r.source.main.tensors if t.squeezed_from}
+    assert shapes == {"u": (1, 6, 4, 5), "s": (1, 6, 4, 5)}, shapes
 
 
 def test_tflite_unit_axes_are_squeezed():

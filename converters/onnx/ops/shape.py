@@ -9,7 +9,7 @@ from nnapi import OperandType, OperationCode as Op
 from ... import shuffle
 from ...registry import Reason, Unsupported
 from ..common import MS_DOMAIN_VERSIONS, OPSET_MAX, axes_of, axis_attr, const_ints, ints, known_rank, onnx_op
-from .. import layout, unit_axis
+from .. import layout
 from ..quant import data_inputs
 
 
@@ -39,11 +39,6 @@ def reshape_to_output(node, ctx) -> None:
     if shape.count(-1) > 1:
         raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: output shape {shape} has several unknown "
                                                 f"extents (pin the inputs with input_shapes)")
-    held = unit_axis.plan(ctx.graph)
-    if y in held:  # a rank-5 middle held without its unit axis (unit_axis.py)
-        ctx.emit_form(Op.RESHAPE, "default", [ctx.output(y)], input=ctx.operand_data(x),
-                      shape=_i32(ctx, unit_axis.without(shape, held[y])))
-        return
     if len(shape) > 4:
         raise Unsupported(Reason.RANK, f"{node.label()}: RESHAPE output {ctx.tensor(y).name!r} has rank {len(shape)}, "
                                        f"NNAPI takes 4 at most")
@@ -70,13 +65,6 @@ def transpose(node, ctx):
     if sorted(perm) != list(range(rank)):
         raise Unsupported(Reason.INVALID, f"{node.label()}: perm {list(perm)} is not a permutation of the "
                                           f"{rank} axes of {ctx.tensor(x).name!r}")
-    held = unit_axis.plan(ctx.graph)
-    if x in held and y in held:  # rank-5 middles held without their unit axes (unit_axis.py)
-        u = held[x]
-        perm4 = [p - (p > u) for p in perm if p != u]
-        ctx.emit_form(Op.TRANSPOSE, "default", [ctx.output(y)], input=ctx.operand(x),
-                      perm=_i32(ctx, perm4))
-        return
     nn_perm = layout.compose(ctx.perm_of(x), perm, rank)
     if layout.is_identity(nn_perm) and not ctx.is_const(x) and y not in ctx.graph.outputs:
         ctx.share(y, ctx.operand(x), "transpose done by the layout")  # the input is already in that order
@@ -158,23 +146,16 @@ def slice_(node, ctx):
         starts, ends = const_ints(ctx, node, 1, "starts"), const_ints(ctx, node, 2, "ends")
         axes = const_ints(ctx, node, 3, "axes", list(range(len(starts))))
         steps = const_ints(ctx, node, 4, "steps", [1] * len(starts))
-    held = unit_axis.plan(ctx.graph)
-    u = held.get(x) if y in held else None  # rank-5 middles held without their unit axes (unit_axis.py)
-    axis_of = (lambda k: k - (k > u)) if u is not None else (lambda k: ctx.axis(x, k))
-    n_axes = rank - (u is not None)
-    begin, end, stride = [0] * n_axes, [0] * n_axes, [1] * n_axes
+    begin, end, stride = [0] * rank, [0] * rank, [1] * rank
     end_mask = 0
     for k in range(rank):  # untouched axes: the whole extent
-        if k != u:
-            end_mask |= 1 << axis_of(k)
+        end_mask |= 1 << ctx.axis(x, k)
     for s, e, ax, st in zip(starts, ends, axes, steps):
         ax %= rank
         if not shape[ax]:
             raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: axis {ax} has an unknown extent")
         b, en, mask = _slice_bounds(shape[ax], s, e, st)
-        if ax == u:  # the unit axis stays whole (the plan holds only slices that keep it)
-            continue
-        a = axis_of(ax)
+        a = ctx.axis(x, ax)
         begin[a], end[a], stride[a] = b, en, st
         end_mask = end_mask | (1 << a) if mask else end_mask & ~(1 << a)
     out = ctx.output(y)
