@@ -9,7 +9,7 @@ from onnx import helper as h
 
 from converters.onnx import convert as convert_onnx
 from converters.onnx.authoring import make_model
-from converters.onnx.runner import run_converted, verify_levels
+from .onnx_harness import run_converted, verify_levels
 from converters.tflite.authoring import GraphBuilder
 from tests.converters.tflite_harness import assert_matches_litert
 
