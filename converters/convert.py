@@ -308,11 +308,11 @@ def partition(graph: SourceGraph, results: list) -> tuple[list, list]:
         produced = {t for k in live for t in graph.nodes[k].outputs}
         inputs, seen = [], set()
         for k in nodes:
-            for t in graph.nodes[k].inputs:
+            for t in graph.nodes[k].inputs + graph.nodes[k].captured:  # (what an If's branches read too)
                 if t >= 0 and t not in produced and not graph.tensors[t].is_constant and t not in seen:
                     seen.add(t)
                     inputs.append(t)
-        used_outside = {t for n in graph.nodes if n.index not in inside for t in n.inputs}
+        used_outside = {t for n in graph.nodes if n.index not in inside for t in n.inputs + n.captured}
         used_outside.update(graph.model_outputs)
         outputs = [t for k in live for t in graph.nodes[k].outputs  # (t < 0: an omitted optional output)
                    if t >= 0 and t in used_outside and not graph.tensors[t].is_constant]

@@ -62,7 +62,8 @@ def render_text(report) -> str:
     local = (d.get("verdict") or {}).get("rule") == "local"   # partition outputs are drift then
     for p in d.get("partitions") or []:
         kind = "segment" if p.get("segment") else "partition"
-        state = "ok" if p["passed"] else "drift (the local verdict decides)" if local else "MISMATCH"
+        state = "NOT CHECKED (" + p["unchecked"] + ")" if p.get("unchecked") else "ok" if p["passed"] else \
+            "drift (the local verdict decides)" if local else "MISMATCH"
         lines.append(f"  {kind} {p['index']} (nodes {node_ranges(p['nodes'])}): {state}"
                      + (f", fed with {p['fed']}" if p.get("fed") else ""))
         for o in p["outputs"]:
@@ -196,8 +197,9 @@ def render_html(report) -> str:
                        f"{o['max_abs_error']:.3g} (allowed {o['allowed']:.3g}), mean {o['mean_abs_error']:.3g}, "
                        f"cosine {o['cosine']:.6f} &rarr; {'ok' if o['passed'] else 'MISMATCH'}</li>"
                        for o in p["outputs"])
+        verdict = "NOT CHECKED: " + p["unchecked"] if p.get("unchecked") else "ok" if p["passed"] else "MISMATCH"
         parts.append(f"<h2>partition {p['index']} (nodes {esc(str(p['nodes']))}): "
-                     f"{'ok' if p['passed'] else 'MISMATCH'}</h2><ul>{rows}</ul>")
+                     f"{esc(verdict)}</h2><ul>{rows}</ul>")
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>Parity</title><style>"
             "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
             "td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px}</style></head><body>" + "".join(parts) + "</body></html>")

@@ -155,9 +155,10 @@ def to_nnapi_inputs(result, inputs: Sequence[np.ndarray], model=None, state: Opt
         x = stored(t.code, x)
         if x.ndim == 0 and t.is_tensor:
             x = x.reshape(1)  # rank-0 source tensors are [1] in NNAPI (see ConversionContext.shape)
-        elif t.is_tensor and all(t.dimensions) and x.shape != tuple(t.dimensions) and \
+        elif t.is_tensor and t.dimensions and all(t.dimensions) and x.shape != tuple(t.dimensions) and \
                 x.size == int(np.prod(t.dimensions)):
-            x = x.reshape(t.dimensions)  # a partition input whose unit axes were dropped (squeeze_pass.py)
+            x = x.reshape(t.dimensions)  # a partition input whose unit axes were dropped (squeeze_pass.py);
+            # (dimensions () is an unknown rank, never rank 0: such an input keeps the shape it comes with)
         out.append(x.astype(t.dtype) if x.dtype != t.dtype else x)
     return full_inputs(model, out, initial_values(model) if state is None else state) if with_state else out
 

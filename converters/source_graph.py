@@ -72,6 +72,7 @@ class SourceNode:
     domain: str = ""                 # ONNX domain; "" for TFLite builtins
     name: str = ""
     subgraphs: dict = field(default_factory=dict)  # attribute name -> subgraph index (IF/WHILE bodies)
+    captured: list = field(default_factory=list)   # tensors its bodies read from this graph (ONNX If/Loop)
     folded: bool = False             # computed at conversion time (converters/folding.py): emits nothing
     fold_note: str = ""              # why a folded node emits nothing, when not plain constant folding
     fold_how: str = ""               # coverage's short form of it ("dequantize of weights"; converters/folding.py)

@@ -36,6 +36,7 @@ ACTIVATION_OPS = {FuseCode.RELU: Op.RELU, FuseCode.RELU1: Op.RELU1, FuseCode.REL
 # outputs NNAPI computes as int32 where ONNX has int64 (the indices of ArgMax, ArgMin, TopK)
 INDEX_OUTPUTS = {"ArgMax": (0,), "ArgMin": (0,), "TopK": (1,)}
 INDEX_NOTE = "int64 -> int32: NNAPI indices are int32"
+INPUT_NOTE = "int64 -> int32: NNAPI has no int64 tensors (the values must lie in int32's range)"
 
 
 class OnnxContext(ConversionContext):
@@ -136,14 +137,18 @@ class OnnxContext(ConversionContext):
 
     def int32_indices(self, i: int) -> bool:
         """Run-time int64 tensor i holds indices NNAPI computes as int32: an ArgMax/ArgMin/TopK index output,
-        or the output of a node whose run-time int64 inputs all are such tensors (Unsqueeze, Gather, ...)."""
+        an int64 input of the main graph (given as int32, INPUT_NOTE), or the output of a node whose run-time int64
+        inputs all are such tensors (Unsqueeze, Gather, ...)."""
         i = self.resolve(i)
         memo = self.plans.setdefault("int32_indices", {})
         if i not in memo:
             memo[i] = False  # (a cycle is not an index chain)
             t = self.graph.tensors[i]
             src = self._producer(i)
-            if np.dtype(t.dtype) == np.int64 and not t.is_constant and src is not None and not src.folded:
+            if np.dtype(t.dtype) == np.int64 and not t.is_constant and src is None:
+                # the ONNX main graph is graphs[0] (reader.py); a body's inputs are loop-carried or captured values
+                memo[i] = i in self.graph.inputs and self.graph is self.graphs[0]
+            elif np.dtype(t.dtype) == np.int64 and not t.is_constant and not src.folded:
                 if src.outputs.index(i) in INDEX_OUTPUTS.get(src.op, ()):
                     memo[i] = True
                 else:
@@ -182,11 +187,14 @@ class OnnxContext(ConversionContext):
         if i in self.internal:
             return self.internal[i]
         new = i >= 0 and i not in self.operand_of
-        if new and self.int32_indices(i) and not self.supported(self._producer(i).index):
+        src = self._producer(i) if new and self.int32_indices(i) else None
+        if src is not None and not self.supported(src.index):
             # written on the CPU: it would enter NNAPI as int64
             raise Unsupported(Reason.OPERAND_TYPE, f"tensor {self.tensor(i).name!r} is int64 from a node that "
                                                    f"stays on the CPU; NNAPI has no int64 operands")
         idx = super().operand(i)
+        if new and i in self.graph.inputs and self.int32_indices(i):
+            self._note_layout(i, INPUT_NOTE)
         perm = self.layout.get(i)
         if new and perm is not None:
             self.operand_perm[idx] = perm

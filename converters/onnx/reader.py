@@ -27,7 +27,7 @@ from google.protobuf.message import Message
 from onnx import TensorProto, helper, numpy_helper
 
 from ..source_graph import SourceError, SourceGraph, SourceModel, SourceNode, SourceTensor
-from . import ms_shapes, shapes
+from . import branches, ms_shapes, shapes
 
 STANDARD_DOMAINS = ("", "ai.onnx")
 # element types packed several to a byte: raw_data is not one element per itemsize (onnx unpacks them)
@@ -208,6 +208,7 @@ class _Reader:
             if _bodies_of(n):
                 nodes[-1].subgraphs = self._bodies(
                     n, opsets, types, lambda x: tensors[index[x]].data if x in index else None)
+                nodes[-1].captured = [index[x] for x in _captured(n) if x in index]
         outputs = []
         for vi in g.output:
             if vi.name not in index:
@@ -380,10 +381,14 @@ def read_onnx(source: Union[str, Path, bytes, bytearray, memoryview],
     shapes.pin(proto, input_shapes, dims)
     dynamic = shapes.name_input_dims(proto)
     proto, detached = _detach_large(proto)
+    resolved: list = []
+    proto = branches.resolve(proto, log=resolved)  # Ifs the pinned shapes decide become the branch they take
     inferred = ms_shapes.complete(shapes.infer(proto))  # onnx's inference stops at com.microsoft quantized ops
     try:
         model = _Reader(inferred, where, folder, detached).read()
         model.metadata["input_symbols"] = dynamic  # dim_param -> [(input, axis)] still dynamic
+        if resolved:
+            model.metadata["resolved_ifs"] = resolved  # (branches.py) one sentence per If replaced
         return model
     except SourceError:
         raise

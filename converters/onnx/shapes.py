@@ -27,6 +27,7 @@ import onnx
 import onnx.numpy_helper
 
 from ..source_graph import SourceError
+from . import ms_shapes
 
 
 def pin(proto: onnx.ModelProto, input_shapes: Optional[dict], dims: Optional[dict]) -> None:
@@ -133,11 +134,37 @@ def _symbolic_inference(proto: onnx.ModelProto) -> Optional[onnx.ModelProto]:
         while ssi.run_:
             ssi._infer_impl()
         ssi._update_output_from_vi()
+        _forget_merged_ranks(ssi.out_mp_.graph)
         return ssi.out_mp_
     except Exception:  # noqa: BLE001 (it raises many types on models it does not understand)
         return None
     finally:
         log.setLevel(level)
+
+
+def _forget_merged_ranks(graph: onnx.GraphProto) -> None:
+    """SymbolicShapeInference gives an If output the then branch's rank even where the else branch's
+    differs (it merges extents pairwise): such outputs, those with a branch of unknown rank, and what was
+    inferred from them, are left with an unknown rank, as onnx's own inference leaves them."""
+    def rank(vi):
+        tt = vi.type.tensor_type
+        return len(tt.shape.dim) if vi.type.HasField("tensor_type") and tt.HasField("shape") else None
+
+    unsure = set()
+    for n in graph.node:
+        bodies = {a.name: a.g for a in n.attribute if a.type == onnx.AttributeProto.GRAPH}
+        for g in bodies.values():
+            _forget_merged_ranks(g)
+        if n.op_type == "If" and {"then_branch", "else_branch"} <= set(bodies):
+            for o, t, e in zip(n.output, bodies["then_branch"].output, bodies["else_branch"].output):
+                if rank(t) is None or rank(t) != rank(e):
+                    unsure.add(o)
+    for n in graph.node:  # (topological order) what was inferred from them is as unsure
+        if unsure.intersection(n.input):
+            unsure.update(o for o in n.output if o)
+    for vi in list(graph.value_info) + list(graph.output):
+        if vi.name in unsure and vi.type.HasField("tensor_type"):
+            vi.type.tensor_type.ClearField("shape")
 
 
 def infer(proto: onnx.ModelProto, rounds: int = 8) -> onnx.ModelProto:
@@ -147,30 +174,86 @@ def infer(proto: onnx.ModelProto, rounds: int = 8) -> onnx.ModelProto:
     static tensor, small nodes of constants) and makes their outputs initializers of the copy, so the next
     round sees them as constants; the value_info of the last round is given to proto (whose nodes stay:
     converters/folding.py folds them into the converted model's constants)."""
-    work = proto
-    for _ in range(rounds):
-        inferred = _best_inference(work)
-        values = _computable(inferred)
-        if not values:
-            break
-        work = _with_constants(inferred, values)
-    else:
-        inferred = _best_inference(work)  # the last round's constants reach the shapes too
+    scratch = onnx.ModelProto()
+    scratch.CopyFrom(proto)
+    declared = {vi.name: vi.type for vi in proto.graph.output}
+    for vi in scratch.graph.output:  # what the nodes compute is inferred, not taken from the declaration
+        if vi.type.HasField("tensor_type"):
+            vi.type.tensor_type.ClearField("shape")
+    inferred, work, _ = _rounds(scratch, rounds)
+    if work is scratch:  # nothing computed: the one inference is the result (its pass typed the bodies)
+        for vi in inferred.graph.output:
+            if vi.name in declared:
+                vi.type.CopyFrom(_merged(declared[vi.name], vi.type))
+        return inferred
     out = onnx.ModelProto()
     out.CopyFrom(proto)
     del out.graph.value_info[:]
     have = {vi.name for vi in list(out.graph.input) + list(out.graph.output)}
     outputs = {vi.name: vi for vi in out.graph.output}
     for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
-        if vi.name in outputs and vi.type.tensor_type.HasField("shape"):
-            outputs[vi.name].type.CopyFrom(vi.type)
+        if vi.name in outputs:
+            outputs[vi.name].type.CopyFrom(_merged(declared[vi.name], vi.type))
         elif vi.name not in have:
             out.graph.value_info.append(vi)
-    return _onnx_inference(out) if work is not proto else inferred  # onnx's pass types the If/Loop bodies
+    return _onnx_inference(out)  # onnx's pass types the If/Loop bodies
+
+
+def _merged(declared: onnx.TypeProto, inferred: onnx.TypeProto) -> onnx.TypeProto:
+    """A graph output's type. A declared rank other than the one its nodes compute is wrong (ddddocr's
+    common_old declares [1, seqlen] for a [16, 1, 8210] Reshape; onnxruntime returns the computed shape
+    and warns): the inferred shape then. Of the same rank, each declared static extent stands (inference
+    can be the one that is wrong: onnx's Einsum does not broadcast a letter of extent 1), the others are
+    the inferred ones where inference knows them."""
+    if not inferred.HasField("tensor_type") or not inferred.tensor_type.HasField("shape"):
+        return declared
+    if not declared.HasField("tensor_type") or not declared.tensor_type.HasField("shape") or \
+            len(declared.tensor_type.shape.dim) != len(inferred.tensor_type.shape.dim):
+        return inferred
+    out = onnx.TypeProto()
+    out.CopyFrom(inferred)
+    for d, have in zip(out.tensor_type.shape.dim, declared.tensor_type.shape.dim):
+        if have.HasField("dim_value") or not d.HasField("dim_value"):
+            d.CopyFrom(have)
+    if not out.tensor_type.elem_type:
+        out.tensor_type.elem_type = declared.tensor_type.elem_type
+    return out
+
+
+def _rounds(proto: onnx.ModelProto, rounds: int = 8) -> tuple:
+    """(the last round's inferred scratch model, its constant-folded copy, {tensor name: value} of every
+    node output computed on the way) for infer() and known_values()."""
+    work, known = proto, {}
+    for _ in range(rounds):
+        inferred = _best_inference(work)
+        values = _computable(inferred)
+        if not values:
+            break
+        known.update(values)
+        work = _with_constants(inferred, values)
+    else:
+        inferred = _best_inference(work)  # the last round's constants reach the shapes too
+    return inferred, work, known
+
+
+def known_values(proto: onnx.ModelProto, rounds: int = 8) -> tuple:
+    """(proto's inferred scratch copy, {tensor name: value}) for every tensor whose value the pinned input
+    shapes and the constants determine: initializers and Constant nodes of at most FOLD_LIMIT elements, and
+    the shape computations evaluated on them (e.g. an If condition Shape -> Gather -> Equal)."""
+    inferred, _, known = _rounds(proto, rounds)
+    for t in proto.graph.initializer:
+        if t.name not in known and t.data_location != onnx.TensorProto.EXTERNAL and int(np.prod(t.dims)) <= FOLD_LIMIT:
+            try:
+                known[t.name] = onnx.numpy_helper.to_array(t)
+            except Exception:  # noqa: BLE001 (malformed: the reader names it)
+                pass
+    return inferred, known
 
 
 def _best_inference(proto: onnx.ModelProto) -> onnx.ModelProto:
-    best = _onnx_inference(proto)
+    # the com.microsoft quantized ops' shapes too: the shape computations behind them (Shape -> Gather ->
+    # Concat -> Reshape after a DynamicQuantizeLSTM) are evaluated in the next round only if they are known
+    best = ms_shapes.complete(_onnx_inference(proto))
     missing = unknown_extents(best)
     if any(missing):
         symbolic = _symbolic_inference(proto)

@@ -286,8 +286,8 @@ def test_valid_cases_are_many_and_some_convert():
     ("test_adagrad", "unsupported_operator"),                  # a training-domain node
     ("test_quantizelinear", "non_constant_operand"),           # run-time scale
     ("test_qlinearmatmul_2D_uint8_float32", "non_constant_operand"),
-    ("test_reshape_reduced_dims", "operand_type"),             # an int64 shape as a model input
-    ("test_squeeze", "operand_type"),
+    ("test_reshape_reduced_dims", "non_constant_operand"),     # a shape given at run time (an int64 input)
+    ("test_squeeze", "non_constant_operand"),
     ("test_resize_downsample_scales_linear", "non_constant_operand"),  # run-time scales sample unlike NNAPI
 ])
 def test_refusals_of_valid_models_are_per_node(name, reason):
@@ -297,10 +297,11 @@ def test_refusals_of_valid_models_are_per_node(name, reason):
     assert {n.reason_code for n in result.unsupported} == {reason}
 
 
-@pytest.mark.parametrize("elem, value", [(onnx.TensorProto.INT64, np.array([7, -3])),
-                                         (onnx.TensorProto.DOUBLE, np.array([0.5, 2.0])),
-                                         (onnx.TensorProto.UINT16, np.array([1, 60000], np.uint16))])
-def test_an_unused_input_nnapi_has_no_type_for_gets_a_stand_in(elem, value):
+@pytest.mark.parametrize("elem, value, note", [(onnx.TensorProto.INT64, np.array([7, -3]), "int64 -> int32"),
+                                               (onnx.TensorProto.DOUBLE, np.array([0.5, 2.0]), "unused by the model"),
+                                               (onnx.TensorProto.UINT16, np.array([1, 60000], np.uint16),
+                                                "unused by the model")])
+def test_an_unused_input_nnapi_has_no_type_for_gets_a_stand_in(elem, value, note):
     """Valid ONNX: the converted model keeps the input (as the nearest NNAPI type, documented in io_rewrites)."""
     from onnx import helper
     graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "t",
@@ -310,7 +311,7 @@ def test_an_unused_input_nnapi_has_no_type_for_gets_a_stand_in(elem, value):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(model)
     result = convert(model.SerializeToString())
-    assert result.complete and "unused by the model" in result.io_rewrites["unused"]
+    assert result.complete and note in result.io_rewrites["unused"]  # (an int64 input is NNAPI int32)
     (y,) = run_converted(result, [np.array([-1.0, 2.0], np.float32), value])
     np.testing.assert_array_equal(y, [0.0, 2.0])
 
@@ -552,7 +553,6 @@ EXCLUDED: dict = {
     'test_matmul_4d_1d': ('rank', 'BATCH_MATMUL needs operands of one rank'),
     'test_max_float64': ('operand_type', "tensor 'result' has type float64, which NNAPI has no type for"),
     'test_max_int16': ('quantization_type', "tensor 'result' is int16 without per-tensor quantization"),
-    'test_max_int64': ('operand_type', "tensor 'result' is int64, which NNAPI has no type for"),
     'test_max_int8': ('quantization_type', "tensor 'result' is int8 without quantization parameters"),
     'test_max_uint16': ('operand_type', "tensor 'result' has type uint16, which NNAPI has no type for"),
     'test_max_uint32': ('operand_type', "tensor 'result' has type uint32, which NNAPI has no type for"),
@@ -566,7 +566,6 @@ EXCLUDED: dict = {
     'test_maxpool_with_argmax_2d_precomputed_strides': ('unsupported_attribute', 'the Indices output has no NNAPI'),
     'test_min_float64': ('operand_type', "tensor 'result' has type float64, which NNAPI has no type for"),
     'test_min_int16': ('quantization_type', "tensor 'result' is int16 without per-tensor quantization"),
-    'test_min_int64': ('operand_type', "tensor 'result' is int64, which NNAPI has no type for"),
     'test_min_int8': ('quantization_type', "tensor 'result' is int8 without quantization parameters"),
     'test_min_uint16': ('operand_type', "tensor 'result' has type uint16, which NNAPI has no type for"),
     'test_min_uint32': ('operand_type', "tensor 'result' has type uint32, which NNAPI has no type for"),
@@ -582,7 +581,6 @@ EXCLUDED: dict = {
     'test_mod_mixed_sign_float32': ('unsupported_attribute', 'fmod=1 (truncated remainder) is not mapped'),
     'test_mod_mixed_sign_float64': ('unsupported_attribute', 'fmod=1 (truncated remainder) is not mapped'),
     'test_mod_mixed_sign_int16': ('quantization_type', "tensor 'z' is int16 without per-tensor quantization"),
-    'test_mod_mixed_sign_int64': ('operand_type', "tensor 'z' is int64, which NNAPI has no type for"),
     'test_mod_mixed_sign_int8': ('quantization_type', "tensor 'z' is int8 without quantization parameters"),
     'test_mod_uint16': ('operand_type', "tensor 'z' has type uint16, which NNAPI has no type for"),
     'test_mod_uint32': ('operand_type', "tensor 'z' has type uint32, which NNAPI has no type for"),
@@ -668,9 +666,6 @@ EXCLUDED: dict = {
     'test_sub_uint16': ('operand_type', "tensor 'x' has type uint16, which NNAPI has no type for"),
     'test_sub_uint32': ('operand_type', "tensor 'x' has type uint32, which NNAPI has no type for"),
     'test_sub_uint64': ('operand_type', "tensor 'x' has type uint64, which NNAPI has no type for"),
-    'test_top_k_same_values': ('operand_type', "tensor 'values' is int64, which NNAPI has no type for"),
-    'test_top_k_same_values_2d': ('operand_type', "tensor 'values' is int64, which NNAPI has no type for"),
-    'test_top_k_same_values_largest': ('operand_type', "tensor 'values' is int64, which NNAPI has no type for"),
     'test_top_k_uint64': ('operand_type', "tensor 'values' has type uint64, which NNAPI has no type for"),
     'test_training_dropout': ('non_constant_operand', "training_mode tensor 't' must be a constant"),
     'test_training_dropout_default': ('non_constant_operand', "training_mode tensor 't' must be a constant"),

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnapi import OperandType, OperationCode as Op
+from nnapi import OperandCode as C, OperandType, OperationCode as Op
 
 from ... import shuffle
 from ...registry import Reason, Unsupported
 from ..common import MS_DOMAIN_VERSIONS, OPSET_MAX, axes_of, axis_attr, const_ints, ints, known_rank, onnx_op
 from .. import layout
+from .compose import Chain
 from ..quant import data_inputs
 
 
@@ -26,6 +27,10 @@ def _known_rank(ctx, node, i: int) -> None:
 def reshape_to_output(node, ctx) -> None:
     """RESHAPE the input's row-major data to the output's inferred shape (one unknown extent allowed)."""
     x, y = node.inputs[0], node.outputs[0]
+    if len(node.inputs) > 1 and node.inputs[1] >= 0 and not ctx.is_const(node.inputs[1]):
+        # a shape or axes given at run time (an int64 model input): the output's extents depend on its values
+        raise Unsupported(Reason.NON_CONSTANT_OPERAND, f"{node.label()}: its {'shape' if node.op == 'Reshape' else 'axes'}"
+                                                       f" {ctx.tensor(node.inputs[1]).name!r} is computed at run time")
     _known_rank(ctx, node, y)
     shape = [d if d else -1 for d in ctx.source_shape(y)]
     if node.op == "Reshape" and shape.count(-1) > 1 and ctx.is_const(node.inputs[1]):
@@ -164,9 +169,17 @@ def slice_(node, ctx):
                   shrink_axis_mask=ctx.i32(0))
 
 
+def _non_negative(ctx, i: int) -> bool:
+    """Run-time indices an ArgMax, ArgMin or TopK wrote (never negative)."""
+    src = next((n for n in ctx.graph.nodes if ctx.resolve(i) in n.outputs), None)
+    return src is not None and src.op in ("ArgMax", "ArgMin", "TopK")
+
+
 @onnx_op("Gather", versions=(7, OPSET_MAX))
 def gather(node, ctx):
-    """Gather (constant or int32 indices) as GATHER in the ONNX layout; scalar indices reshape after."""
+    """Gather (constant or int32 indices) as GATHER in the ONNX layout; scalar indices reshape after.
+    Run-time indices along an axis of known extent n become idx + n where negative (LESS, ADD, SELECT),
+    unless an ArgMax/ArgMin/TopK wrote them."""
     x, idx, y = node.inputs[0], node.inputs[1], node.outputs[0]
     shape = ctx.source_shape(x)
     axis = axis_attr(ctx, node, x, 0)
@@ -180,6 +193,10 @@ def gather(node, ctx):
     else:
         scalar = ctx.tensor(idx).rank == 0
         indices = ctx.operand(idx)
+        if shape[axis] > 0 and not _non_negative(ctx, idx):  # ONNX counts negatives from the end, GATHER refuses them
+            chain = Chain(ctx, node, idx)
+            negative = chain.binary(Op.LESS, indices, chain.scalar(0), out_code=C.TENSOR_BOOL8)
+            indices = chain.select(negative, chain.binary(Op.ADD, indices, chain.scalar(shape[axis])), indices)
     if not scalar:
         ctx.emit_form(Op.GATHER, "default", [ctx.output(y)], input=src, axis=ctx.i32(axis), indices=indices)
         return
