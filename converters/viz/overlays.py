@@ -56,7 +56,9 @@ def _onnx_node_ids(model_path) -> dict:
         graph = ONNXAdapter().convert(str(model_path), {"const_element_count_limit": 0})["graphs"][0]
         for node in graph.nodes:
             for meta in node.outputsMetadata:
-                ids.update((a.value, node.id) for a in meta.attrs if a.key == "__tensor_tag")
+                for a in meta.attrs:
+                    if a.key == "__tensor_tag":
+                        ids.setdefault(a.value, node.id)  # the writer, not a later initializer node
         return ids
     import onnx
     used, counter = set(), {}

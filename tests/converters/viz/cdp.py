@@ -21,14 +21,19 @@ class Browser:
     def __init__(self, profile_dir, width: int = 1400, height: int = 900):
         to_child_r, self._w = os.pipe()
         self._r, from_child_w = os.pipe()
-
-        # the child reads commands on fd 3 and writes replies on fd 4: placed there by the shell, since
-        # subprocess closes every descriptor it is not told to pass
+        self.log = os.path.join(str(profile_dir), "chromium.log")
+        self._log_file = open(self.log, "wb")
         argv = [CHROMIUM, *FLAGS, f"--user-data-dir={profile_dir}", f"--window-size={width},{height}",
                 "--remote-debugging-pipe", "about:blank"]
-        self.proc = subprocess.Popen(["sh", "-c", f'exec "$@" 3<&{to_child_r} 4>&{from_child_w}', "sh", *argv],
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     pass_fds=(to_child_r, from_child_w))
+
+        def place_pipes():  # in the child: commands in on fd 3, replies out on fd 4 (dup2 leaves them inheritable)
+            r, w = os.dup(to_child_r), os.dup(from_child_w)  # neither can be overwritten by the other's dup2
+            os.dup2(r, 3)
+            os.dup2(w, 4)
+        # close_fds=False: subprocess would close 3 and 4 after place_pipes; every other descriptor of this
+        # process is non-inheritable (PEP 446), so nothing else leaks into the browser
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log_file,
+                                     preexec_fn=place_pipes, close_fds=False)
         os.close(to_child_r)
         os.close(from_child_w)
         self._next, self._buf, self.session = 0, b"", None
@@ -39,7 +44,10 @@ class Browser:
         msg = {"id": self._next, "method": method, "params": params or {}}
         if session or self.session:
             msg["sessionId"] = session or self.session
-        os.write(self._w, json.dumps(msg).encode() + b"\0")
+        try:
+            os.write(self._w, json.dumps(msg).encode() + b"\0")
+        except BrokenPipeError:
+            raise RuntimeError(f"Chromium has exited ({self.proc.poll()}): {self.log_tail()}") from None
         deadline = time.monotonic() + timeout
         while True:
             while b"\0" not in self._buf:
@@ -47,7 +55,7 @@ class Browser:
                     raise TimeoutError(f"no reply to {method}")
                 chunk = os.read(self._r, 1 << 20)
                 if not chunk:
-                    raise RuntimeError(f"Chromium closed the pipe during {method}")
+                    raise RuntimeError(f"Chromium closed the pipe during {method}: {self.log_tail()}")
                 self._buf += chunk
             raw, self._buf = self._buf.split(b"\0", 1)
             reply = json.loads(raw)
@@ -80,6 +88,21 @@ class Browser:
             time.sleep(interval)
         return None
 
+    def click(self, expression: str) -> bool:
+        """A real mouse click at the centre of the element the JavaScript expression finds (False: none)."""
+        box = self.evaluate(f"(() => {{ const e = {expression}; if (!e) return null; "
+                            "const r = e.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()")
+        if not box:
+            return False
+        for kind in ("mousePressed", "mouseReleased"):
+            self.send("Input.dispatchMouseEvent", {"type": kind, "x": box[0], "y": box[1], "button": "left",
+                                                    "clickCount": 1})
+        return True
+
+    def log_tail(self) -> str:
+        with open(self.log, "rb") as f:
+            return f.read()[-2000:].decode(errors="replace")
+
     def screenshot(self) -> bytes:
         return base64.b64decode(self.send("Page.captureScreenshot", {"format": "png"})["data"])
 
@@ -95,3 +118,4 @@ class Browser:
             self.proc.wait()
         os.close(self._w)
         os.close(self._r)
+        self._log_file.close()
