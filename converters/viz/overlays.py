@@ -34,12 +34,14 @@ COVERAGE_FACETS = [("", "NNAPI coverage"), ("ops", "NNAPI operations"), ("level"
                    ("partition", "NNAPI partition")]
 
 
-def node_key_function(model_path, fmt: str) -> Callable[[list], Optional[str]]:
-    """(output tensor names of a source node) -> its Model Explorer key, or None when no node writes them."""
+def node_key_function(model_path, fmt: str) -> Callable[..., Optional[str]]:
+    """(output tensor names of a source node, its operator index or None) -> its Model Explorer key, or
+    None when no node writes them. A TFLite operator without outputs (ASSIGN_VARIABLE, CALL_ONCE) is keyed
+    by its id in the TFLite adapter's graph, its operator index."""
     if fmt == "tflite":
-        return lambda names: next((n for n in names if n), None)
+        return lambda names, index=None: next((n for n in names if n), None if index is None else str(index))
     ids = _onnx_node_ids(model_path)
-    return lambda names: next((ids[n] for n in names if n in ids), None)
+    return lambda names, index=None: next((ids[n] for n in names if n in ids), None)
 
 
 def _onnx_node_ids(model_path) -> dict:
@@ -90,12 +92,13 @@ def _status_color(status: str) -> str:
 
 def coverage_overlays(report: dict, key_of: Callable) -> list[tuple[str, str]]:
     """[(facet suffix, JSON text)] for a coverage report (converters/coverage.py schema)."""
+    lens = report.get("lens")
     if "lenses" in report:  # several lenses side by side: the first lens's verdicts
-        report = next(iter(report["lenses"].values()))
+        lens, report = next(iter(report["lenses"].items()))
     partition_of = {n: k for k, p in enumerate(report["partitions"]) for n in p["nodes"]}
     status, ops, level, part = {}, {}, {}, {}
     for n in report["nodes"]:
-        key = key_of([o["name"] for o in n["outputs"]])
+        key = key_of([o["name"] for o in n["outputs"]], n["index"] if n.get("subgraph", 0) == 0 else None)
         if key is None:
             continue
         s = coverage_status(n)
@@ -107,7 +110,7 @@ def coverage_overlays(report: dict, key_of: Callable) -> list[tuple[str, str]]:
             level[key] = (n["min_feature_level"], None)
         p = partition_of.get(n["index"], -1)
         part[key] = (p, PARTITION_COLORS[p % len(PARTITION_COLORS)] if p >= 0 else FALLBACK_COLOR)
-    name = Path(report["model"]).name
+    name = Path(report["model"]).name + (f" ({lens})" if lens and lens != "converter" else "")
     data = [status, ops, level, part]
     out = []
     for (suffix, title), results in zip(COVERAGE_FACETS, data):

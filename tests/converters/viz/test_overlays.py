@@ -24,6 +24,13 @@ def tflite_tensor_names(path) -> set:
             for m in n.get("outputsMetadata", []) for a in m["attrs"] if a["key"] == "tensor_name"}
 
 
+def tflite_node_labels(path) -> dict:
+    """{node id: label} of the main graph as Model Explorer's built-in TFLite adapter draws it."""
+    import ai_edge_model_explorer_adapter as me_cpp
+    graphs = json.loads(me_cpp.ConvertFlatbufferDirectlyToJson(me_cpp.VisualizeConfig(), str(path)))
+    return {n["id"]: n["label"] for n in graphs[0]["subgraphs"][0]["nodes"]}
+
+
 def onnx_node_ids(path) -> dict:
     """{output tensor name: node id} as model-explorer-onnx draws the main graph."""
     from model_explorer_onnx.main import ONNXAdapter
@@ -69,6 +76,22 @@ def test_tflite_coverage_overlay_keys_are_the_adapters_tensor_names(tmp_path):
     levels = files["level"]
     assert levels["thresholds"][0] == {"value": 2, "bgColor": "#1b5e20"}
     assert levels["hideAggregatedStats"] == ["sum", "avg"]
+
+
+def test_tflite_operators_without_outputs_are_keyed_by_the_adapters_node_id(tmp_path):
+    from tests.converters.tflite_state_models import accumulator
+    path = tmp_path / "acc.tflite"
+    path.write_bytes(accumulator())
+    status = coverage_files(tmp_path, path)[""]["results"]
+    report_path = tmp_path / "r.json"
+    assert main(["coverage", str(path), "--format", "json", "-o", str(report_path)]) == 0
+    nodes = json.loads(report_path.read_text())["nodes"]
+    outputless = [n for n in nodes if not n["outputs"]]
+    assert {n["op"] for n in outputless} >= {"ASSIGN_VARIABLE"}
+    labels, names = tflite_node_labels(path), tflite_tensor_names(path)
+    assert len(status) == len(nodes) and set(status) <= names | set(labels)
+    for n in outputless:  # the adapter's node of that id is that very operator
+        assert labels[str(n["index"])] == n["op"].lower()
 
 
 def test_onnx_coverage_overlay_keys_are_model_explorer_onnx_node_ids(tmp_path):
