@@ -88,7 +88,7 @@ def overlays_for(args, fmt: str) -> list[tuple[str, str]]:
             raise cli.CliError(str(e), cli.EXIT_MISSING_DEPENDENCY) from None
         except parity.ParityError as e:
             raise cli.CliError(str(e), e.exit_code) from None
-        out.append(("parity error / tolerance", parity_overlay(report.as_dict(), key_of)))
+        out.append(("parity error over tolerance", parity_overlay(report.as_dict(), key_of)))
     if args.coverage:
         from converters.coverage import report_for_path
         r = report_for_path(args.model, args.feature_level, cli._input_shapes(args), cli._dims(args))
@@ -113,8 +113,8 @@ def cmd_view(args) -> int:
     adapter_id, extension = ADAPTERS[fmt]
     config = me.config()
     config.add_model_from_path(str(Path(args.model).resolve()), adapterId=adapter_id)
-    for name, text in overlays:
-        config.add_node_data(name=name, node_data=text)
+    for name, text in overlays:  # the page addresses each as node_data://NAME/INDEX: no "/" in NAME
+        config.add_node_data(name=name.replace("/", "_"), node_data=text)
     print(f"nnapi view: {args.model} with {len(overlays)} overlay(s): " + (", ".join(n for n, _ in overlays) or "none"),
           file=sys.stderr)
     me.visualize_from_config(config=config, host=args.host, port=args.port,

@@ -126,9 +126,11 @@ def test_coverage_overlay_over_the_tflite_graph(browser):
 
 
 def test_coverage_overlay_over_the_onnx_graph(browser):
-    with model_explorer(RESNET, "--coverage") as url:
+    with model_explorer(RESNET, "--coverage", "--parity") as url:
         text, canvas = show(browser, url)
     assert re.search(r"op node count\s+\d+", text) and "NNAPI coverage: resnet_small_fixed_op13.onnx" in text
+    # the page names a node data file by its own name only once it has loaded it
+    assert "parity error / tolerance: resnet_small_fixed_op13.onnx" in text
     rows = STATUS_ROW.findall(text)
     assert len(rows) == 22, text  # every ONNX node, keyed by model-explorer-onnx's node ids
     # the 7 Relus fuse into their Conv or Add; the first Conv also transposes the NCHW input
