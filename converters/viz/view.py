@@ -101,6 +101,21 @@ def overlays_for(args, fmt: str) -> list[tuple[str, str]]:
     return out
 
 
+def check_port(host: str, port: int) -> None:
+    """Model Explorer looks for a free port itself only from its default 8080; a port given that is taken
+    would make it exit 1, which here means a parity mismatch: refused first (exit 3)."""
+    import socket
+    cli = _cli()
+    if not 0 < port < 65536:
+        raise cli.CliError(f"--port {port}: not a port number (1-65535)")
+    if port == 8080:
+        return
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(1)
+        if s.connect_ex((host, port)) == 0:
+            raise cli.CliError(f"--port {port}: something already listens on {host}:{port}")
+
+
 def cmd_view(args) -> int:
     """Start Model Explorer on localhost with the model and its overlays; returns when it is stopped."""
     from converters.load import detect_format
@@ -109,6 +124,7 @@ def cmd_view(args) -> int:
         raise cli.CliError(f"{args.model}: no such file")
     fmt = detect_format(args.model)
     me = _require_model_explorer(fmt)
+    check_port(args.host, args.port)
     overlays = overlays_for(args, fmt)
     adapter_id, extension = ADAPTERS[fmt]
     config = me.config()

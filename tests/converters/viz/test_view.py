@@ -1,5 +1,6 @@
 """`nnapi view` refusals, before any server starts: Model Explorer missing (exit 4, with the pip
 command), overlays that need the source model asked of a .nnapi, a node data file that is not JSON."""
+import socket
 import sys
 
 from converters.cli import main
@@ -32,3 +33,13 @@ def test_bad_node_data_and_missing_model(tmp_path, capsys):
     assert "not a JSON node data file" in capsys.readouterr().err
     assert main(["view", str(tmp_path / "missing.tflite"), "--no-browser"]) == 3
     assert "no such file" in capsys.readouterr().err
+
+
+def test_a_taken_port_is_refused_before_model_explorer_starts(capsys):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        assert main(["view", KWS, "--no-browser", "--host", "127.0.0.1", "--port", str(port)]) == 3
+    assert "already listens" in capsys.readouterr().err
+    assert main(["view", KWS, "--no-browser", "--port", "70000"]) == 3
