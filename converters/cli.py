@@ -336,8 +336,8 @@ def cmd_coverage(args) -> int:
         reports = _map_with_progress(report_for_path, [(p, level, shapes, dims) for p in paths], args.jobs)
     if args.format == "model-explorer":
         from .viz.view import coverage_command
-        return coverage_command(reports, paths, args)
-    if len(args.models) == 1 and len(paths) == 1 and not Path(args.models[0]).is_dir():
+        coverage_command(reports, paths, args)
+    elif len(args.models) == 1 and len(paths) == 1 and not Path(args.models[0]).is_dir():
         r = reports[0]
         if "error" in r:
             raise CliError(r["error"], EXIT_INVALID if r.get("error_kind") == "invalid_model" else EXIT_INVALID)

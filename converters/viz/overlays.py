@@ -3,10 +3,10 @@
 Model Explorer matches a node-data key against the `tensor_name` of a node's outputs, else against
 the node id. Its TFLite adapter gives every node its output tensors' `tensor_name`, so TFLite keys
 are output tensor names; model-explorer-onnx gives none (only `__tensor_tag`) and takes the ONNX node
-name, made unique, as the id, so ONNX keys are those ids, found from the node's output tensor names. Each file is one `GraphNodeData` (model_explorer.node_data_builder; the same JSON
-is written by hand where the package is not installed): {"name", "results": {key: {"value",
-"bgColor"?}}, "thresholds": [{"value", "bgColor"}], ...}. Model Explorer applies such a file to the
-graph on screen.
+name, made unique, as the id, so ONNX keys are those ids, found from the node's output tensor names.
+Each file is one `GraphNodeData` (model_explorer.node_data_builder; the same JSON is written by hand
+where the package is not installed): {"name", "results": {key: {"value", "bgColor"?}}, "thresholds":
+[{"value", "bgColor"}], ...}. Model Explorer applies such a file to the graph on screen.
 """
 from __future__ import annotations
 

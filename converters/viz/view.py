@@ -18,8 +18,8 @@ def _cli():
     return cli
 
 
-def coverage_command(reports: list, paths: list, args) -> int:
-    """`nnapi coverage MODEL --format model-explorer -o cov.json`."""
+def coverage_command(reports: list, paths: list, args) -> None:
+    """`nnapi coverage MODEL --format model-explorer -o cov.json` (--fail-under still applies after it)."""
     from .overlays import write_coverage_overlays
     cli = _cli()
     try:
@@ -28,7 +28,6 @@ def coverage_command(reports: list, paths: list, args) -> int:
         raise cli.CliError(str(e)) from None
     print("wrote Model Explorer node data: " + ", ".join(str(p) for p in written)
           + f" (open with: nnapi view {paths[0]} --node-data {written[0]} ...)")
-    return cli.EXIT_OK
 
 
 def check_parity_args(args) -> None:

@@ -159,6 +159,13 @@ def test_parity_overlay_of_an_exact_tolerance_and_a_missing_output():
     assert values == pytest.approx({"a": 0.0, "b": 1e6, "c": 1e6, "d": 0.5})
 
 
+def test_fail_under_still_applies(tmp_path):
+    out = tmp_path / "cov.json"
+    assert main(["coverage", KWS, "--feature-level", "2", "--format", "model-explorer", "-o", str(out),
+                 "--fail-under", "0.5"]) == 2  # 6 of 14 nodes
+    assert out.exists()
+
+
 def test_model_explorer_format_refusals(tmp_path, capsys):
     assert main(["coverage", KWS, "--format", "model-explorer"]) == 3
     assert "give -o" in capsys.readouterr().err
