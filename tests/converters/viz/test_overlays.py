@@ -2,6 +2,7 @@
 own adapters draw it (asked of those adapters), the values follow the report, and the file is the
 same with and without model_explorer.node_data_builder."""
 import json
+import subprocess
 import sys
 
 import onnx
@@ -16,19 +17,26 @@ KWS = f"{ZOO}/tf/kws_conv1d_int8.tflite"
 RESNET = f"{ZOO}/torch/resnet_small_fixed_op13.onnx"
 
 
-def tflite_tensor_names(path) -> set:
-    """The `tensor_name` of every op node's outputs, as Model Explorer's built-in TFLite adapter draws them."""
-    import ai_edge_model_explorer_adapter as me_cpp
-    graphs = json.loads(me_cpp.ConvertFlatbufferDirectlyToJson(me_cpp.VisualizeConfig(), str(path)))
-    return {a["value"] for g in graphs[0]["subgraphs"] for n in g["nodes"] if n["label"] != "pseudo_const"
+def tflite_adapter_graph(path) -> dict:
+    """The main graph as Model Explorer's built-in TFLite adapter draws it. Asked in a child process: the
+    adapter's C++ library (TensorFlow's MLIR) grows this process by half a gigabyte of address space, which
+    every process later forked from it inherits under its memory limit (tests/robustness)."""
+    code = ("import json, sys, ai_edge_model_explorer_adapter as a; "
+            "print(a.ConvertFlatbufferDirectlyToJson(a.VisualizeConfig(), sys.argv[1]))")
+    r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)[0]["subgraphs"][0]
+
+
+def tflite_tensor_names(graph) -> set:
+    """The `tensor_name` of every op node's outputs."""
+    return {a["value"] for n in graph["nodes"] if n["label"] != "pseudo_const"
             for m in n.get("outputsMetadata", []) for a in m["attrs"] if a["key"] == "tensor_name"}
 
 
-def tflite_node_labels(path) -> dict:
-    """{node id: label} of the main graph as Model Explorer's built-in TFLite adapter draws it."""
-    import ai_edge_model_explorer_adapter as me_cpp
-    graphs = json.loads(me_cpp.ConvertFlatbufferDirectlyToJson(me_cpp.VisualizeConfig(), str(path)))
-    return {n["id"]: n["label"] for n in graphs[0]["subgraphs"][0]["nodes"]}
+def tflite_node_labels(graph) -> dict:
+    """{node id: label}."""
+    return {n["id"]: n["label"] for n in graph["nodes"]}
 
 
 def onnx_node_ids(path) -> dict:
@@ -53,7 +61,7 @@ def coverage_files(tmp_path, model, *extra):
 def test_tflite_coverage_overlay_keys_are_the_adapters_tensor_names(tmp_path):
     files = coverage_files(tmp_path, KWS, "--feature-level", "2")
     status = files[""]["results"]
-    assert set(status) <= tflite_tensor_names(KWS) and len(status) == 14  # every node, each one drawn
+    assert set(status) <= tflite_tensor_names(tflite_adapter_graph(KWS)) and len(status) == 14  # every node, each one drawn
     assert main(["coverage", KWS, "--feature-level", "2", "--format", "json", "-o", str(tmp_path / "r.json")]) == 0
     report = json.loads((tmp_path / "r.json").read_text())
     by_name = {n["outputs"][0]["name"]: n for n in report["nodes"]}
@@ -88,7 +96,8 @@ def test_tflite_operators_without_outputs_are_keyed_by_the_adapters_node_id(tmp_
     nodes = json.loads(report_path.read_text())["nodes"]
     outputless = [n for n in nodes if not n["outputs"]]
     assert {n["op"] for n in outputless} >= {"ASSIGN_VARIABLE"}
-    labels, names = tflite_node_labels(path), tflite_tensor_names(path)
+    graph = tflite_adapter_graph(path)
+    labels, names = tflite_node_labels(graph), tflite_tensor_names(graph)
     assert len(status) == len(nodes) and set(status) <= names | set(labels)
     for n in outputless:  # the adapter's node of that id is that very operator
         assert labels[str(n["index"])] == n["op"].lower()
