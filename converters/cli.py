@@ -205,7 +205,10 @@ def cmd_coverage(args) -> int:
                                                      args.device_profile, dims) for p in paths], args)
     else:
         reports = _run_batch(report_for_path, [(p, level, shapes, dims) for p in paths], args)
-    if len(args.models) == 1 and len(paths) == 1 and not Path(args.models[0]).is_dir():
+    if args.format == "model-explorer":
+        from .viz.view import coverage_command
+        coverage_command(reports, paths, args)
+    elif len(args.models) == 1 and len(paths) == 1 and not Path(args.models[0]).is_dir():
         r = reports[0]
         if "error" in r:
             raise CliError(r["error"], EXIT_INVALID if r.get("error_kind") == "invalid_model" else EXIT_INVALID)
@@ -236,6 +239,8 @@ def cmd_parity(args) -> int:
     from .parity_render import render
     from .runners import MissingDependency
     from .source_graph import SourceError
+    from .viz.view import check_parity_args, parity_text
+    check_parity_args(args)
     shapes = _input_shapes(args)
     options = dict(feature_level=args.feature_level, reference=args.reference, inputs=args.inputs, seed=args.seed,
                    samples=args.samples, layerwise=args.layerwise, partial=args.partial, input_shapes=shapes,
@@ -247,6 +252,8 @@ def cmd_parity(args) -> int:
         from .coverage import find_models
         if args.converted:
             raise CliError("--model names one converted file; give one source model with it")
+        if args.format == "model-explorer":
+            raise CliError("--format model-explorer overlays one model's graph; give one model")
         paths = find_models(args.model)
         if not paths:
             raise CliError("no .tflite or .onnx models found in " + ", ".join(args.model))
@@ -277,7 +284,8 @@ def cmd_parity(args) -> int:
     finally:
         if bar is not None:
             bar.close()
-    _write_output(render(report, args.format), args.output)
+    _write_output(parity_text(report, args) if args.format == "model-explorer" else render(report, args.format),
+                  args.output)
     return EXIT_OK if report.passed else EXIT_MISMATCH
 
 
@@ -316,6 +324,11 @@ def cmd_export(args) -> int:
         raise CliError(str(e), e.exit_code) from None
     print(f"wrote {args.output}: " + ", ".join(p.name for p in paths))
     return EXIT_OK
+
+
+def _cmd_view(args) -> int:
+    from .viz.view import cmd_view
+    return cmd_view(args)
 
 
 def cmd_demo(args) -> int:
@@ -401,8 +414,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--feature-level", default="8", choices=[str(k) for k in range(1, 9)] + ["all"],
                    help="the feature level the per-node table is for (default 8; 'all' = 8 with every level "
                         "summarized)")
-    s.add_argument("--format", choices=["text", "json", "markdown", "html"], default="text",
-                   help="report format (default text; json is the nnapi-coverage/1 schema in the README)")
+    s.add_argument("--format", choices=["text", "json", "markdown", "html", "model-explorer"], default="text",
+                   help="report format (default text; json is the nnapi-coverage/1 schema in the README; "
+                        "model-explorer: Model Explorer node data over the source graph, with -o FILE.json: FILE.json "
+                        "(supported / lowered / absorbed / unsupported: reason code), FILE.ops.json (NNAPI "
+                        "operations), FILE.level.json (minimum feature level), FILE.partition.json (partition "
+                        "index, -1 = CPU); open with nnapi view MODEL --node-data FILE.json)")
     s.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically)")
     s.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel worker processes for many models (default 1)")
     s.add_argument("--dask", metavar="ADDRESS", help=DASK_HELP)
@@ -497,8 +514,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--rtol", type=float, metavar="R",
                    help="tolerance relative to max|ref| for float outputs (overrides the default)")
     s.add_argument("--max-lsb", type=int, metavar="L", help="allowed stored-unit difference for quantized outputs")
-    s.add_argument("--format", choices=["text", "json", "html"], default="text",
-                   help="report format (default text; json is the schema in the README)")
+    s.add_argument("--format", choices=["text", "json", "html", "model-explorer"], default="text",
+                   help="report format (default text; json is the schema in the README; model-explorer: Model "
+                        "Explorer node data, per source node the largest error of its NNAPI operations over their "
+                        "tolerance (1 = at the tolerance), with --layerwise or --local)")
     s.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of standard output")
     s.set_defaults(func=cmd_parity)
 
@@ -555,6 +574,33 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--name", default="model", metavar="PREFIX",
                    help="C identifier prefix of the generated files and functions (default: model)")
     s.set_defaults(func=cmd_export)
+
+    s = sub.add_parser(
+        "view", help="open a model in Google's Model Explorer with coverage and parity overlays",
+        description="Starts Model Explorer (the viz extra: pip install \"nnapi-convert[viz]\") on this machine "
+                    "with the model: a .tflite (Model Explorer's TFLite adapter), an .onnx (model-explorer-onnx) or "
+                    "a .nnapi (this package's adapter: every subgraph, operations with their parameters, operands "
+                    "with type, shape and quantization). --coverage and --parity draw node data over the source "
+                    "graph, as nnapi coverage/parity --format model-explorer write it. Stop it with Ctrl+C. "
+                    "Examples: nnapi view model.tflite --coverage --parity; nnapi view model.nnapi --no-browser "
+                    "--port 8123. Exit 0 when stopped, 3 invalid model or arguments, 4 Model Explorer not installed.")
+    s.add_argument("model", help=".tflite, .onnx or .nnapi model")
+    s.add_argument("--coverage", action="store_true", help="overlay coverage: status, NNAPI operations, feature "
+                   "level and partition per source node")
+    s.add_argument("--parity", action="store_true", help="overlay the layerwise parity error over its tolerance")
+    s.add_argument("--node-data", action="append", default=[], metavar="FILE.json",
+                   help="also load this Model Explorer node data file (repeatable)")
+    s.add_argument("--feature-level", type=int, default=8, choices=range(1, 9), metavar="N",
+                   help="feature level of the overlays (default 8)")
+    s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
+                   help="pin an input's dimensions (repeatable)")
+    s.add_argument("--dim", action="append", default=[], metavar="SYMBOL=N",
+                   help="ONNX: pin a named dimension (dim_param) wherever it appears (repeatable)")
+    s.add_argument("--host", default="localhost", help="address to serve on (default localhost)")
+    s.add_argument("--port", type=int, default=8080, metavar="N",
+                   help="port (default 8080, or the next free one up to 8099)")
+    s.add_argument("--no-browser", action="store_true", help="print the address instead of opening a browser")
+    s.set_defaults(func=_cmd_view)
 
     s = sub.add_parser("demo", help="the main job on a bundled sample model")
     s.set_defaults(func=cmd_demo)

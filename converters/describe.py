@@ -44,6 +44,25 @@ def operation_params(model: Model, k: int) -> dict:
     return params
 
 
+def argument_names(model: Model, k: int) -> tuple[list, list]:
+    """The op spec's argument name of each input and output position of operation k (`input`, `filter`,
+    `bias`, ...; a repeated argument as `name[j]`); None everywhere when no form of the spec matches."""
+    op = model.operations[k]
+    spec = SPECS.get(op.code)
+    view = spec.view(model, k) if spec else None
+    names = []
+    for positions, mapping in ((op.inputs, view._in if view else {}), (op.outputs, view._out if view else {})):
+        by_operand_slot = [None] * len(positions)
+        for name, idx in mapping.items():
+            for j, i in enumerate(idx if isinstance(idx, list) else [idx]):
+                label = f"{name}[{j}]" if isinstance(idx, list) else name
+                slot = next((s for s, p in enumerate(positions) if p == i and by_operand_slot[s] is None), None)
+                if slot is not None:
+                    by_operand_slot[slot] = label
+        names.append(by_operand_slot)
+    return names[0], names[1]
+
+
 def operand_dict(model: Model, i: int, inferred: Optional[dict] = None) -> dict:
     """One operand; `inferred` ({operand: Shape} from nnapi.infer_shapes) adds `inferred_dimensions` where
     the inputs determine more of the shape than is declared."""
