@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from nnapi.serialize import atomic_write, file_pieces
+from nnapi import serialize  # looked up at each write (tests replace atomic_write to fail midway)
 
 from .pins import for_result
 
@@ -21,7 +21,7 @@ def write_partitions(result, out: Path, model_path: str, feature_level: int) -> 
     blobs = []
     for k, p in enumerate(result.partitions):
         name = f"{out.stem}.part{k}{out.suffix or '.nnapi'}"
-        blobs.append((out.with_name(name), file_pieces(p.model)))
+        blobs.append((out.with_name(name), serialize.file_pieces(p.model)))
         manifest["partitions"].append({
             "file": name, "nodes": p.nodes,
             "inputs": [graph.tensors[t].name for t in p.inputs],
@@ -33,9 +33,9 @@ def write_partitions(result, out: Path, model_path: str, feature_level: int) -> 
     manifest_path = out.with_name(out.stem + ".partitions.json")
     try:
         for path, data in blobs:
-            atomic_write(path, data)
+            serialize.atomic_write(path, data)
             files.append(path)
-        atomic_write(manifest_path, json.dumps(manifest, indent=1).encode())
+        serialize.atomic_write(manifest_path, json.dumps(manifest, indent=1).encode())
     except BaseException:
         for f in files:  # all or nothing: no partial set of partitions left behind
             f.unlink(missing_ok=True)
