@@ -92,7 +92,7 @@ def _parity(r: dict) -> str:
     p = r.get("parity", "n/a")
     if r.get("verdict_rule") == "local" and r.get("drift"):
         d = r["drift"]
-        bits = [f"local ≤{r['local_worst_units']:g}u" if r.get("local_worst_units") is not None else "local"]
+        bits = [f"local ≤{r['local_worst_units']:.3g}u" if r.get("local_worst_units") is not None else "local"]
         if d.get("max_units") is not None:
             bits.append(f"drift {d['max_units']:g}u")
         elif d.get("max_abs_error") is not None:
