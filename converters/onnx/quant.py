@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from nnapi.bias_scale import bias_scale
+
 from ..source_graph import Quant, SourceError
 
 # op -> (annotated tensors as (tensor position, scale position, zero-point position, is_output),
@@ -144,7 +146,7 @@ def annotate(graph) -> None:
         if bias_at is not None and len(node.inputs) > bias_at and node.inputs[bias_at] >= 0:
             x, w = graph.tensors[node.inputs[0]].quant, graph.tensors[node.inputs[3]].quant
             b = graph.tensors[node.inputs[bias_at]]
-            scales = tuple(x.scale * s for s in w.scales)
+            scales = tuple(float(s) for s in np.atleast_1d(bias_scale(x.scale, np.asarray(w.scales))))
             b.quant = Quant(scales, (0,) * len(scales), 0 if len(scales) > 1 else None)
 
 
