@@ -211,7 +211,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=Path("fuzz-findings"), help="folder for crashing inputs")
     ap.add_argument("--seed", type=int, default=0, help="mutation seed (default 0)")
     ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per input")
-    ap.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB, help="address-space limit per worker")
+    ap.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB, help="address space a worker may map beyond what it starts with (RLIMIT_AS)")
     ap.add_argument("--replay", type=Path, metavar="FILE", help="run one saved input in this process and show "
                                                                   "what happens")
     args = ap.parse_args(argv)
