@@ -142,6 +142,8 @@ def cmd_convert(args) -> int:
               f"feature level {m.min_feature_level()} (target {args.feature_level})")
         for name, how in result.io_rewrites.items():
             print(f"  note: model input/output {name!r}: {how}")
+        for sentence in result.source.metadata.get("resolved_ifs", []):   # (converters/onnx/branches.py)
+            print(f"  note: decided at conversion: {sentence}")
         for n in result.nodes:
             if n.note and n.nnapi_ops:  # e.g. hybrid weights dequantized, a PAD folded into a convolution
                 print(f"  note: node {n.index} ({n.op}): {n.note}")

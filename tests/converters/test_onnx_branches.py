@@ -216,3 +216,16 @@ def test_drawn_stand_in_of_unknown_rank_is_refused_with_a_reason():
     assert stand_in(rng, SourceTensor(0, "v", (2, -1), np.dtype(np.float32))).shape == (2, 1)
     with pytest.raises(Unchecked, match="'v' has an unknown rank"):
         stand_in(rng, SourceTensor(0, "v", None, np.dtype(np.float32)))
+
+
+def test_convert_says_which_branch_it_took(tmp_path, capsys):
+    """A user must see that an If was decided at conversion (its other branch is gone from the model)."""
+    from converters.cli import main
+    nodes = squeeze_if_last_is_one("x", "s", "a") + [h.make_node("ReduceMean", ["s"], ["y"], axes=[1], keepdims=0)]
+    graph = h.make_graph(nodes, "g", [vi("x", TP.FLOAT, ["n", 4, "k"])], [vi("y", TP.FLOAT, None)],
+                         [onnx.numpy_helper.from_array(v, k) for k, v in squeeze_inits("a").items()])
+    path = tmp_path / "m.onnx"
+    path.write_bytes(h.make_model(graph, opset_imports=[h.make_opsetid("", 13)], ir_version=8).SerializeToString())
+    assert main(["convert", str(path), "-o", str(tmp_path / "m.nnapi"), "--dim", "n=2", "--dim", "k=1"]) == 0
+    notes = [line for line in capsys.readouterr().out.splitlines() if "decided at conversion" in line]
+    assert len(notes) == 1 and "the then branch" in notes[0] and "True for these input shapes" in notes[0], notes
