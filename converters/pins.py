@@ -114,6 +114,12 @@ def sentences(found: dict) -> list:
         lines.append(f"pin {p['input']} ({dims}): {p['nodes']} node(s) and {100 * p['macs_fraction']:.0f}% of "
                      f"MACs wait on it ({how})")
     for v in found.get("value_dependent", []):
+        if v["op"] == "If":   # the importer decides an If whose branch the pinned shapes settle (onnx/branches.py)
+            lines.append(f"branch-dependent: the extent of {v['tensor']!r} (node {v['node']} If) depends on the "
+                         f"branch taken; {v['nodes']} node(s) wait on it. Pinning the input shapes decides the If "
+                         f"when its condition comes from shapes or only one branch can run at them; otherwise "
+                         f"--partial leaves it to the CPU")
+            continue
         lines.append(f"value-dependent: the extent of {v['tensor']!r} (node {v['node']} {v['op']}) depends on "
                      f"tensor values; {v['nodes']} node(s) wait on it and no pin fixes it")
     return lines

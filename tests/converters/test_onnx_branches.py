@@ -229,3 +229,14 @@ def test_convert_says_which_branch_it_took(tmp_path, capsys):
     assert main(["convert", str(path), "-o", str(tmp_path / "m.nnapi"), "--dim", "n=2", "--dim", "k=1"]) == 0
     notes = [line for line in capsys.readouterr().out.splitlines() if "decided at conversion" in line]
     assert len(notes) == 1 and "the then branch" in notes[0] and "True for these input shapes" in notes[0], notes
+
+
+
+def test_an_if_waiting_on_its_branch_is_not_called_unfixable():
+    """silero-vad unpinned: the If's outputs wait on its branch, and pinning the shapes does decide it."""
+    from converters.pins import sentences
+    found = {"value_dependent": [{"tensor": "If_0_outputs_0", "node": 1, "op": "If", "nodes": 1},
+                                 {"tensor": "nz", "node": 4, "op": "NonZero", "nodes": 2}]}
+    branch, nonzero = sentences(found)
+    assert branch.startswith("branch-dependent") and "Pinning the input shapes decides the If" in branch
+    assert "no pin fixes it" not in branch and "no pin fixes it" in nonzero
