@@ -81,3 +81,21 @@ def run_one(model, *arrays):
 def unary(code, in_type, out_type, x):
     """`code` applied to x: one model input of `in_type`, one output of `out_type`."""
     return run_one(build(code, [(in_type, None)], [out_type]), x)
+
+
+def assert_bad_data(fn):
+    """fn() raises NnapiError BAD_DATA; the error, for its message."""
+    import pytest
+    with pytest.raises(nnapi.NnapiError) as e:
+        fn()
+    assert e.value.code == nnapi.ResultCode.BAD_DATA
+    return e.value
+
+
+def assert_fails_at_compute(model, *arrays):
+    """Running the model raises NnapiError OP_FAILED; the error."""
+    import pytest
+    with pytest.raises(nnapi.NnapiError) as e:
+        run(model, *arrays)
+    assert e.value.code == nnapi.ResultCode.OP_FAILED
+    return e.value

@@ -5,23 +5,8 @@ Expected values are written by hand or computed with np.matmul on dequantized va
 import numpy as np
 import pytest
 
-import nnapi
-from nnapi import NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
-from tests.executor.op_harness import build, run
-
-
-def assert_bad_data(fn):
-    with pytest.raises(NnapiError) as e:
-        fn()
-    assert e.value.code == ResultCode.BAD_DATA
-    return e.value
-
-
-def assert_fails_at_compute(model, *arrays):
-    with pytest.raises(NnapiError) as e:
-        run(model, *arrays)
-    assert e.value.code == ResultCode.OP_FAILED
-    return e.value
+from nnapi import OperandCode as C, OperandType, OperationCode as Op
+from tests.executor.op_harness import assert_bad_data, assert_fails_at_compute, build, run
 
 
 # -- BATCH_MATMUL ----------------------------------------------------------------

@@ -7,24 +7,10 @@ import numpy as np
 import pytest
 
 import nnapi
-from nnapi import NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
-from tests.executor.op_harness import build, run
+from nnapi import OperandCode as C, OperandType, OperationCode as Op
+from tests.executor.op_harness import assert_bad_data, assert_fails_at_compute, build, run
 
 QUANT_CODES = (C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED)
-
-
-def assert_bad_data(fn):
-    with pytest.raises(NnapiError) as e:
-        fn()
-    assert e.value.code == ResultCode.BAD_DATA
-    return e.value
-
-
-def assert_fails_at_compute(model, *arrays):
-    with pytest.raises(NnapiError) as e:
-        run(model, *arrays)
-    assert e.value.code == ResultCode.OP_FAILED
-    return e.value
 
 
 # -- FILL / RANK ----------------------------------------------------------------
