@@ -20,6 +20,14 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_INVALID, f"{self.prog}: error: {message}\n")
 
 
+def _shape_pins(s) -> None:
+    """--input-shape and --dim, the same on every subcommand that reads a source model."""
+    s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
+                   help="pin an input's dimensions, e.g. input=1,224,224,3 (repeatable)")
+    s.add_argument("--dim", action="append", default=[], metavar="SYMBOL=N",
+                   help="ONNX: pin a named dimension (dim_param) wherever it appears, e.g. batch=1 (repeatable)")
+
+
 def build_parser(handlers: dict) -> argparse.ArgumentParser:
     """The parser of every subcommand; `handlers` maps each subcommand to the function that runs it
     (converters/cli.py)."""
@@ -46,10 +54,7 @@ def build_parser(handlers: dict) -> argparse.ArgumentParser:
                    help="the .nnapi file to write (with --partial: the stem of the partition files)")
     s.add_argument("--feature-level", type=int, default=8, choices=range(1, 9), metavar="N",
                    help="target NNAPI feature level 1-8 (default 8)")
-    s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
-                   help="pin an input's dimensions, e.g. input=1,224,224,3 (repeatable)")
-    s.add_argument("--dim", action="append", default=[], metavar="SYMBOL=N",
-                   help="ONNX: pin a named dimension (dim_param) wherever it appears, e.g. batch=1 (repeatable)")
+    _shape_pins(s)
     s.add_argument("--partial", action="store_true",
                    help="write each NNAPI partition plus a JSON manifest instead of failing on unsupported nodes")
     s.add_argument("--signature", metavar="KEY",
@@ -99,10 +104,7 @@ def build_parser(handlers: dict) -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically)")
     s.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel worker processes for many models (default 1)")
     s.add_argument("--dask", metavar="ADDRESS", help=DASK_HELP)
-    s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
-                   help="pin an input's dimensions (repeatable)")
-    s.add_argument("--dim", action="append", default=[], metavar="SYMBOL=N",
-                   help="ONNX: pin a named dimension (dim_param) wherever it appears, e.g. batch=1 (repeatable)")
+    _shape_pins(s)
     s.add_argument("--fail-under", type=float, metavar="FRACTION",
                    help="exit 2 when the fraction of supported nodes is below FRACTION (for CI)")
     s.add_argument("--as", dest="lens", default="converter", metavar="LENS[,LENS]",
@@ -182,10 +184,7 @@ def build_parser(handlers: dict) -> argparse.ArgumentParser:
                         "end-to-end drift is reported beside it); --max-lsb makes the end-to-end error the rule "
                         "again. JSON: local, verdict")
     s.add_argument("--partial", action="store_true", help="check each NNAPI partition of a partly supported model")
-    s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
-                   help="pin an input's dimensions, e.g. input=1,224,224,3 (repeatable)")
-    s.add_argument("--dim", action="append", default=[], metavar="SYMBOL=N",
-                   help="ONNX: pin a named dimension (dim_param) wherever it appears, e.g. batch=1 (repeatable)")
+    _shape_pins(s)
     s.add_argument("--atol", type=float, metavar="A", help="absolute tolerance for float outputs (overrides the default)")
     s.add_argument("--rtol", type=float, metavar="R",
                    help="tolerance relative to max|ref| for float outputs (overrides the default)")
@@ -223,10 +222,7 @@ def build_parser(handlers: dict) -> argparse.ArgumentParser:
                    help="also time every NNAPI operation (over --runs separate runs) and list the slowest, with a "
                         "summary per operation type; JSON fields profile, by_op, profile_total_ms")
     s.add_argument("--warmup", type=int, default=3, metavar="W", help="untimed warm-up runs (default 3)")
-    s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
-                   help="pin an input's dimensions, e.g. input=1,224,224,3 (repeatable)")
-    s.add_argument("--dim", action="append", default=[], metavar="SYMBOL=N",
-                   help="ONNX: pin a named dimension (dim_param) wherever it appears, e.g. batch=1 (repeatable)")
+    _shape_pins(s)
     s.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")
     s.add_argument("-o", "--output", metavar="FILE", help="write the result to FILE instead of standard output")
     s.set_defaults(func=handlers["bench"])
@@ -268,10 +264,7 @@ def build_parser(handlers: dict) -> argparse.ArgumentParser:
                    help="also load this Model Explorer node data file (repeatable)")
     s.add_argument("--feature-level", type=int, default=8, choices=range(1, 9), metavar="N",
                    help="feature level of the overlays (default 8)")
-    s.add_argument("--input-shape", action="append", default=[], metavar="NAME=DIMS",
-                   help="pin an input's dimensions (repeatable)")
-    s.add_argument("--dim", action="append", default=[], metavar="SYMBOL=N",
-                   help="ONNX: pin a named dimension (dim_param) wherever it appears (repeatable)")
+    _shape_pins(s)
     s.add_argument("--host", default="localhost", help="address to serve on (default localhost)")
     s.add_argument("--port", type=int, default=8080, metavar="N",
                    help="port (default 8080, or the next free one up to 8099)")
