@@ -216,7 +216,7 @@ def _arithmetic(pctx):
 
 @prepare(Op.ADD, Op.SUB, Op.MUL)
 def prepare_add_sub_mul(pctx):
-    return binary_table(pctx) or constant_operand_table(pctx) or _arithmetic(pctx)
+    return binary_table(pctx) or constant_operand_table(pctx, "input1", "input2") or _arithmetic(pctx)
 
 
 @prepare(Op.DIV)
@@ -420,7 +420,7 @@ class Prelu:
 @prepare(Op.PRELU)
 def prepare_prelu(pctx):
     """Quantized: a table over (x, alpha element); float32: Prelu, when alpha is a finite constant."""
-    table = constant_operand_table(pctx)
+    table = constant_operand_table(pctx, "input", "alpha")
     if table is not None:
         return table
     if _unary_input(pctx, (F32,)) is None or pctx.inputs[1] is None:
