@@ -54,7 +54,7 @@ class Epilogue:
     output), or the requantizer (quantized: the accumulator is scratch, the result goes to `out`)."""
 
     def __init__(self, pctx, bias, flt, fuse: int, acc_bound: float):
-        in_type, out = pctx.operand(0).type, pctx.out_type()
+        in_type, out = pctx.step.bound.operand("input").type, pctx.out_type()
         lo, hi = fuse_range(fuse, out.code, out.scale, out.zero_point)
         channels = bias.array.shape[0]
         self.quant = in_type.code in QUANT8
@@ -90,9 +90,9 @@ class Epilogue:
 
 
 def supported(pctx) -> bool:
-    """A run-time input 0 of a fast type, every other input a constant or omitted."""
-    return (pctx.is_runtime(0) and pctx.operand(0).type.code in _CODES
-            and not any(pctx.is_runtime(i) for i in range(1, len(pctx.inputs))))
+    """A run-time argument `input` of a fast type, every other argument a constant or omitted."""
+    bound = pctx.step.bound
+    return bound.runtime == {"input"} and bound.operand("input").type.code in _CODES
 
 
 def gemm_domain(pctx, filters: np.ndarray) -> tuple[float, np.dtype, int]:
@@ -100,7 +100,7 @@ def gemm_domain(pctx, filters: np.ndarray) -> tuple[float, np.dtype, int]:
     accumulation domain: float32 for float models; for quantized ones the cheapest exact type given
     max |q - zero_point| of the input type times each output channel's sum of |filter| (ValueError
     when not even float64 is exact)."""
-    t = pctx.operand(0).type
+    t = pctx.step.bound.operand("input").type
     if t.code not in QUANT8:
         return 0.0, np.dtype(np.float32), 0
     lo, hi = QUANT_RANGE[t.code]
@@ -129,7 +129,8 @@ class PreparedConv:
         o, kh, kw, cg = flt.array.shape
         self.kernel_hw = (kh, kw)
         self.channels = cg * self.groups
-        quant = pctx.operand(0).type.code in QUANT8
+        self.x = pctx.step.bound.positions["input"]   # (a run indexes ctx.inputs: cheaper than ctx.args)
+        quant = pctx.step.bound.operand("input").type.code in QUANT8
         with np.errstate(invalid="ignore"):   # a signaling NaN weight stays NaN, quietly
             w = flt.array.astype(np.float64) - (flt.zero_point if quant else 0)
         if self.kind == "depthwise":  # [1, kh, kw, C*M] -> [C*M, kh, kw]
@@ -188,7 +189,7 @@ class PreparedConv:
         return 4 * -(-padded.shape[2] // strides[1]) <= 5 * shape[2]
 
     def __call__(self, ctx):
-        v = ctx.inputs[0]
+        v = ctx.inputs[self.x]
         if v is None or v.array.ndim != 4:
             return self.kernel(ctx)
         x = v.array.transpose(0, 2, 3, 1) if self.nchw else v.array
@@ -271,18 +272,20 @@ class PreparedFullyConnected:
 
     def __init__(self, pctx):
         self.kernel = pctx.step.kernel
-        weights, bias = pctx.inputs[1], pctx.inputs[2]
-        quant = pctx.operand(0).type.code in QUANT8
+        args, bound = pctx.args, pctx.step.bound
+        weights, bias = args.weights, args.bias
+        self.x = bound.positions["input"]   # (a run indexes ctx.inputs: cheaper than ctx.args)
+        quant = bound.operand("input").type.code in QUANT8
         with np.errstate(invalid="ignore"):   # a signaling NaN weight stays NaN, quietly
             w = weights.array.astype(np.float64) - (weights.zero_point if quant else 0)
         bound, self.dtype, self.zero_point = gemm_domain(pctx, w)
         self.size = w.shape[1]
         self.weights = np.ascontiguousarray(w.T, self.dtype)
-        self.epilogue = Epilogue(pctx, bias, weights, pctx.scalar(3), bound)
+        self.epilogue = Epilogue(pctx, bias, weights, args.fuse, bound)
         self.scratch = pctx.compiled.scratch
 
     def __call__(self, ctx):
-        v = ctx.inputs[0]
+        v = ctx.inputs[self.x]
         if v is None or v.array.ndim < 2 or v.array.size % self.size or v.array.size == 0:
             return self.kernel(ctx)
         rows = v.array.reshape(-1, self.size)
@@ -298,7 +301,7 @@ class PreparedFullyConnected:
 def prepare_fully_connected(pctx):
     if not supported(pctx):
         return None
-    weights, bias = pctx.inputs[1], pctx.inputs[2]
+    weights, bias = pctx.args.weights, pctx.args.bias
     if weights is None or bias is None or weights.array.ndim != 2 or bias.array.ndim != 1 \
             or bias.array.shape[0] != weights.array.shape[0] or weights.array.shape[1] == 0:
         return None

@@ -51,20 +51,19 @@ def _bounds(lo: float, hi: float, dtype):
     return np.array(lo, dtype), np.array(hi, dtype)
 
 
-def _input_dtype(pctx, count: int, dtypes):
-    """The declared dtype shared by the tensor inputs 0..count-1 when it is one of `dtypes`, else None."""
-    dts = {pctx.operand(i).type.dtype for i in range(count)}
-    if len(dts) != 1 or not all(pctx.operand(i).type.is_tensor for i in range(count)):
+def _operands(code) -> tuple:
+    """The names of a binary operation's two tensor arguments."""
+    return ("base", "exponent") if code == Op.POW else ("input1", "input2")
+
+
+def _input_dtype(pctx, names: tuple, dtypes):
+    """The declared dtype shared by the tensor arguments `names` when it is one of `dtypes`, else None."""
+    types = [pctx.step.bound.operand(n).type for n in names]
+    dts = {t.dtype for t in types}
+    if len(dts) != 1 or not all(t.is_tensor for t in types):
         return None
     (dt,) = dts
     return dt if dt in dtypes else None
-
-
-def _constant_scalar(pctx, i: int):
-    """Python value of constant scalar input i, or None when it is not a constant."""
-    if i >= len(pctx.inputs) or pctx.inputs[i] is None or pctx.is_runtime(i):
-        return None
-    return pctx.inputs[i].item()
 
 
 # -- binary -----------------------------------------------------------------------------------------
@@ -78,7 +77,10 @@ class Binary:
         self.kernel = pctx.step.kernel
         self.ufunc = ufunc
         self.dtype, self.out_dtype, self.clamp = dtype, out_dtype, clamp
-        self.constants = [v.array if v is not None else None for v in pctx.inputs[:2]]
+        names = _operands(pctx.step.code)
+        # the operands' input positions, looked up once (a run indexes ctx.inputs: cheaper than ctx.args)
+        self.a, self.b = (pctx.step.bound.positions[n] for n in names)
+        self.constants = [v.array if v is not None else None for v in (pctx.args.get(n) for n in names)]
         self.plans: dict = {}
 
     def _operand(self, k: int, x: np.ndarray, shape: tuple):
@@ -124,7 +126,7 @@ class Binary:
         """(result shape, a, b, per-channel rows) ready for the ufunc -- cast, or the expanded constants -- or None when
         the plain kernel should run (an absent input, another dtype, shapes that do not broadcast)."""
         try:
-            a, b = ctx.inputs[0].array, ctx.inputs[1].array
+            a, b = ctx.inputs[self.a].array, ctx.inputs[self.b].array
         except AttributeError:   # an absent input
             return None
         if a.dtype != self.dtype or b.dtype != self.dtype:
@@ -189,8 +191,8 @@ class HalfBinary(Binary):
 
 
 def _fuse_clamp(pctx, dtype):
-    """The clamp of the constant fuse code (input 2): False when it is not a valid constant."""
-    fuse = _constant_scalar(pctx, 2)
+    """The clamp of the constant fuse code: False when it is not a valid constant."""
+    fuse = pctx.step.bound.consts.get("fuse")
     try:
         return _bounds(*fuse_range(fuse), dtype)
     except (ValueError, TypeError):   # not a fuse code: the kernel reports it
@@ -200,7 +202,7 @@ def _fuse_clamp(pctx, dtype):
 def _arithmetic(pctx):
     """ADD, SUB, MUL, DIV: float32, float16 and (but DIV) int32."""
     code = pctx.step.code
-    dt = _input_dtype(pctx, 2, (F32, F16, I32))
+    dt = _input_dtype(pctx, _operands(code), (F32, F16, I32))
     if dt is None or pctx.out_type().dtype != dt or (dt == I32 and code == Op.DIV):
         return None    # int32 DIV keeps the kernel's int64 rule (x / 0 == 0, floor)
     clamp = _fuse_clamp(pctx, F32)
@@ -216,7 +218,7 @@ def _arithmetic(pctx):
 
 @prepare(Op.ADD, Op.SUB, Op.MUL)
 def prepare_add_sub_mul(pctx):
-    return binary_table(pctx) or constant_operand_table(pctx) or _arithmetic(pctx)
+    return binary_table(pctx) or constant_operand_table(pctx, "input1", "input2") or _arithmetic(pctx)
 
 
 @prepare(Op.DIV)
@@ -226,7 +228,7 @@ def prepare_div(pctx):
 
 @prepare(Op.MAXIMUM, Op.MINIMUM)
 def prepare_max_min(pctx):
-    dt = _input_dtype(pctx, 2, (F32, F16, I32))
+    dt = _input_dtype(pctx, _operands(pctx.step.code), (F32, F16, I32))
     if dt is None or pctx.out_type().dtype != dt:
         return None
     return Binary(pctx, np.maximum if pctx.step.code == Op.MAXIMUM else np.minimum, dt, dt)
@@ -234,7 +236,7 @@ def prepare_max_min(pctx):
 
 @prepare(Op.POW)
 def prepare_pow(pctx):
-    dt = _input_dtype(pctx, 2, (F32, F16))
+    dt = _input_dtype(pctx, _operands(Op.POW), (F32, F16))
     if dt is None or pctx.out_type().dtype != dt:
         return None
     return (HalfBinary if dt == F16 else Binary)(pctx, np.power, dt, dt)
@@ -243,10 +245,11 @@ def prepare_pow(pctx):
 @prepare(*_COMPARE)
 def prepare_compare(pctx):
     """Comparisons of float, int32 and bool tensors in their own dtype (quantized: the kernel)."""
-    dt = _input_dtype(pctx, 2, (BOOL,) if pctx.step.code in _LOGICAL else (F32, F16, I32, BOOL))
+    code = pctx.step.code
+    dt = _input_dtype(pctx, _operands(code), (BOOL,) if code in _LOGICAL else (F32, F16, I32, BOOL))
     if dt is None or pctx.out_type().dtype != BOOL:
         return None
-    return Binary(pctx, _COMPARE[pctx.step.code], dt, BOOL)
+    return Binary(pctx, _COMPARE[code], dt, BOOL)
 
 
 # -- unary ------------------------------------------------------------------------------------------
@@ -259,10 +262,11 @@ class Unary:
     def __init__(self, pctx, fn, dtype):
         self.kernel = pctx.step.kernel
         self.fn, self.dtype = fn, dtype
+        self.x = pctx.step.bound.positions["input"]   # (a run indexes ctx.inputs: cheaper than ctx.args)
 
     def __call__(self, ctx):
         try:
-            x = ctx.inputs[0].array
+            x = ctx.inputs[self.x].array
         except AttributeError:
             return self.kernel(ctx)
         if x.dtype != self.dtype:
@@ -277,7 +281,7 @@ class HalfUnary(Unary):
 
     def __call__(self, ctx):
         try:
-            x = ctx.inputs[0].array
+            x = ctx.inputs[self.x].array
         except AttributeError:
             return self.kernel(ctx)
         if x.dtype != F16:
@@ -328,10 +332,10 @@ _RELU = {Op.RELU: FuseCode.RELU, Op.RELU1: FuseCode.RELU1, Op.RELU6: FuseCode.RE
 
 
 def _unary_input(pctx, dtypes):
-    """The dtype of a run-time tensor input 0 (the only run-time input) when it is one of `dtypes`."""
-    if any(pctx.is_runtime(i) for i in range(1, len(pctx.inputs))):
+    """The dtype of the tensor argument `input` (the only run-time argument) when it is one of `dtypes`."""
+    if pctx.step.bound.runtime - {"input"}:
         return None
-    dt = _input_dtype(pctx, 1, dtypes)
+    dt = _input_dtype(pctx, ("input",), dtypes)
     return dt if dt is not None and pctx.out_type().dtype == dt else None
 
 
@@ -391,10 +395,11 @@ class Prelu:
         # values at a time is several times slower)
         self.rows = ChannelRows(*(k.reshape(-1) for k in self.constants)) if alpha.size == alpha.shape[-1] > 1 else None
         self.scratch = pctx.compiled.scratch
+        self.x = pctx.step.bound.positions["input"]   # (a run indexes ctx.inputs: cheaper than ctx.args)
 
     def __call__(self, ctx):
         try:
-            x = ctx.inputs[0].array
+            x = ctx.inputs[self.x].array
         except AttributeError:
             return self.kernel(ctx)
         if x.dtype != F32 or x.ndim < len(self.shape) or any(
@@ -420,12 +425,13 @@ class Prelu:
 @prepare(Op.PRELU)
 def prepare_prelu(pctx):
     """Quantized: a table over (x, alpha element); float32: Prelu, when alpha is a finite constant."""
-    table = constant_operand_table(pctx)
+    table = constant_operand_table(pctx, "input", "alpha")
     if table is not None:
         return table
-    if _unary_input(pctx, (F32,)) is None or pctx.inputs[1] is None:
+    alpha = pctx.args.alpha
+    if _unary_input(pctx, (F32,)) is None or alpha is None:
         return None
-    alpha = pctx.inputs[1].array
+    alpha = alpha.array
     if alpha.dtype != F32 or alpha.ndim == 0 or not np.all(np.isfinite(alpha)) or np.any(alpha == 0):
         return None   # (+inf * 0 is NaN where the kernel keeps +inf)
     return Prelu(pctx, alpha)

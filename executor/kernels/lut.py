@@ -94,14 +94,15 @@ class ConstantOperandTable:
 
     fresh_outputs = True
 
-    def __init__(self, pctx, runtime: int):
+    def __init__(self, pctx, runtime: str, constant: str):
         self.kernel = pctx.step.kernel
-        self.runtime = runtime
-        self.dtype = pctx.operand(runtime).type.dtype
-        const = pctx.inputs[1 - runtime].array
+        bound = pctx.step.bound
+        self.runtime = bound.positions[runtime]   # (a run indexes ctx.inputs: cheaper than ctx.args)
+        self.dtype = bound.operand(runtime).type.dtype
+        const = getattr(pctx.args, constant).array
         self.const_shape, n = const.shape, const.size
         values = _all_values(self.dtype).reshape((256,) + (1,) * const.ndim)
-        out = pctx.run_kernel({runtime: values})[0]
+        out = pctx.run_kernel({self.runtime: values})[0]
         if out.shape != (256, *const.shape):
             raise ValueError("the kernel does not broadcast elementwise")   # (the kernel runs instead)
         self.table = np.ascontiguousarray(out.reshape(256, n).T).reshape(-1)
@@ -132,17 +133,16 @@ class ConstantOperandTable:
         return [np.take(self.table, index)]
 
 
-def constant_operand_table(pctx):
+def constant_operand_table(pctx, first: str, second: str):
     """The table of a binary elementwise operation on a run-time 8-bit input and a small constant
-    tensor (inputs 0 and 1, either order; any further inputs constant), else None."""
-    if len(pctx.inputs) < 2 or any(pctx.is_runtime(i) for i in range(2, len(pctx.inputs))):
-        return None
-    for r in (0, 1):
-        c = pctx.inputs[1 - r]
-        if (pctx.is_runtime(r) and pctx.operand(r).type.code in QUANT8 and c is not None
-                and pctx.operand(1 - r).type.is_tensor and 0 < c.array.size <= CONSTANT_LIMIT):
+    tensor (arguments `first` and `second`, either order; any further arguments constant), else None."""
+    bound, args = pctx.step.bound, pctx.args
+    for r, k in ((first, second), (second, first)):
+        c = args.get(k)
+        if (bound.runtime == {r} and bound.operand(r).type.code in QUANT8 and c is not None
+                and bound.operand(k).type.is_tensor and 0 < c.array.size <= CONSTANT_LIMIT):
             try:
-                return ConstantOperandTable(pctx, r)
+                return ConstantOperandTable(pctx, r, k)
             except Exception:  # noqa: BLE001  (a constant the kernel refuses: it reports it at run time)
                 return None
     return None
@@ -162,23 +162,26 @@ class SelfTable:
 
     fresh_outputs = True
 
-    def __init__(self, kernel, position: int, dtype, table: np.ndarray, producer):
-        self.kernel, self.position, self.dtype, self.table, self.producer = kernel, position, dtype, table, producer
-        self.unused_inputs = (1 - position,)
+    def __init__(self, kernel, position: int, other: int, dtype, table: np.ndarray, producer):
+        """`position`, `other`: the input positions of x and u(x)."""
+        self.kernel, self.position, self.other, self.dtype = kernel, position, other, dtype
+        self.table, self.producer = table, producer
+        self.unused_inputs = (other,)
 
     def __call__(self, ctx):
         x = ctx.inputs[self.position]
         if x is None or x.array.dtype != self.dtype:
-            if x is not None and ctx.inputs[1 - self.position] is None:
-                ctx.inputs[1 - self.position] = self._unary(ctx, x)
+            if x is not None and ctx.inputs[self.other] is None:
+                ctx.inputs[self.other] = self._unary(ctx, x)
             return self.kernel(ctx)
         return [np.take(self.table, x.array.view(np.uint8))]
 
     def _unary(self, ctx, x):
         from ..runtime import OpContext, Value   # (the runtime loads this module)
         step, compiled = self.producer, ctx.compiled
-        (u,) = step.kernel(OpContext(compiled, step, [x, *(compiled.constants.get(i) for i in step.inputs[1:])],
-                                     ctx.state))
+        inputs = [compiled.constants.get(i) for i in step.inputs]
+        inputs[step.bound.positions["input"]] = x
+        (u,) = step.kernel(OpContext(compiled, step, inputs, ctx.state))
         opnd = compiled.model.operands[step.outputs[0]]
         u = np.asarray(u, opnd.type.dtype)
         return Value(u, opnd.type.with_dimensions(u.shape), opnd.channel_quant)   # (np.take: faster than indexing)
@@ -186,16 +189,18 @@ class SelfTable:
 
 def _self_table(pctx, binary: BinaryTable):
     """A SelfTable when one input is written by an operation prepared as a UnaryTable of the other."""
-    steps = pctx.compiled.steps
-    for position in (0, 1):
-        x, u = pctx.step.inputs[position], pctx.step.inputs[1 - position]
+    steps, at = pctx.compiled.steps, pctx.step.bound.positions
+    for k, (x_name, u_name) in enumerate((("input1", "input2"), ("input2", "input1"))):
+        position, other = at[x_name], at[u_name]
+        x, u = pctx.step.inputs[position], pctx.step.inputs[other]
         producer = next((s for s in steps if u in s.outputs), None)
-        if producer is None or type(producer.run) is not UnaryTable or producer.inputs[0] != x:
+        if (producer is None or type(producer.run) is not UnaryTable
+                or producer.inputs[producer.bound.positions["input"]] != x):
             continue
         bits = np.arange(256)
         u_bits = producer.run.table.view(np.uint8).astype(np.intp)
-        index = bits * 256 + u_bits if position == 0 else u_bits * 256 + bits
-        return SelfTable(pctx.step.kernel, position, binary.dtypes[position], binary.table[index], producer)
+        index = bits * 256 + u_bits if k == 0 else u_bits * 256 + bits   # (the table's index: input1's bits high)
+        return SelfTable(pctx.step.kernel, position, other, binary.dtypes[k], binary.table[index], producer)
     return None
 
 

@@ -31,18 +31,19 @@ from .recurrent.rnn import (
     unidirectional_rnn_outputs,
 )
 from .recurrent.common import (
-    activation_code,
-    float_input,
+    as_float32,
+    checked_activation,
     link_aux,
     time_major_view,
 )
 
 
 def _supported(pctx, runtime: tuple) -> bool:
-    """Float32 input and outputs; only the inputs at positions `runtime` may be run-time values."""
-    return (pctx.operand(0).type.code == C.TENSOR_FLOAT32
+    """Float32 input and outputs; only the arguments named in `runtime` may be run-time values."""
+    bound = pctx.step.bound
+    return (bound.operand("input").type.code == C.TENSOR_FLOAT32
             and all(o.type.code == C.TENSOR_FLOAT32 for o in pctx.outputs)
-            and not any(pctx.is_runtime(i) for i in range(len(pctx.inputs)) if i not in runtime))
+            and bound.runtime <= set(runtime))
 
 
 def _stacked_lstm(pctx, prefix="") -> StackedLstm:
@@ -52,57 +53,73 @@ def _stacked_lstm(pctx, prefix="") -> StackedLstm:
     return StackedLstm(cell)
 
 
-def _stacked_rnn(pctx, first: int, act: int, aux_w=None) -> StackedRnn:
-    w, r, b = (float_input(pctx, i) for i in range(first, first + 3))
+def _stacked_rnn(pctx, prefix="", aux_w=None) -> StackedRnn:
+    args = pctx.args
+    w, r, b = (as_float32(args.get(prefix + n)) for n in ("weights", "recurrent_weights", "bias"))
     units = w.shape[0]
     if r.shape != (units, units) or b.shape != (units,) or (aux_w is not None and aux_w.shape[0] != units):
         raise ValueError("RNN weights of different sizes")
-    return StackedRnn(w, r, b, activation_code(pctx, act), aux_w)
+    return StackedRnn(w, r, b, checked_activation(pctx, args.activation), aux_w)
 
 
 class _Prepared:
     # every output is an output buffer or a cast of one, on the plain kernel's path too
     fresh_outputs = True
+    RUNTIME: tuple = ()   # the run-time arguments a run reads, by name
 
     def __init__(self, pctx):
         self.kernel = pctx.step.kernel
+        # their input positions, looked up once (a run indexes ctx.inputs: cheaper than ctx.args)
+        self.at = tuple(pctx.step.bound.positions.get(n) for n in self.RUNTIME)
+
+    def floats(self, ctx) -> list:
+        """The RUNTIME arguments as float32 arrays (None when absent, omitted or empty)."""
+        inputs = ctx.inputs
+        return [None if p is None else as_float32(inputs[p]) for p in self.at]
 
 
 class PreparedLstm(_Prepared):
+    RUNTIME = ("input", "output_state_in", "cell_state_in")
+
     def __init__(self, pctx):
         super().__init__(pctx)
         self.cell = _stacked_lstm(pctx)
 
     def __call__(self, ctx):
-        x, h, c = float_input(ctx, 0), float_input(ctx, 18), float_input(ctx, 19)
+        x, h, c = self.floats(ctx)
         if x is None or h is None or c is None or not self.cell.fits(x[None], h, c):
             return self.kernel(ctx)
         return lstm_outputs(ctx, self.cell, x, h, c)
 
 
 class PreparedUnidirectionalLstm(_Prepared):
+    RUNTIME = PreparedLstm.RUNTIME
+
     def __init__(self, pctx):
         super().__init__(pctx)
         self.cell = _stacked_lstm(pctx)
-        self.time_major = bool(pctx.scalar(23))
+        self.time_major = bool(pctx.args.get("time_major"))
 
     def __call__(self, ctx):
-        x, h, c = float_input(ctx, 0), float_input(ctx, 18), float_input(ctx, 19)
+        x, h, c = self.floats(ctx)
         if x is None or h is None or c is None or not self.cell.fits(time_major_view(x, self.time_major), h, c):
             return self.kernel(ctx)
         return unidirectional_lstm_outputs(ctx, self.cell, x, h, c, self.time_major)
 
 
 class PreparedBidirectionalLstm(_Prepared):
+    RUNTIME = ("input", "aux_input", "fw_output_state_in", "fw_cell_state_in", "bw_output_state_in",
+               "bw_cell_state_in")
+
     def __init__(self, pctx):
         super().__init__(pctx)
         self.fw = _stacked_lstm(pctx, "fw_")
         self.bw = _stacked_lstm(pctx, "bw_")
-        self.merge, self.time_major = bool(pctx.scalar(51)), bool(pctx.scalar(52))
+        args = pctx.args
+        self.merge, self.time_major = bool(args.get("merge_outputs")), bool(args.get("time_major"))
 
     def __call__(self, ctx):
-        x, aux = float_input(ctx, 0), float_input(ctx, 39)
-        states = [float_input(ctx, i) for i in range(35, 39)]
+        x, aux, *states = self.floats(ctx)
         if x is None or any(s is None for s in states):
             return self.kernel(ctx)
         tm = self.time_major
@@ -115,39 +132,46 @@ class PreparedBidirectionalLstm(_Prepared):
 
 
 class PreparedRnn(_Prepared):
+    RUNTIME = ("input", "hidden_state_in")
+
     def __init__(self, pctx):
         super().__init__(pctx)
-        self.cell = _stacked_rnn(pctx, 1, 5)
+        self.cell = _stacked_rnn(pctx)
 
     def __call__(self, ctx):
-        x, h = float_input(ctx, 0), float_input(ctx, 4)
+        x, h = self.floats(ctx)
         if x is None or h is None or not self.cell.fits(x[None], h):
             return self.kernel(ctx)
         return rnn_outputs(ctx, self.cell, x, h)
 
 
 class PreparedUnidirectionalRnn(_Prepared):
+    RUNTIME = PreparedRnn.RUNTIME
+
     def __init__(self, pctx):
         super().__init__(pctx)
-        self.cell = _stacked_rnn(pctx, 1, 5)
-        self.time_major = bool(pctx.scalar(6))
+        self.cell = _stacked_rnn(pctx)
+        self.time_major = bool(pctx.args.get("time_major"))
 
     def __call__(self, ctx):
-        x, h = float_input(ctx, 0), float_input(ctx, 4)
+        x, h = self.floats(ctx)
         if x is None or h is None or not self.cell.fits(time_major_view(x, self.time_major), h):
             return self.kernel(ctx)
         return unidirectional_rnn_outputs(ctx, self.cell, x, h, self.time_major)
 
 
 class PreparedBidirectionalRnn(_Prepared):
+    RUNTIME = ("input", "aux_input", "fw_hidden_state", "bw_hidden_state")
+
     def __init__(self, pctx):
         super().__init__(pctx)
-        self.fw = _stacked_rnn(pctx, 1, 12, float_input(pctx, 10))
-        self.bw = _stacked_rnn(pctx, 5, 12, float_input(pctx, 11))
-        self.time_major, self.merge = bool(pctx.scalar(13)), bool(pctx.scalar(14))
+        args = pctx.args
+        self.fw = _stacked_rnn(pctx, "fw_", as_float32(args.get("fw_aux_weights")))
+        self.bw = _stacked_rnn(pctx, "bw_", as_float32(args.get("bw_aux_weights")))
+        self.time_major, self.merge = bool(args.get("time_major")), bool(args.get("merge_outputs"))
 
     def __call__(self, ctx):
-        x, aux, fw_h, bw_h = float_input(ctx, 0), float_input(ctx, 9), float_input(ctx, 4), float_input(ctx, 8)
+        x, aux, fw_h, bw_h = self.floats(ctx)
         if x is None or fw_h is None or bw_h is None:
             return self.kernel(ctx)
         tm = self.time_major
@@ -159,23 +183,23 @@ class PreparedBidirectionalRnn(_Prepared):
         return bidirectional_rnn_outputs(ctx, self.fw, self.bw, x, aux, fw_h, bw_h, tm, self.merge)
 
 
-# (operation, prepared class, positions of the run-time inputs it takes)
+# (operation, prepared class: its RUNTIME names the run-time arguments it takes)
 _PREPARED = (
-    (Op.LSTM, PreparedLstm, (0, 18, 19)),
-    (Op.UNIDIRECTIONAL_SEQUENCE_LSTM, PreparedUnidirectionalLstm, (0, 18, 19)),
-    (Op.BIDIRECTIONAL_SEQUENCE_LSTM, PreparedBidirectionalLstm, (0, 35, 36, 37, 38, 39)),
-    (Op.RNN, PreparedRnn, (0, 4)),
-    (Op.UNIDIRECTIONAL_SEQUENCE_RNN, PreparedUnidirectionalRnn, (0, 4)),
-    (Op.BIDIRECTIONAL_SEQUENCE_RNN, PreparedBidirectionalRnn, (0, 4, 8, 9)),
+    (Op.LSTM, PreparedLstm),
+    (Op.UNIDIRECTIONAL_SEQUENCE_LSTM, PreparedUnidirectionalLstm),
+    (Op.BIDIRECTIONAL_SEQUENCE_LSTM, PreparedBidirectionalLstm),
+    (Op.RNN, PreparedRnn),
+    (Op.UNIDIRECTIONAL_SEQUENCE_RNN, PreparedUnidirectionalRnn),
+    (Op.BIDIRECTIONAL_SEQUENCE_RNN, PreparedBidirectionalRnn),
 )
 
 
-def _register(code, cls, runtime):
+def _register(code, cls):
     @prepare(code)
     def prepare_recurrent(pctx):
-        return cls(pctx) if _supported(pctx, runtime) else None
+        return cls(pctx) if _supported(pctx, cls.RUNTIME) else None
     return prepare_recurrent
 
 
-for _code, _cls, _runtime in _PREPARED:
-    _register(_code, _cls, _runtime)
+for _code, _cls in _PREPARED:
+    _register(_code, _cls)

@@ -26,9 +26,11 @@ class PreparedQuantMean:
 
     def __init__(self, pctx):
         self.kernel = pctx.step.kernel
-        self.axes = pctx.inputs[1].array
-        self.keep = pctx.inputs[2].item() > 0
-        self.in_type, self.out_type = pctx.operand(0).type, pctx.out_type()
+        bound = pctx.step.bound
+        self.x = bound.positions["input"]   # (read by position at run time: cheaper than ctx.args)
+        self.axes = pctx.args.axes.array
+        self.keep = bound.consts["keep_dims"] > 0
+        self.in_type, self.out_type = bound.operand("input").type, pctx.out_type()
         self.dtype = self.in_type.dtype
         self.plans: dict = {}
         self.scratch = pctx.compiled.scratch
@@ -48,7 +50,7 @@ class PreparedQuantMean:
         return plan
 
     def __call__(self, ctx):
-        x = ctx.inputs[0]
+        x = ctx.inputs[self.x]
         if x is None or x.array.dtype != self.dtype:
             return self.kernel(ctx)
         shape = x.array.shape
@@ -64,10 +66,11 @@ class PreparedQuantMean:
 
 @prepare(Op.MEAN)
 def prepare_mean(pctx):
-    if len(pctx.inputs) < 3 or not pctx.is_runtime(0) or any(pctx.is_runtime(i) for i in (1, 2)):
+    bound = pctx.step.bound
+    if bound.runtime != {"input"} or pctx.args.axes is None or bound.consts.get("keep_dims") is None:
         return None
-    inp, out = pctx.operand(0).type, pctx.out_type()
-    if inp.code not in QUANT8 or out.code not in QUANT8 or pctx.inputs[1] is None or pctx.inputs[2] is None:
+    inp, out = bound.operand("input").type, pctx.out_type()
+    if inp.code not in QUANT8 or out.code not in QUANT8:
         return None
     if (out.scale, out.zero_point) == (inp.scale, inp.zero_point):
         return None   # the kernel's truncating division of the raw sum

@@ -73,22 +73,12 @@ def checked_activation(ctx, code: int) -> int:
     return code
 
 
-def activation_code(ctx, index) -> int:
-    """The activation code at input position `index` (recurrent_prepared.py reads by position)."""
-    return checked_activation(ctx, ctx.scalar(index))
-
-
 def as_float32(value) -> Optional[np.ndarray]:
     """An argument's Value as float32 (computation precision), or None when absent/omitted/empty. Not
     a copy when it already is float32: callers must not write into it."""
     if value is None or value.array.size == 0:  # omitted model inputs may arrive as empty buffers
         return None
     return np.asarray(value.array, np.float32)
-
-
-def float_input(ctx, i) -> Optional[np.ndarray]:
-    """as_float32 of input position `i` (recurrent_prepared.py reads by position)."""
-    return as_float32(ctx.inputs[i] if i < len(ctx.inputs) else None)
 
 
 def cast_output(ctx, k, array):
