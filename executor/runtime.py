@@ -180,18 +180,14 @@ class OpContext:
 
 
 class PrepareContext(OpContext):
-    """What a preparer sees at compilation: constant inputs as Values, run-time inputs as None
-    (`is_runtime(i)` tells them from absent ones) and every input's declared operand."""
+    """What a preparer sees at compilation: constant inputs as Values, run-time and absent inputs as
+    None (the step's binding, `step.bound`, names which arguments are fed at run time), and every
+    input's declared operand."""
 
-    __slots__ = ("runtime",)
+    __slots__ = ()
 
     def __init__(self, compiled: "CompiledModel", step: Step):
         super().__init__(compiled, step, [compiled.constants.get(i) for i in step.inputs], None)
-        self.runtime = tuple(i >= 0 and i not in compiled.constants
-                             and compiled.model.operands[i].lifetime != Lifetime.NO_VALUE for i in step.inputs)
-
-    def is_runtime(self, i: int) -> bool:
-        return i < len(self.runtime) and self.runtime[i]
 
     def operand(self, i: int) -> Operand:
         return self.model.operands[self.step.inputs[i]]
