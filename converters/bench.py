@@ -3,7 +3,7 @@
 JSON fields (stable): model, ours_ms_median, ours_ms_spread, reference, reference_ms_median,
 reference_ms_spread, ratio (ours / reference), macs, gflops (achieved by the executor),
 planned_peak_bytes (the executor's peak of live intermediate bytes), arena_bytes (the buffers the plan
-shares among intermediates), peak_rss_bytes, threads (both sides), blas ({"library", "version",
+shares among intermediates), peak_rss_bytes, threads (both sides), blas ({"library", "version", "architecture" (the kernel set OpenBLAS chose),
 "threads"}: the executor's BLAS as threadpoolctl reports it, held to `threads` while timing), clock
 ("wall", or "cpu": the thread's CPU time, for a loaded machine).
 
@@ -63,7 +63,8 @@ def blas_threads(threads: int):
         info = [i for i in threadpool_info() if i.get("user_api") == "blas"]
         yield {"library": info[0].get("internal_api") if info else None,
                "version": info[0].get("version") if info else None,
-               "threads": info[0].get("num_threads") if info else None}
+               "threads": info[0].get("num_threads") if info else None,
+               "architecture": info[0].get("architecture") if info else None}
 
 
 def bench(path: str, vs: Optional[str] = None, threads: int = 1, runs: int = 20, warmup: int = 3,

@@ -10,7 +10,9 @@ def render_text(r: dict, profile: bool = False) -> str:
             + f"; {r['macs']:,} MACs, {r['gflops']:.2f} GFLOP/s; planned peak {r['planned_peak_bytes']:,} B "
               f"(shared buffers {r['arena_bytes']:,} B), "
               f"peak RSS {r['peak_rss_bytes'] / 2**20:.1f} MiB; executor BLAS {r['blas']['library']} "
-              f"{r['blas']['threads']} thread(s)" + ("; CPU time" if r["clock"] == "cpu" else ""))
+              f"{r['blas']['threads']} thread(s)"
+              + (f" ({r['blas']['architecture']} kernels)" if r["blas"].get("architecture") else "")
+              + ("; CPU time" if r["clock"] == "cpu" else ""))
     if r.get("partial"):
         q = r["partial"]
         text += (f"\npartial model: {q['partitions']} NNAPI partition(s) on the executor "
