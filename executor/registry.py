@@ -1,8 +1,10 @@
 """Kernel registry: every OperationCode maps to a kernel or an explicit reason it has none.
 
-Kernel modules live in `executor/kernels/<family>.py` and register with the
-`@kernel(OperationCode.X)` decorator; every module of that package is imported
-by `load_kernels()`, so adding a family is adding a file.
+Kernel modules live in `executor/kernels/<family>.py`, or in a family package
+`executor/kernels/<family>/` (plain kernels in reference.py, fast paths in
+prepared.py), and register with the `@kernel(OperationCode.X)` decorator;
+every module of that package is imported by `load_kernels()` (a family
+package's __init__ imports its modules), so adding a family is adding a file.
 
 A module may also register `@prepare(OperationCode.X)`: a function called once
 at compilation with a PrepareContext (executor/runtime.py) that returns a

@@ -12,7 +12,7 @@ constant element (ConstantOperandTable); one whose second input is a tabled unar
 first (swish: x * logistic(x)) is a single table by x (SelfTable).
 
 Nothing here changes what a kernel computes; it only tabulates it. The codes
-that also have float/int32 fast paths are registered by elementwise_prepared.py
+that also have float/int32 fast paths are registered by elementwise/prepared.py
 (one preparer per code), which asks `unary_table` / `binary_table` first.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ from .common import QUANT8
 
 UNARY = (Op.RELU, Op.RELU1, Op.RELU6, Op.LOGISTIC, Op.TANH, Op.HARD_SWISH, Op.DEQUANTIZE)
 BINARY = (Op.ADD, Op.SUB, Op.MUL)
-# the UNARY codes whose preparer lives here (the others: elementwise_prepared.py); ELU has no 8-bit form
+# the UNARY codes whose preparer lives here (the others: elementwise/prepared.py); ELU has no 8-bit form
 UNARY_HERE = (Op.DEQUANTIZE,)
 # (a binary table costs 65536 kernel evaluations at compilation, about 2 ms; the kernel's dozens of
 # int64 passes cost about 50 us a run even on a few hundred outputs, so every size gets one)

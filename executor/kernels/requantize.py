@@ -1,6 +1,6 @@
 """The requantizer: the "int32 accumulator + bias -> output integers" step of one operation, for the
 plain kernels (conv_quant.finish, common.requantize: the reference form, reference=True) and the fast
-paths (conv_prepared.py, reduce_prepared.py: a compiled form) alike:
+paths (conv/prepared.py, reduce/prepared.py: a compiled form) alike:
 
     clip(MultiplyByQuantizedMultiplier(clamp_int32(acc + bias), M[c], shift[c]) + zero_point, lo, hi)
 
@@ -38,7 +38,7 @@ import numpy as np
 
 from .common import clip_ufunc as _clip
 from .fixedpoint import INT32_MAX, INT32_MIN, multiply_by_quantized_multiplier, quantize_multipliers
-from .gemm import ChannelRows
+from .conv.gemm import ChannelRows
 from .scratch import Scratch
 
 

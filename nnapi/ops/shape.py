@@ -9,7 +9,7 @@ point. Output ranks follow from the input ranks (and from constant parameters:
 SQUEEZE axes, STRIDED_SLICE shrink_axis_mask, the RESHAPE shape's length) and are
 checked where known; constant axes must be in range. Value checks that need
 run-time data (indices, block sizes, parameters fed at run time) are the
-kernels' (executor/kernels/shape.py, shape_space.py).
+kernels' (executor/kernels/shape/reference.py, shape_space.py).
 
 Shape inference (`infer`) follows the kernels' rules; the output extents that
 parameter tensors set (shape, perm, paddings, begin/size, ...) are unknown when

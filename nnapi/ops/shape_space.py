@@ -1,5 +1,5 @@
 """Padding and spatial rearrangement: PAD, PAD_V2, MIRROR_PAD, DEPTH_TO_SPACE, SPACE_TO_DEPTH,
-BATCH_TO_SPACE_ND and SPACE_TO_BATCH_ND (the kernels: executor/kernels/shape_space.py). The
+BATCH_TO_SPACE_ND and SPACE_TO_BATCH_ND (the kernels: executor/kernels/shape/space.py). The
 shared shape-family helpers are shape.py's."""
 from __future__ import annotations
 

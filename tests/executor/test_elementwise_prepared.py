@@ -1,4 +1,4 @@
-"""The compiled elementwise operations (executor/kernels/elementwise_prepared.py) and the prepared
+"""The compiled elementwise operations (executor/kernels/elementwise/prepared.py) and the prepared
 IF/WHILE (controlflow.py) compute what the plain kernels compute:
 
 * prepared vs plain kernel, bit for bit, on random values and the awkward ones (signed zeros, inf,

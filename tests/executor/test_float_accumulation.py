@@ -1,10 +1,10 @@
-"""The one float-convolution accumulation rule (executor/kernels/conv_quant.py): the plain kernels and
+"""The one float-convolution accumulation rule (executor/kernels/conv/quant.py): the plain kernels and
 the fast paths both sum float32 products in float32, and each stays within float_accumulation_bound of
 the exact sum, computed here in float64 from the definition (the test's own loops, not the executor's)."""
 import numpy as np
 import pytest
 
-from executor.kernels.conv_quant import float_accumulation_bound
+from executor.kernels.conv.quant import float_accumulation_bound
 from nnapi import OperandCode as C
 from nnapi import OperandType
 from nnapi import OperationCode as Op

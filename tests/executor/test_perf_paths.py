@@ -16,7 +16,7 @@ import pytest
 
 import nnapi
 from executor.kernels import fixedpoint as fp
-from executor.kernels.gemm import exact_dtype
+from executor.kernels.conv.gemm import exact_dtype
 from executor.kernels.requantize import Requantizer
 from executor.runtime import RunState, compile_model
 from nnapi import OperandCode as C
@@ -559,7 +559,7 @@ def test_full_width_depthwise_float_matches_the_plain_kernel(h, w, c):
 
 
 def test_row_length_divides_and_is_long():
-    from executor.kernels.gemm import LONG_ROW, row_length
+    from executor.kernels.conv.gemm import LONG_ROW, row_length
     for pixels, channels in [(4096, 32), (97, 5), (10007, 3), (1, 1), (3000, 64), (64 * 66 - 2, 16)]:
         length = row_length(pixels, channels)
         assert length % channels == 0 and (pixels * channels) % length == 0
@@ -658,7 +658,7 @@ def test_padded_input_zero_point_forms(qtype, x_zp, nchw):
     out_zp = (lo + hi + 1) // 2
     model = _model(Op.CONV_2D, OperandType(code_t, x_shape, 0.05, x_zp), wq, OperandType(code_t, wq.shape, 0.01, w_zp),
                    bias, scalars, OperandType(code_t, out_shape, out_scale, out_zp))
-    from executor.kernels import gemm
+    from executor.kernels.conv import gemm
     fast, slow, _ = _run_both(model, xq.transpose(0, 3, 1, 2) if nchw else xq)
     assert np.array_equal(fast, slow)
     flip_at = gemm.FLIP_MIN_SIZE
@@ -879,7 +879,7 @@ def test_float32_requantization_refused_where_no_float32_constants_are_exact():
 def test_pad_hw_of_a_channels_first_view_copies_each_plane(dtype, zp):
     """gemm.pad_hw on an NCHW array seen as NHWC (a transpose's view, few channels) copies it one channel
     plane at a time: the same padded values as np.pad of the contiguous NHWC array."""
-    from executor.kernels import gemm
+    from executor.kernels.conv import gemm
     from executor.kernels.scratch import Scratch
     nchw = (RNG.standard_normal((1, 3, 40, 50)) * 50).astype(dtype)
     view = nchw.transpose(0, 2, 3, 1)

@@ -1,5 +1,5 @@
 """The constant-operand tables (lut.ConstantOperandTable: quantized ADD/SUB/MUL/PRELU against a constant),
-the float32 PRELU fast path (elementwise_prepared.Prelu) and the quantized MEAN (reduce_prepared.py)
+the float32 PRELU fast path (elementwise/prepared.py Prelu) and the quantized MEAN (reduce/prepared.py)
 compute what the plain kernels compute, bit for bit: every 8-bit value of the run-time input, constants
 in either position and broadcasting, alphas below, at and above 1 (and negative), signed zeros, inf and
 NaN, every axis combination."""

@@ -1,5 +1,5 @@
 """The stacked float RNN/LSTM kernels (executor/kernels/recurrent/rnn.py, lstm.py) and their compiled form
-(recurrent_prepared.py): CTS vectors with the weights turned into constants (the prepared path),
+(recurrent/prepared.py): CTS vectors with the weights turned into constants (the prepared path),
 and random models against an independent per-gate numpy formula in float64, with the weights as
 constants (prepared) and as model inputs (the plain kernel)."""
 import copy

@@ -1,5 +1,5 @@
 """Hand-computed checks of the shape and data-movement operations (nnapi/ops/shape.py,
-executor/kernels/shape.py, executor/kernels/shape_space.py), through the public API."""
+executor/kernels/shape/reference.py, executor/kernels/shape/space.py), through the public API."""
 import numpy as np
 import pytest
 

@@ -4,7 +4,7 @@ Float16 models are computed in float32 and cast back. The LSTMs stack their
 weights (StackedLstm): the input projection of every time step is one GEMM
 before the loop, and each step is one recurrent GEMM into the stacked
 pre-activations followed by in-place ufuncs on slices of it. The plain kernels
-stack per call; ../recurrent_prepared.py stacks constant weights once at
+stack per call; prepared.py stacks constant weights once at
 compilation and runs the same functions.
 """
 from __future__ import annotations

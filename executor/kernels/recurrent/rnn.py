@@ -3,7 +3,7 @@
 Float16 models are computed in float32 and cast back. The RNNs stack their
 weights (StackedRnn): the input projection of every time step is one GEMM
 before the loop, then one recurrent GEMM per step. The plain kernels stack per
-call; ../recurrent_prepared.py stacks constant weights once at compilation and
+call; prepared.py stacks constant weights once at compilation and
 runs the same functions. The LSTMs are in lstm.py, the quantized LSTMs in
 quant.py, the shared helpers in common.py.
 """

@@ -10,10 +10,10 @@ import numpy as np
 
 from nnapi.codes import OperationCode as Op
 
-from ..registry import kernel
-from .common import QUANT_RANGE, from_nhwc, is_quant, round_half_away, to_nhwc
-from .fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
-from .detection_utils import F32
+from ...registry import kernel
+from ..common import QUANT_RANGE, from_nhwc, is_quant, round_half_away, to_nhwc
+from ..fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
+from .utils import F32
 
 _WEIGHT_STEP = F32(1.0) / F32(255.0)   # quantized ROI_ALIGN rounds bilinear weights to multiples of 1/255
 _BOX_SCALE = F32(0.125)

@@ -15,8 +15,8 @@ from __future__ import annotations
 from nnapi.codes import OperandCode as C
 from nnapi.codes import OperationCode as Op
 
-from ..registry import prepare
-from .recurrent.lstm import (
+from ...registry import prepare
+from .lstm import (
     StackedLstm,
     check_lstm,
     bidirectional_lstm_outputs,
@@ -24,13 +24,13 @@ from .recurrent.lstm import (
     read_lstm_cell,
     unidirectional_lstm_outputs,
 )
-from .recurrent.rnn import (
+from .rnn import (
     StackedRnn,
     bidirectional_rnn_outputs,
     rnn_outputs,
     unidirectional_rnn_outputs,
 )
-from .recurrent.common import (
+from .common import (
     as_float32,
     checked_activation,
     link_aux,

@@ -10,9 +10,9 @@ import numpy as np
 
 from nnapi.codes import OperationCode as Op
 
-from ..registry import kernel, prepare
-from .common import QUANT_RANGE, is_quant, from_nhwc, to_nhwc
-from .shape import int_values
+from ...registry import kernel, prepare
+from ..common import QUANT_RANGE, is_quant, from_nhwc, to_nhwc
+from .reference import int_values
 
 
 def _paddings(ctx, value, rows: int) -> np.ndarray:

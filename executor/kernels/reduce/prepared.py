@@ -1,4 +1,4 @@
-"""Compiled quantized MEAN (reduce.py's kernel, the requantizing case): the axes and keep_dims are
+"""Compiled quantized MEAN (reference.py's kernel, the requantizing case): the axes and keep_dims are
 constants, so per input shape the reduced axes, the count and a Requantizer are worked out once; a
 run is one integer sum (int32 when count * 255 cannot overflow it: no int64 copy of the input) and
 the requantizer. The kernel's rule, bit for bit: (sum of raw values) - count * input zero point, the
@@ -12,10 +12,10 @@ import numpy as np
 from nnapi.codes import OperationCode as Op
 from nnapi.ops.reduce import reduced_shape
 
-from ..registry import prepare
-from .common import QUANT8, QUANT_RANGE
-from .reduce import resolve_axes
-from .requantize import Requantizer
+from ...registry import prepare
+from ..common import QUANT8, QUANT_RANGE
+from .reference import resolve_axes
+from ..requantize import Requantizer
 
 # input shapes remembered per operation
 MAX_SHAPES = 16

@@ -6,8 +6,8 @@ import numpy as np
 from nnapi.codes import OperationCode as Op
 from nnapi.ops.reduce import reduced_shape
 
-from ..registry import kernel
-from .common import QUANT8, requantize
+from ...registry import kernel
+from ..common import QUANT8, requantize
 
 
 # -- axes and shapes -------------------------------------------------------------

@@ -5,9 +5,9 @@ import numpy as np
 
 from nnapi.codes import OperandCode as C, OperationCode as Op
 
-from ..registry import kernel
-from .common import QUANT8, apply_fuse
-from .fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
+from ...registry import kernel
+from ..common import QUANT8, apply_fuse
+from ..fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
 
 _LEFT_SHIFT = 20  # TFLite's headroom for quantized add/sub
 

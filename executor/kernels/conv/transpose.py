@@ -5,7 +5,7 @@ One GEMM gives every (input pixel, output channel, filter tap) product; the
 col2im scatter then adds each filter tap's plane at its strided offset (a loop
 over the filter taps, never over pixels). With a constant filter the preparer
 converts it once and runs the GEMM and scatter in float32 (exact for quantized
-operands when the bound allows, as in conv_prepared.py).
+operands when the bound allows, as in prepared.py).
 """
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import numpy as np
 from nnapi.codes import OperationCode as Op
 from nnapi.ops.geometry import transpose_implicit_padding, transpose_out_size
 
-from ..registry import kernel, prepare
-from .common import from_nhwc, is_quant, to_nhwc
-from .conv_prepared import Epilogue, gemm_domain, supported
-from .conv_quant import acc_operand, check_exact, finish
+from ...registry import kernel, prepare
+from ..common import from_nhwc, is_quant, to_nhwc
+from .prepared import Epilogue, gemm_domain, supported
+from .quant import acc_operand, check_exact, finish
 from .gemm import pad_hw
 
 

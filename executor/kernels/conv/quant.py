@@ -1,5 +1,5 @@
-"""Numeric domains shared by the convolution family (plain kernels conv.py, conv_transpose.py and their
-fast paths conv_prepared.py): operands go into an accumulation domain and the accumulator comes back
+"""Numeric domains shared by the convolution family (plain kernels reference.py, transpose.py and their
+fast paths prepared.py): operands go into an accumulation domain and the accumulator comes back
 out as the output operand's type. One rule each, used by the plain kernels and the fast paths alike:
 
 * Float accumulation (FLOAT_ACCUMULATION): float32 products summed in float32 -- float16 operands
@@ -22,8 +22,8 @@ import numpy as np
 
 from nnapi.codes import OperandCode as C
 
-from .common import fuse_range, is_quant
-from .requantize import Requantizer
+from ..common import fuse_range, is_quant
+from ..requantize import Requantizer
 
 # the largest |product| of two zero-point-corrected 8-bit values: 255 * 255
 _MAX_PRODUCT = 255 * 255

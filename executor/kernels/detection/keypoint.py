@@ -8,9 +8,9 @@ import numpy as np
 
 from nnapi.codes import OperandCode as C, OperationCode as Op
 
-from ..registry import kernel
-from .common import to_nhwc
-from .detection_utils import F32, as_float, bad_boxes, store
+from ...registry import kernel
+from ..common import to_nhwc
+from .utils import F32, as_float, bad_boxes, store
 
 _MAX_SHIFT = F32(1.5)   # refinements are scaled back to at most 1.5 cells
 

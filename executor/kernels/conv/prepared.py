@@ -7,7 +7,7 @@ the per-channel fixed-point requantization and the accumulator bound that
 proves a float32 GEMM exact (|partial sums| < 2**24; else float64, exact below
 2**53). Each run is then: subtract the input zero point while casting, pad,
 im2col, GEMM, bias, clamp or requantize. The results equal the plain kernels'
-(conv.py) bit for bit in the quantized case.
+(reference.py) bit for bit in the quantized case.
 
 Depthwise convolutions of one image (large ones, or unit-stride ones with few
 channels) are computed at full width (gemm.depthwise_full_width: the input split
@@ -26,10 +26,10 @@ import numpy as np
 from nnapi.codes import OperandCode as C
 from nnapi.codes import OperationCode as Op
 
-from ..registry import prepare
-from .common import QUANT8, QUANT_RANGE, clip_ufunc, explicit_out_size, fuse_range
-from .conv import window
-from .conv_quant import real_multipliers
+from ...registry import prepare
+from ..common import QUANT8, QUANT_RANGE, clip_ufunc, explicit_out_size, fuse_range
+from .reference import window
+from .quant import real_multipliers
 from .gemm import (
     FEW_CHANNELS,
     MANY_CHANNELS,
@@ -43,8 +43,8 @@ from .gemm import (
     pad_hw,
     row_length,
 )
-from .requantize import Requantizer
-from .scratch import Scratch
+from ..requantize import Requantizer
+from ..scratch import Scratch
 
 _CODES = (C.TENSOR_FLOAT32, *QUANT8)
 

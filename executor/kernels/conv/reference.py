@@ -16,9 +16,9 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from nnapi.codes import OperandCode as C, OperationCode as Op
 
-from ..registry import kernel
-from .common import QUANT8, explicit_out_size, from_nhwc, is_quant, requantize, to_nhwc
-from .conv_quant import acc_operand, check_exact, finish
+from ...registry import kernel
+from ..common import QUANT8, explicit_out_size, from_nhwc, is_quant, requantize, to_nhwc
+from .quant import acc_operand, check_exact, finish
 
 
 # -- the window ----------------------------------------------------------------------

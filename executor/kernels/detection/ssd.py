@@ -10,8 +10,8 @@ import numpy as np
 
 from nnapi.codes import OperationCode as Op
 
-from ..registry import kernel
-from .detection_utils import F32, as_float, hard_suppress, nms, per_class_nms, store
+from ...registry import kernel
+from .utils import F32, as_float, hard_suppress, nms, per_class_nms, store
 
 
 def decode_boxes(deltas: np.ndarray, anchors: np.ndarray, scales) -> np.ndarray:

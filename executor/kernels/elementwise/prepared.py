@@ -1,6 +1,6 @@
 """Compiled elementwise operations on float32, float16, int32 and bool tensors.
 
-The plain kernels (elementwise.py, compare.py, activation.py, unary.py) parse
+The plain kernels (reference.py, ../compare.py, ../activation.py, ../unary.py) parse
 the fuse code, check broadcasting and pick the arithmetic on every call, which
 is most of the time of a small tensor. The preparers here do that once: the
 ufunc, the dtypes and the fuse clamp (0-d bounds: numpy clips with them about
@@ -26,10 +26,10 @@ import numpy as np
 
 from nnapi.codes import FuseCode, OperationCode as Op
 
-from ..registry import prepare
-from .common import clip_ufunc, fuse_range
-from .gemm import ChannelRows
-from .lut import binary_table, constant_operand_table, unary_table
+from ...registry import prepare
+from ..common import clip_ufunc, fuse_range
+from ..conv.gemm import ChannelRows
+from ..lut import binary_table, constant_operand_table, unary_table
 
 F32, F16, I32, U32, BOOL = (np.dtype(t) for t in (np.float32, np.float16, np.int32, np.uint32, np.bool_))
 # a broadcasting constant is expanded to the output shape up to this many elements

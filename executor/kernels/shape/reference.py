@@ -14,8 +14,8 @@ import numpy as np
 from nnapi.codes import OperationCode as Op
 from nnapi.ops.shape import strided_range
 
-from ..registry import kernel, prepare
-from .common import QUANT8, QUANT_RANGE, round_half_away
+from ...registry import kernel, prepare
+from ..common import QUANT8, QUANT_RANGE, round_half_away
 
 
 # -- helpers shared by the shape kernels (shape_space.py imports them too) -----

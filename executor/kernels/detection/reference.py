@@ -10,9 +10,9 @@ import numpy as np
 
 from nnapi.codes import OperationCode as Op
 
-from ..registry import kernel
-from .common import to_nhwc
-from .detection_utils import (F32, as_float, bad_boxes, batch_runs, hard_suppress, iou_one_to_many, nms,
+from ...registry import kernel
+from ..common import to_nhwc
+from .utils import (F32, as_float, bad_boxes, batch_runs, hard_suppress, iou_one_to_many, nms,
                               per_class_nms, store)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .scratch import Scratch
+from ..scratch import Scratch
 
 # float32 represents every integer below 2**24 exactly, float64 every one below 2**53: a GEMM of
 # integer-valued operands is exact in that type when no partial sum can reach the limit

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import QUANT_RANGE, is_quant, round_half_away, storage_dtype
+from ..common import QUANT_RANGE, is_quant, round_half_away, storage_dtype
 
 F32 = np.float32
 

@@ -1,0 +1,3 @@
+"""Shape and data-movement operations: reshape, transpose, concatenation, slicing, padding, gather
+and the like (reference.py); space/batch and depth rearrangements (space.py)."""
+from . import reference, space  # noqa: F401  (registration)
