@@ -152,23 +152,28 @@ def _reads_input(size: int, offset: int, stride: int, out: int) -> bool:
 # unit-stride convolutions whose patch matrix (im2col) would take at least SHIFTED_MIN_BYTES are computed
 # as one GEMM per filter tap over the padded input at full width (shifted_gemm) when the input has at least
 # SHIFTED_MIN_CHANNELS channels (each GEMM's depth) and the output at most SHIFTED_MAX_OUT: a patch
-# matrix that large leaves the cache, and BLAS streams it slowly into few output columns (measured 1.1 to
-# 1.9x slower, copy included, on densenet's and PP-OCR's 3x3 convolutions); a quarter of junk columns at most
+# matrix that large leaves the cache, and BLAS streams it slowly into few output columns (measured 1.6 to
+# 1.9x slower, copy included, on densenet's and PP-OCR's 3x3 convolutions to 24 and 32 channels; about
+# even from 64 output channels); a quarter of junk columns at most
 SHIFTED_MIN_BYTES = 4 << 20
 SHIFTED_MIN_CHANNELS = 32
-SHIFTED_MAX_OUT = 128
+SHIFTED_MAX_OUT = 48
 
 
 # otherwise a patch matrix that large is copied and multiplied about PATCH_CHUNK_BYTES at a time (whole
 # output rows): each piece is still in cache when its GEMM reads it (1.1 to 1.5x faster measured on 3x3
-# convolutions of 12 to 96 channels)
+# convolutions of 12 to 96 channels), unless the filter passes PATCH_CHUNK_MAX_FILTER bytes (then every
+# piece's GEMM reads the whole filter again: 1.5x slower on vgg's 512-channel layers)
 PATCH_CHUNK_BYTES = 1 << 20
+PATCH_CHUNK_MAX_FILTER = 512 << 10
 
 
-def patch_chunk_rows(out_hw: tuple, kernel_hw: tuple, channels: int, itemsize: int) -> int:
-    """Output rows per im2col piece for one image: 0 (all at once) below SHIFTED_MIN_BYTES."""
-    row = out_hw[1] * kernel_hw[0] * kernel_hw[1] * channels * itemsize
-    if row * out_hw[0] < SHIFTED_MIN_BYTES:
+def patch_chunk_rows(out_hw: tuple, kernel_hw: tuple, channels: int, out_channels: int, itemsize: int) -> int:
+    """Output rows per im2col piece for one image: 0 (all at once) below SHIFTED_MIN_BYTES or above
+    PATCH_CHUNK_MAX_FILTER."""
+    depth = kernel_hw[0] * kernel_hw[1] * channels
+    row = out_hw[1] * depth * itemsize
+    if row * out_hw[0] < SHIFTED_MIN_BYTES or depth * out_channels * itemsize > PATCH_CHUNK_MAX_FILTER:
         return 0
     rows = max(1, PATCH_CHUNK_BYTES // row)
     return rows if rows < out_hw[0] else 0

@@ -9,6 +9,12 @@ proves a float32 GEMM exact (|partial sums| < 2**24; else float64, exact below
 im2col, GEMM, bias, clamp or requantize. The results equal the plain kernels'
 (reference.py) bit for bit in the quantized case.
 
+CONV_2D and GROUPED_CONV_2D make a plan per input size (GemmPlan): filter taps that read only zero
+padding are dropped (atrous pyramids: a 3x3 filter dilated past a small input is its centre tap),
+convolutions that are mostly padding form only the products with the input (gemm.clipped_taps), and
+large patch matrices are either not made at all (gemm.shifted_gemm: one GEMM per tap over the padded
+input at full width) or made a cache-sized piece at a time; grouped ones are one batched GEMM.
+
 Depthwise convolutions of one image (large ones, or unit-stride ones with few
 channels) are computed at full width (gemm.depthwise_full_width: the input split
 into its stride phases, each tap one contiguous range, the junk columns dropped
@@ -289,7 +295,6 @@ class PreparedConv:
                 return [out.transpose(0, 3, 1, 2) if self.nchw else out]
             acc = depthwise(padded, self.weights, out_hw, strides, dilations,
                             epilogue.buffer(self.scratch, shape, self.dtype, octx), self.scratch, self._tiled)
-        acc = acc.reshape(shape)
         out = epilogue(acc, epilogue.output(octx, shape))
         return [out.transpose(0, 3, 1, 2) if self.nchw else out]
 
@@ -332,7 +337,7 @@ class GemmPlan:
                                                                  o, conv.dtype.itemsize)
         copies = self.kernel_hw != (1, 1) or self.strides != (1, 1)   # (else im2col is a free reshape)
         self.chunk = 0 if self.shifted or self.clipped or conv.kind != "gemm" or not copies else \
-            patch_chunk_rows(self.out_hw, self.kernel_hw, c, conv.dtype.itemsize)
+            patch_chunk_rows(self.out_hw, self.kernel_hw, c, o, conv.dtype.itemsize)
 
 
 def _prepare(pctx, layout):
