@@ -127,3 +127,13 @@ def test_float_grouped_conv_is_one_batched_gemm_within_the_bound(k, groups, pads
                               for p, q in zip(parts, outs)], -1)
     bound = float_accumulation_bound(abs_sum, k * k * cg) + np.abs(exact) * 2.0 ** -24
     assert np.all(np.abs(fast - exact) <= bound) and np.all(np.abs(slow - exact) <= bound)
+
+
+@pytest.mark.parametrize("channels", [3, 12])
+def test_pad_hw_without_padding_makes_a_channels_first_view_contiguous_only_when_asked(channels):
+    from executor.kernels.conv.gemm import pad_hw
+    from executor.kernels.scratch import Scratch
+    view = RNG.standard_normal((2, channels, 40, 50)).astype(np.float32).transpose(0, 2, 3, 1)
+    assert pad_hw(view, (0, 0, 0, 0), Scratch(), np.float32) is view
+    got = pad_hw(view, (0, 0, 0, 0), Scratch(), np.float32, contiguous=True)
+    assert got.flags.c_contiguous and np.array_equal(got, view)

@@ -85,13 +85,16 @@ FLIP_MIN_SIZE = 4096
 FEW_PLANES = 8
 
 
-def pad_hw(x: np.ndarray, pads: tuple, scratch: Scratch, dtype, zero_point: int = 0) -> np.ndarray:
+def pad_hw(x: np.ndarray, pads: tuple, scratch: Scratch, dtype, zero_point: int = 0,
+           contiguous: bool = False) -> np.ndarray:
     """x (NHWC) - zero_point as `dtype`, zero-padded by (top, bottom, left, right), in a reused buffer:
-    only the interior is written, so the border stays zero from the buffer's creation."""
+    only the interior is written, so the border stays zero from the buffer's creation. With nothing to
+    change x itself is returned, unless `contiguous` asks for a C-contiguous result and x is not."""
     top, bottom, left, right = pads
     n, h, w, c = x.shape
     dtype = np.dtype(dtype)
-    if not (top or bottom or left or right or zero_point) and x.dtype == dtype:
+    if not (top or bottom or left or right or zero_point) and x.dtype == dtype \
+            and (x.flags.c_contiguous or not contiguous):
         return x
     # keyed by the padding too: the border of a shared buffer must be where this call expects it
     out = scratch.get(("padded", pads), (n, h + top + bottom, w + left + right, c), dtype)
