@@ -9,6 +9,12 @@ proves a float32 GEMM exact (|partial sums| < 2**24; else float64, exact below
 im2col, GEMM, bias, clamp or requantize. The results equal the plain kernels'
 (reference.py) bit for bit in the quantized case.
 
+CONV_2D and GROUPED_CONV_2D make a plan per input size (GemmPlan): filter taps that read only zero
+padding are dropped (atrous pyramids: a 3x3 filter dilated past a small input is its centre tap),
+convolutions that are mostly padding form only the products with the input (gemm.clipped_taps), and
+large patch matrices are either not made at all (gemm.shifted_gemm: one GEMM per tap over the padded
+input at full width) or made a cache-sized piece at a time; grouped ones are one batched GEMM.
+
 Depthwise convolutions of one image (large ones, or unit-stride ones with few
 channels) are computed at full width (gemm.depthwise_full_width: the input split
 into its stride phases, each tap one contiguous range, the junk columns dropped
@@ -35,13 +41,19 @@ from .gemm import (
     MANY_CHANNELS,
     SMALL_DEPTHWISE,
     ChannelRows,
+    CLIPPED_MIN_PADDING,
     abs_row_sums,
+    clipped_taps,
     depthwise,
     depthwise_full_width,
     exact_dtype,
     im2col,
     pad_hw,
+    patch_chunk_rows,
     row_length,
+    shifted_gemm,
+    shifted_gemm_pays,
+    tap_window,
 )
 from ..requantize import Requantizer
 from ..scratch import Scratch
@@ -145,6 +157,12 @@ class PreparedConv:
             g = self.groups
             self.weights = np.ascontiguousarray(w.reshape(g, o // g, -1).transpose(0, 2, 1), self.dtype)
         self.out_channels = o
+        if self.kind != "depthwise":
+            # per filter row and column: whether its weights are all finite (only those taps may be dropped
+            # where they read nothing but padding, see gemm.tap_window)
+            finite = np.isfinite(w).all(axis=(0, 3))
+            self.finite_rows, self.finite_cols = finite.all(axis=1), finite.all(axis=0)
+            self.plans: dict = {}
         self.epilogue = Epilogue(pctx, args.bias, flt, args.fuse, bound)
         self.geometry: dict = {}
         self.tiled: dict = {}
@@ -177,6 +195,60 @@ class PreparedConv:
             self.geometry[key] = (win.pads, win.strides, win.dilations, out_hw)
         return self.geometry[key]
 
+    def _plan(self, ctx, h: int, w: int) -> "GemmPlan":
+        """The GEMM convolution's plan for an input size, made once per size."""
+        plan = self.plans.get((h, w))
+        if plan is None:
+            plan = self.plans[(h, w)] = GemmPlan(self, ctx, h, w)
+        return plan
+
+    def _gemm_conv(self, ctx, x: np.ndarray, octx) -> list:
+        """CONV_2D and GROUPED_CONV_2D: the taps that read the input, as one GEMM over their patches
+        (im2col), one GEMM per tap (shifted_gemm), or one batched GEMM per group."""
+        n, h, w, c = x.shape
+        plan = self._plan(ctx, h, w)
+        top, bottom, left, right = plan.crop
+        if top or bottom or left or right:
+            x = x[:, top: h - bottom, left: w - right]
+        shape = (n, *plan.out_hw, self.out_channels)
+        epilogue = self.epilogue
+        acc = epilogue.buffer(self.scratch, shape, self.dtype, octx)
+        if plan.clipped:
+            x = pad_hw(x, (0, 0, 0, 0), self.scratch, self.dtype, self.zero_point)   # (x - zero point: no padding)
+            clipped_taps(x, plan.taps, plan.pads[::2], plan.strides, plan.dilations, acc, self.scratch)
+            out = epilogue(acc, epilogue.output(octx, shape))
+            return [out.transpose(0, 3, 1, 2) if self.nchw else out]
+        # (contiguous: a channels-first view is copied a channel plane at a time, about twice as fast as
+        # the element-by-element gather of the patch copy, and shifted_gemm needs it)
+        padded = pad_hw(x, plan.pads, self.scratch, self.dtype, self.zero_point, contiguous=True)
+        if plan.shifted:
+            wide = self.scratch.get("wide", (n, plan.out_hw[0], padded.shape[2], shape[-1]), self.dtype)
+            shifted_gemm(padded, plan.taps, plan.out_hw, plan.dilations, wide, self.scratch)
+            np.copyto(acc, wide[:, :, :plan.out_hw[1]])
+        elif plan.chunk:
+            # patch rows made and multiplied a piece of output rows at a time, each piece still in cache
+            (oh, ow), (sh, _), step = plan.out_hw, plan.strides, plan.chunk
+            reach = (plan.kernel_hw[0] - 1) * plan.dilations[0] + 1
+            for b in range(n):
+                for r in range(0, oh, step):
+                    rows = min(step, oh - r)
+                    part = padded[b:b + 1, r * sh: (r + rows - 1) * sh + reach]
+                    cols = im2col(part, (rows, ow), plan.kernel_hw, plan.strides, plan.dilations, self.scratch)
+                    np.matmul(cols, plan.weights, out=acc[b, r:r + rows].reshape(-1, shape[-1]))
+        else:
+            cols = im2col(padded, plan.out_hw, plan.kernel_hw, plan.strides, plan.dilations, self.scratch)
+            if self.kind == "gemm":
+                np.matmul(cols, plan.weights, out=acc.reshape(cols.shape[0], shape[-1]))
+            else:
+                # one batched GEMM over the groups, [G, M, K] x [G, K, O/G], straight into the accumulator
+                # seen as [G, M, O/G]; with one tap the groups' inputs are views of the patch rows
+                g, m = self.groups, cols.shape[0]
+                cols = cols.reshape(m, -1, g, c // g).transpose(2, 0, 1, 3)
+                cols = cols[:, :, 0] if cols.shape[2] == 1 else cols.reshape(g, m, -1)
+                np.matmul(cols, plan.weights, out=acc.reshape(m, g, -1).transpose(1, 0, 2))
+        out = epilogue(acc, epilogue.output(octx, shape))
+        return [out.transpose(0, 3, 1, 2) if self.nchw else out]
+
     def _full_width(self, n: int, shape: tuple, strides: tuple, padded: np.ndarray) -> bool:
         """Whether depthwise_full_width applies and pays: one image; an output too large for one einsum,
         or unit strides and few channels (where the einsum over copied taps is slower); strided, fewer
@@ -199,10 +271,12 @@ class PreparedConv:
         pads, strides, dilations, out_hw = self._geometry(ctx, h, w)
         if min(out_hw) <= 0:
             return self.kernel(ctx)
-        padded = pad_hw(x, pads, self.scratch, self.dtype, self.zero_point)
-        shape = (n, *out_hw, self.out_channels)
         # NHWC results are computed straight into output 0's buffer (NCHW ones are a transpose of it)
         octx = None if self.nchw else ctx
+        if self.kind != "depthwise":
+            return self._gemm_conv(ctx, x, octx)
+        padded = pad_hw(x, pads, self.scratch, self.dtype, self.zero_point)
+        shape = (n, *out_hw, self.out_channels)
         epilogue = self.epilogue
         if self.kind == "depthwise":
             if self.multiplier > 1:
@@ -223,18 +297,49 @@ class PreparedConv:
                 return [out.transpose(0, 3, 1, 2) if self.nchw else out]
             acc = depthwise(padded, self.weights, out_hw, strides, dilations,
                             epilogue.buffer(self.scratch, shape, self.dtype, octx), self.scratch, self._tiled)
-        else:
-            cols = im2col(padded, out_hw, self.kernel_hw, strides, dilations, self.scratch)
-            if self.kind == "gemm":
-                acc = epilogue.buffer(self.scratch, shape, self.dtype, octx)
-                np.matmul(cols, self.weights, out=acc.reshape(cols.shape[0], shape[-1]))
-            else:
-                g = self.groups
-                cols = cols.reshape(cols.shape[0], -1, g, c // g).transpose(2, 0, 1, 3).reshape(g, cols.shape[0], -1)
-                acc = np.matmul(cols, self.weights).transpose(1, 0, 2)
-            acc = acc.reshape(shape)
         out = epilogue(acc, epilogue.output(octx, shape))
         return [out.transpose(0, 3, 1, 2) if self.nchw else out]
+
+
+class GemmPlan:
+    """A GEMM convolution at one input size: the input crop (top, bottom, left, right) and zero padding
+    that run only the filter taps reading the input (gemm.tap_window), those taps' weights ([K, O], or
+    [G, K, O/G] grouped; `taps` [kh, kw, C, O] for shifted_gemm), whether shifted_gemm or clipped_taps
+    runs it, and `chunk`: output rows per im2col piece (0: one piece)."""
+
+    def __init__(self, conv: PreparedConv, ctx, h: int, w: int):
+        (top, _, left, _), self.strides, self.dilations, self.out_hw = conv._geometry(ctx, h, w)
+        kh, kw = conv.kernel_hw
+
+        def windows(prune: bool):
+            return (tap_window(h, top, self.strides[0], kh, self.dilations[0], self.out_hw[0], prune),
+                    tap_window(w, left, self.strides[1], kw, self.dilations[1], self.out_hw[1], prune))
+
+        (i0, ki, ct, cb, pt, pb), (j0, kj, cl, cr, pl, pr) = windows(True)
+        rows, cols = np.ones(kh, bool), np.ones(kw, bool)
+        rows[i0:i0 + ki], cols[j0:j0 + kj] = False, False   # the dropped rows and columns
+        if not (conv.finite_rows[rows].all() and conv.finite_cols[cols].all()):
+            # a dropped tap's inf or NaN weight times the padding's zeros is NaN: keep every tap
+            (i0, ki, ct, cb, pt, pb), (j0, kj, cl, cr, pl, pr) = windows(False)
+        self.crop, self.pads, self.kernel_hw = (ct, cb, cl, cr), (pt, pb, pl, pr), (ki, kj)
+        g, c, o = conv.groups, conv.channels, conv.out_channels
+        taps = conv.weights.reshape(g, kh, kw, c // g, o // g)
+        if (ki, kj) != (kh, kw):
+            taps = np.ascontiguousarray(taps[:, i0:i0 + ki, j0:j0 + kj])   # (else a view: no copy of the weights)
+        self.taps, self.weights = taps, taps.reshape(g, -1, o // g)
+        if conv.kind == "gemm":
+            self.taps, self.weights = self.taps[0], self.weights[0]
+        inner = (h - ct - cb, w - cl - cr)
+        padded = (1, inner[0] + pt + pb, inner[1] + pl + pr, c)
+        # mostly padding: clipped_taps forms only the products with the input (so not with a non-finite weight,
+        # whose products with the padding are NaN)
+        self.clipped = (conv.kind == "gemm" and padded[1] * padded[2] >= CLIPPED_MIN_PADDING * inner[0] * inner[1]
+                        and conv.finite_rows.all())
+        self.shifted = conv.kind == "gemm" and shifted_gemm_pays(padded, self.out_hw, self.kernel_hw, self.strides,
+                                                                 o, conv.dtype.itemsize)
+        copies = self.kernel_hw != (1, 1) or self.strides != (1, 1)   # (else im2col is a free reshape)
+        self.chunk = 0 if self.shifted or self.clipped or conv.kind != "gemm" or not copies else \
+            patch_chunk_rows(self.out_hw, self.kernel_hw, c, o, conv.dtype.itemsize)
 
 
 def _prepare(pctx, layout):

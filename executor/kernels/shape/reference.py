@@ -253,8 +253,20 @@ def channel_shuffle(ctx):
         ctx.fail(f"{channels} channels cannot be divided into {groups} groups")
     # view the channels as [groups, group_size] and read them as [group_size, groups]
     moved = np.moveaxis(x, axis, -1)
-    shuffled = moved.reshape(*moved.shape[:-1], groups, channels // groups).swapaxes(-1, -2)
-    return [np.moveaxis(shuffled.reshape(moved.shape), -1, axis)]
+    size = channels // groups
+    shuffled = moved.reshape(*moved.shape[:-1], groups, size)
+    if groups > FEW_GROUPS:
+        return [np.moveaxis(shuffled.swapaxes(-1, -2).reshape(moved.shape), -1, axis)]
+    # one copy per group (each reads runs of group_size values) is 2.5-5x faster than one copy whose
+    # innermost loop runs over the groups
+    out = np.empty(moved.shape, x.dtype)
+    into = out.reshape(*moved.shape[:-1], size, groups)
+    for k in range(groups):
+        into[..., k] = shuffled[..., k, :]
+    return [np.moveaxis(out, -1, axis)]
+
+
+FEW_GROUPS = 16
 
 
 class PreparedReshape:
