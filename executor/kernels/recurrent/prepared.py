@@ -1,4 +1,5 @@
-"""Compiled float RNNs and LSTMs: the weights stacked once.
+"""Compiled float RNNs and LSTMs: the weights stacked once; the integer LSTM (QUANTIZED_LSTM)
+compiled and its activations tabulated (PreparedQuantizedLstm).
 
 When every weight, bias and parameter of a float32 RNN or LSTM operation is a
 constant (the usual case), the preparers read and check them once and build
@@ -12,6 +13,8 @@ Nothing registers a kernel here.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from nnapi.codes import OperandCode as C
 from nnapi.codes import OperationCode as Op
 
@@ -24,6 +27,7 @@ from .lstm import (
     read_lstm_cell,
     unidirectional_lstm_outputs,
 )
+from .quant import QLstmCell, int16_table, qlstm_activations, qlstm_results
 from .rnn import (
     StackedRnn,
     bidirectional_rnn_outputs,
@@ -183,6 +187,44 @@ class PreparedBidirectionalRnn(_Prepared):
         return bidirectional_rnn_outputs(ctx, self.fw, self.bw, x, aux, fw_h, bw_h, tm, self.merge)
 
 
+class PreparedQuantizedLstm(_Prepared):
+    """QUANTIZED_LSTM with constant weights: the QLstmCell built once (its requantizations compiled),
+    and its three activations (functions of an int16 raw) tabulated over every int16 value, so a step
+    is the plain step with table lookups for the fixed-point logistic and tanh."""
+
+    RUNTIME = ("input", "output_state_in", "cell_state_in")
+    _tables: dict = {}   # cell_shift -> the three tables (shared by every step of every model)
+
+    def __init__(self, pctx):
+        super().__init__(pctx)
+        bound = pctx.step.bound
+        self.cell = QLstmCell(pctx.args, *(bound.operand(n).type for n in self.RUNTIME), _refuse, compiled=True)
+        shift = self.cell.cell_shift
+        if shift not in self._tables:
+            self._tables[shift] = tuple(int16_table(f) for f in qlstm_activations(shift))
+        self.acts = tuple(_lookup(t) for t in self._tables[shift])
+        self.dtypes = tuple(bound.operand(n).type.dtype for n in self.RUNTIME)
+
+    def __call__(self, ctx):
+        inputs = ctx.inputs
+        vals = [None if p is None else inputs[p] for p in self.at]
+        if any(v is None or v.array.dtype != dt for v, dt in zip(vals, self.dtypes)):
+            return self.kernel(ctx)
+        x, h, c = (v.array.astype(np.int64) for v in vals)
+        if not self.cell.fits(x, h, c):
+            return self.kernel(ctx)
+        return qlstm_results(*self.cell.step(x, h, c, *self.acts))
+
+
+def _refuse(message):
+    """A constant operand QLstmCell rejects: no preparation (the plain kernel reports it at run time)."""
+    raise ValueError(message)
+
+
+def _lookup(table):
+    return lambda a: np.take(table, a + 32768)
+
+
 # (operation, prepared class: its RUNTIME names the run-time arguments it takes)
 _PREPARED = (
     (Op.LSTM, PreparedLstm),
@@ -192,6 +234,11 @@ _PREPARED = (
     (Op.UNIDIRECTIONAL_SEQUENCE_RNN, PreparedUnidirectionalRnn),
     (Op.BIDIRECTIONAL_SEQUENCE_RNN, PreparedBidirectionalRnn),
 )
+
+
+@prepare(Op.QUANTIZED_LSTM)
+def prepare_quantized_lstm(pctx):
+    return PreparedQuantizedLstm(pctx) if pctx.step.bound.runtime <= set(PreparedQuantizedLstm.RUNTIME) else None
 
 
 def _register(code, cls):
