@@ -174,24 +174,37 @@ def strided_slice(ctx):
     return [x[index].reshape(shape)]
 
 
-class PreparedStridedSlice:
-    """STRIDED_SLICE with constant begin, end, strides and masks: the slices worked out once per input
-    shape (by the kernel's own _strided_slices), each run one copy into output 0's buffer."""
+class _PlannedPerShape:
+    """A slicing operation whose run-time input `input` is the only argument fed at run time: what
+    `planner(ctx, shape)` (the kernel's own function) works out, once per input shape."""
 
-    fresh_outputs = True
+    planner = None
 
     def __init__(self, pctx):
         self.kernel = pctx.step.kernel
+        self.x = pctx.step.bound.positions["input"]   # (a run indexes ctx.inputs: cheaper than ctx.args)
         self.plans: dict = {}
 
     def __call__(self, ctx):
-        v = ctx.args.input
+        v = ctx.inputs[self.x]
         if v is None:
             return self.kernel(ctx)
         x = v.array
         plan = self.plans.get(x.shape)
         if plan is None:
-            plan = self.plans[x.shape] = _strided_slices(ctx, x.shape)
+            plan = self.plans[x.shape] = type(self).planner(ctx, x.shape)
+        return self.run(ctx, x, plan)
+
+
+class PreparedStridedSlice(_PlannedPerShape):
+    """STRIDED_SLICE with constant begin, end, strides and masks: the slices worked out once per input
+    shape (by the kernel's own _strided_slices), each run one copy into output 0's buffer."""
+
+    fresh_outputs = True
+    planner = _strided_slices
+
+    @staticmethod
+    def run(ctx, x, plan):
         index, shape = plan
         part = x[index]
         out = ctx.output_buffer(0, tuple(shape), x.dtype)
@@ -226,23 +239,14 @@ def split(ctx):
     return [x[index] for index in _split_index(ctx, x.shape)]
 
 
-class PreparedSplit:
+class PreparedSplit(_PlannedPerShape):
     """SPLIT with a constant axis and count: the parts' index tuples worked out once per input shape
     (by the kernel's own _split_index); each run slices the input (views, as the kernel returns)."""
 
-    def __init__(self, pctx):
-        self.kernel = pctx.step.kernel
-        self.x = pctx.step.bound.positions["input"]
-        self.plans: dict = {}
+    planner = _split_index
 
-    def __call__(self, ctx):
-        v = ctx.inputs[self.x]
-        if v is None:
-            return self.kernel(ctx)
-        x = v.array
-        plan = self.plans.get(x.shape)
-        if plan is None:
-            plan = self.plans[x.shape] = _split_index(ctx, x.shape)
+    @staticmethod
+    def run(ctx, x, plan):
         return [x[index] for index in plan]
 
 
