@@ -20,6 +20,7 @@ from nnapi.codes import OperationCode as Op
 
 from ...registry import prepare
 from .lstm import (
+    DirectionPair,
     StackedLstm,
     check_lstm,
     bidirectional_lstm_outputs,
@@ -119,6 +120,7 @@ class PreparedBidirectionalLstm(_Prepared):
         super().__init__(pctx)
         self.fw = _stacked_lstm(pctx, "fw_")
         self.bw = _stacked_lstm(pctx, "bw_")
+        self.pair = DirectionPair(self.fw, self.bw) if DirectionPair.fits(self.fw, self.bw) else None
         args = pctx.args
         self.merge, self.time_major = bool(args.get("merge_outputs")), bool(args.get("time_major"))
 
@@ -132,7 +134,7 @@ class PreparedBidirectionalLstm(_Prepared):
         bw_x, fw_aux, bw_aux = link_aux(x_tm, aux_tm, self.fw.aux_w is not None or self.bw.aux_w is not None)
         if not (self.fw.fits(x_tm, *states[:2], fw_aux) and self.bw.fits(bw_x, *states[2:], bw_aux)):
             return self.kernel(ctx)
-        return bidirectional_lstm_outputs(ctx, self.fw, self.bw, x, aux, states, tm, self.merge)
+        return bidirectional_lstm_outputs(ctx, self.fw, self.bw, x, aux, states, tm, self.merge, self.pair)
 
 
 class PreparedRnn(_Prepared):

@@ -18,7 +18,6 @@ from nnapi.codes import OperationCode as Op
 
 from ...registry import kernel
 from ..common import clip_ufunc
-from ..requantize import Requantizer
 from ..fixedpoint import (
     EXP_BARREL,
     INT32_MAX,
@@ -286,6 +285,8 @@ class QLstmCell:
         h_bias = [-h_q.zero_point * w_rec[g].sum(axis=1) for g in gates]
         x_real = np.repeat([_f32_scale(weight_scale[g], x_q.scale, divide_by=inter[g]) for g in gates], n)
         h_real = np.repeat([_f32_scale(rec_scale[g], h_q.scale, divide_by=inter[g]) for g in gates], n)
+        # (imported here: requantize.py's own imports reach the conv package, which imports it back)
+        from ..requantize import Requantizer
         # the input part saturates to int16; the recurrent part is added to it first (int32 range)
         reference = not compiled
         self.x_req = Requantizer(np.concatenate(x_bias), x_real, 0, _I16_MIN, _I16_MAX, np.int64,
