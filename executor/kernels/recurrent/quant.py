@@ -354,9 +354,10 @@ class QLstmCell:
             gates = logistic(acc[:, :2 * self.units])   # input and forget, adjacent
             in_gate, forget = gates[:, :self.units], gates[:, self.units:]
         cell_in = tanh_gate(acc[:, at["cell"]])
-        # new cell state, in the cell state's scale 2^cell_shift
-        cell = _sat(_wrap(rounding_divide_by_pot(forget * c, 15))
-                    + _wrap(rounding_divide_by_pot(in_gate * cell_in, 30 + self.cell_shift)))
+        # new cell state, in the cell state's scale 2^cell_shift: the sum of two int16 terms (C int16
+        # arithmetic wraps them; |gate x int16| < 2^30, so a term divided by 2^15 or more never wraps)
+        added = rounding_divide_by_pot(in_gate * cell_in, 30 + self.cell_shift)
+        cell = _sat(rounding_divide_by_pot(forget * c, 15) + (added if self.cell_shift >= -15 else _wrap(added)))
         if self.cell_clip is not None:
             cell = np.clip(cell, -self.cell_clip, self.cell_clip)
         self._peephole(acc, "output", cell)
