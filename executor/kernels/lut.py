@@ -174,7 +174,9 @@ class SelfTable:
         x = ctx.inputs[self.position]
         if x is None or x.array.dtype != self.dtype:
             if x is not None and ctx.inputs[self.other] is None:
-                ctx.inputs[self.other] = self._unary(ctx, x)
+                inputs = list(ctx.inputs)   # (the runtime hands the inputs over as a tuple)
+                inputs[self.other] = self._unary(ctx, x)
+                ctx.inputs = inputs
             return self.kernel(ctx)
         return [np.take(self.table, x.array.view(np.uint8))]
 
