@@ -28,7 +28,7 @@ from .lstm import (
     read_lstm_cell,
     unidirectional_lstm_outputs,
 )
-from .quant import QLstmCell, int16_table, qlstm_activations, qlstm_results
+from .quant import QLstmCell, gate_logistic, gate_tanh, int16_table, qlstm_activations, qlstm_results
 from .rnn import (
     StackedRnn,
     bidirectional_rnn_outputs,
@@ -191,20 +191,25 @@ class PreparedBidirectionalRnn(_Prepared):
 
 class PreparedQuantizedLstm(_Prepared):
     """QUANTIZED_LSTM with constant weights: the QLstmCell built once (its requantizations compiled),
-    and its three activations (functions of an int16 raw) tabulated over every int16 value, so a step
-    is the plain step with table lookups for the fixed-point logistic and tanh."""
+    and its activations (functions of an int16 raw) tabulated over every int16 value, so a step is
+    the plain step with table lookups for the fixed-point logistic and tanh: one lookup for all the
+    stacked gates (the logistic and the gate tanh tables end to end, each column offset into its own)."""
 
     RUNTIME = ("input", "output_state_in", "cell_state_in")
-    _tables: dict = {}   # cell_shift -> the three tables (shared by every step of every model)
+    _tables: dict = {}   # cell_shift -> (gate logistic and tanh tables joined, cell tanh table), shared
 
     def __init__(self, pctx):
         super().__init__(pctx)
         bound = pctx.step.bound
-        self.cell = QLstmCell(pctx.args, *(bound.operand(n).type for n in self.RUNTIME), _refuse, compiled=True)
-        shift = self.cell.cell_shift
+        self.cell = cell = QLstmCell(pctx.args, *(bound.operand(n).type for n in self.RUNTIME), _refuse, compiled=True)
+        shift = cell.cell_shift
         if shift not in self._tables:
-            self._tables[shift] = tuple(int16_table(f) for f in qlstm_activations(shift))
-        self.acts = tuple(_lookup(t) for t in self._tables[shift])
+            tanh_cell = qlstm_activations(shift)[2]
+            self._tables[shift] = (np.concatenate([int16_table(gate_logistic), int16_table(gate_tanh)]),
+                                   int16_table(tanh_cell))
+        joined, cell_table = self._tables[shift]
+        offsets = 32768 + 65536 * cell.tanh_columns.astype(np.int64)
+        self.acts = (lambda a, _: np.take(joined, a + offsets), _lookup(joined), _lookup(cell_table))
         self.dtypes = tuple(bound.operand(n).type.dtype for n in self.RUNTIME)
 
     def __call__(self, ctx):

@@ -273,11 +273,16 @@ class QLstmCell:
 
         gates = [g for g in _STACK if not (self.cifg and g == "input")]
         self.at = {g: slice(k * n, (k + 1) * n) for k, g in enumerate(gates)}
+        self.tanh_columns = np.repeat([g == "cell" for g in gates], n)
         inter = {g: float(getattr(args, f"{g}_intermediate_scale")) for g in gates}
         weight_scale = {g: getattr(args, f"input_to_{g}_weights").scale for g in gates}
         rec_scale = {g: getattr(args, f"recurrent_to_{g}_weights").scale for g in gates}
-        self.wx = np.ascontiguousarray(np.concatenate([w_in[g] for g in gates]).T, np.float64)
-        self.wh = np.ascontiguousarray(np.concatenate([w_rec[g] for g in gates]).T, np.float64)
+        # [x | h] @ both products side by side: the input weights [n_in, G*n] in the upper left block,
+        # the recurrent ones [n_out, G*n] in the lower right, zeros elsewhere (adding nothing)
+        self.width = len(gates) * n
+        self.w = np.zeros((self.n_in + self.n_out, 2 * self.width), np.float64)
+        self.w[:self.n_in, :self.width] = np.concatenate([w_in[g] for g in gates]).T
+        self.w[self.n_in:, self.width:] = np.concatenate([w_rec[g] for g in gates]).T
         # weights are symmetric: the activations' zero points fold into a per-row bias; without layer
         # norm the gate bias joins the input matmul's
         x_bias = [-x_q.zero_point * w_in[g].sum(axis=1) + (bias[g] if ln[g] is None and bias[g] is not None else 0)
@@ -287,12 +292,12 @@ class QLstmCell:
         h_real = np.repeat([_f32_scale(rec_scale[g], h_q.scale, divide_by=inter[g]) for g in gates], n)
         # (imported here: requantize.py's own imports reach the conv package, which imports it back)
         from ..requantize import Requantizer
-        # the input part saturates to int16; the recurrent part is added to it first (int32 range)
+        # both parts requantized side by side (int32 range); the input part then saturates to int16,
+        # and the recurrent part is added to it before saturating again
         reference = not compiled
-        self.x_req = Requantizer(np.concatenate(x_bias), x_real, 0, _I16_MIN, _I16_MAX, np.int64,
-                                 acc_bound=128 * 128 * self.n_in, reference=reference)
-        self.h_req = Requantizer(np.concatenate(h_bias), h_real, 0, INT32_MIN, INT32_MAX, np.int64,
-                                 acc_bound=128 * 128 * self.n_out, reference=reference)
+        self.req = Requantizer(np.concatenate(x_bias + h_bias), np.concatenate([x_real, h_real]), 0, INT32_MIN,
+                               INT32_MAX, np.int64, acc_bound=128 * 128 * max(self.n_in, self.n_out),
+                               reference=reference)
         # peepholes: (weights, (multiplier, shift)) per gate that has one
         self.peep = {g: (peep[g], quantize_multiplier(_f32_scale(2.0 ** self.cell_shift,
                                                                  getattr(args, f"cell_to_{g}_weights").scale,
@@ -305,6 +310,7 @@ class QLstmCell:
             if ln[g] is not None:
                 s = getattr(args, f"{g}_layer_norm_weights").scale
                 self.ln[g] = (ln[g], bias[g], s, min(1, int(10000 * s)))
+        self.late_output = "output" in self.peep or "output" in self.ln
         clip = float(args.get("cell_clip", 0.0))
         self.cell_clip = (int(min(max(np.float32(clip) / np.float32(c_q.scale), -32768.0), 32767.0))
                           if clip > 0 else None)
@@ -336,33 +342,34 @@ class QLstmCell:
             w, b, s, floor = self.ln[g]
             acc[:, self.at[g]] = _layer_norm(acc[:, self.at[g]], w, b, s, floor)
 
-    def step(self, x, h, c, logistic, tanh_gate, tanh_cell):
+    def step(self, x, h, c, gates, logistic, tanh_cell):
         """One step on int64 raws x, h, c: (output state, new cell state) as int64 raws.
-        `logistic` / `tanh_gate`: the gate activations of int16 raws with 3 integer bits; `tanh_cell`:
-        tanh of the cell state's raws (cell_shift + 15 integer bits)."""
-        acc = self.x_req(_int_matmul(x, self.wx))
-        acc = _sat(self.h_req(_int_matmul(h, self.wh)) + acc)
+        `gates(acc, tanh_columns)`: the activations of the stacked gates' int16 raws (3 integer bits),
+        tanh in the columns where tanh_columns is set (the cell gate), logistic in the others;
+        `logistic`: one gate's; `tanh_cell`: tanh of the cell state's raws (cell_shift + 15 integer
+        bits)."""
+        both = self.req(_int_matmul(np.concatenate([x, h], axis=1), self.w))
+        acc = _sat(both[:, self.width:] + _sat(both[:, :self.width]))
         at = self.at
         for g in ("input", "forget", "cell"):
             if g in at:
                 self._peephole(acc, g, c)
                 self._layer_norm(acc, g)
-        if self.cifg:
-            forget = logistic(acc[:, at["forget"]])
-            in_gate = _I16_MAX - forget
-        else:
-            gates = logistic(acc[:, :2 * self.units])   # input and forget, adjacent
-            in_gate, forget = gates[:, :self.units], gates[:, self.units:]
-        cell_in = tanh_gate(acc[:, at["cell"]])
+        act = gates(acc, self.tanh_columns)   # (the output gate's column is final unless late_output)
+        forget, cell_in = act[:, at["forget"]], act[:, at["cell"]]
+        in_gate = _I16_MAX - forget if self.cifg else act[:, at["input"]]
         # new cell state, in the cell state's scale 2^cell_shift: the sum of two int16 terms (C int16
         # arithmetic wraps them; |gate x int16| < 2^30, so a term divided by 2^15 or more never wraps)
         added = rounding_divide_by_pot(in_gate * cell_in, 30 + self.cell_shift)
         cell = _sat(rounding_divide_by_pot(forget * c, 15) + (added if self.cell_shift >= -15 else _wrap(added)))
         if self.cell_clip is not None:
             cell = np.clip(cell, -self.cell_clip, self.cell_clip)
-        self._peephole(acc, "output", cell)
-        self._layer_norm(acc, "output")
-        out_gate = logistic(acc[:, at["output"]])
+        if self.late_output:   # its peephole reads the new cell state; its layer norm follows that
+            self._peephole(acc, "output", cell)
+            self._layer_norm(acc, "output")
+            out_gate = logistic(acc[:, at["output"]])
+        else:
+            out_gate = act[:, at["output"]]
         hidden = self.hidden_req(out_gate * tanh_cell(cell))
         return self._projection(hidden), cell
 
@@ -382,9 +389,17 @@ def int16_table(fn) -> np.ndarray:
     return np.asarray(fn(np.arange(_I16_MIN, _I16_MAX + 1, dtype=np.int64)), np.int64)
 
 
+def gate_logistic(a):
+    return fixed_logistic(a, _GATE_INTEGER_BITS)
+
+
+def gate_tanh(a):
+    return fixed_tanh(a, _GATE_INTEGER_BITS)
+
+
 def qlstm_activations(cell_shift: int) -> tuple:
-    """The plain activations QLstmCell.step takes: logistic and tanh of the gates, tanh of the cell."""
-    return (lambda a: fixed_logistic(a, _GATE_INTEGER_BITS), lambda a: fixed_tanh(a, _GATE_INTEGER_BITS),
+    """The plain activations QLstmCell.step takes: the stacked gates', one gate's logistic, the cell's tanh."""
+    return (lambda a, tanh_columns: np.where(tanh_columns, gate_tanh(a), gate_logistic(a)), gate_logistic,
             lambda a: fixed_tanh(a, cell_shift + 15))
 
 
