@@ -4,8 +4,9 @@ built-in kernels, LiteRT with XNNPACK and onnxruntime, medians of --runs; the do
 docs/benchmarks.md (or --output; benchmarks/report.py renders it). A script, not a test: machines differ,
 so only the ratios of one run mean anything, and nothing asserts a time.
 
-Before any timing: the memory of `convert` and of the executor per model (benchmarks/memory.py, in
-subprocesses) and the executor's own overhead per invocation and per operation (benchmarks/overhead.py)."""
+First the executor's own overhead per invocation and per operation (benchmarks/overhead.py); while the models
+are timed, a parallel process measures the memory of `convert` and of the executor per model
+(benchmarks/memory.py)."""
 from __future__ import annotations
 
 import json
@@ -27,9 +28,9 @@ HELD_OUT_DIR = ROOT / "benchmarks" / "held_out"
 # (column, --vs) per source format
 REFERENCES = {"tflite": [("litert", "litert"), ("litert_xnnpack", "litert-xnnpack")],
               "onnx": [("onnxruntime", "onnxruntime")]}
-# a model whose executor median exceeds this many ms is timed with fewer runs (at least MIN_RUNS), so one
-# slow model does not take minutes; medians of fewer long runs are as steady as of many short ones
-SLOW_MS, MIN_RUNS = 40.0, 10
+# a model of more than SLOW_GFLOP is timed with a third of the runs (at least MIN_RUNS), so one slow model does
+# not take minutes; medians of fewer long runs are as steady as of many short ones
+SLOW_GFLOP, MIN_RUNS = 1.0, 10
 
 
 @dataclass
@@ -40,6 +41,7 @@ class Entry:
     shapes: dict = None
     kind: str = ""
     error: str = ""
+    macs: int = 0
 
 
 def resolve(model, base: Path) -> Entry:
@@ -48,10 +50,13 @@ def resolve(model, base: Path) -> Entry:
     try:
         path = _model_path(model, base)
         shapes = pins(model, path) or None
-        kind = model.format + ("-float" if _float_activations(model.format, path, shapes) else "-quantized")
+        graph = _read(model.format, path, shapes)
     except Exception as e:  # noqa: BLE001  (a model that cannot be fetched is a note, not the end of the table)
         return Entry(model, error=f"not fetched: {type(e).__name__}: {e}")
-    return Entry(model, path, shapes, kind)
+    from converters.macs import graph_macs
+    from converters.parity_references import is_float_model
+    return Entry(model, path, shapes, model.format + ("-float" if is_float_model(graph) else "-quantized"),
+                 macs=int(sum(graph_macs(graph))))
 
 
 def _model_path(model, base: Path) -> Path:
@@ -71,27 +76,29 @@ def _model_path(model, base: Path) -> Path:
     return path
 
 
-def _float_activations(fmt: str, path, shapes) -> bool:
+def _read(fmt: str, path, shapes):
     from converters.load import importer
-    from converters.parity_references import is_float_model
-    return is_float_model(importer(fmt).read(str(path), shapes, None).main)
+    return importer(fmt).read(str(path), shapes, None).main
 
 
 def _one_line(e: Exception, n: int) -> str:
     return f"{type(e).__name__}: {' '.join(str(e).split())[:n]}"
 
 
-def measure_entry(entry: Entry, runs: int, warmup: int, memory: dict | None) -> tuple[dict, dict | None]:
-    """One row (benchmarks/report.py) and the BLAS the executor ran on (None when nothing ran)."""
+def runs_for(entry: Entry, runs: int) -> int:
+    return runs if 2 * entry.macs <= SLOW_GFLOP * 1e9 else max(MIN_RUNS, runs // 3)
+
+
+def measure_entry(entry: Entry, runs: int, warmup: int) -> tuple[dict, dict | None]:
+    """One row (benchmarks/report.py; memory None) and the BLAS the executor ran on (None when nothing ran)."""
     from converters.bench import bench
     m = entry.model
     row = {"model": m.id, "format": m.format, "ours": None, **{c: None for c in COLUMNS}, "notes": [],
-           "kind": entry.kind, "operations": (memory or {}).get("operations"), "profile": None, "by_op": None,
-           "memory": memory}
+           "kind": entry.kind, "operations": None, "profile": None, "by_op": None, "memory": None}
     if entry.error:
         row["notes"].append(entry.error)
         return row, None
-    ours, blas = [], None
+    ours, blas, runs = [], None, runs_for(entry, runs)
     for column, vs in REFERENCES[m.format]:
         try:
             r = bench(str(entry.path), vs=vs, threads=1, runs=runs, warmup=warmup, input_shapes=entry.shapes,
@@ -99,10 +106,8 @@ def measure_entry(entry: Entry, runs: int, warmup: int, memory: dict | None) -> 
         except Exception as e:  # noqa: BLE001  (a model that cannot run is a note, not the end of the table)
             row["notes"].append(f"{vs}: {_one_line(e, 160)}")
             continue
-        row[column], blas = r["reference_ms_median"], r["blas"]
+        row[column], blas, row["operations"] = r["reference_ms_median"], r["blas"], r["operations"]
         ours.append(r["ours_ms_median"])
-        if r["ours_ms_median"] > SLOW_MS:
-            runs = max(MIN_RUNS, runs // 3)
         if r.get("partial"):
             q = r["partial"]
             row["notes"].append(f"partial: {q['fallback_nodes']} CPU fallback node(s) on {q['framework']}")
@@ -118,16 +123,26 @@ def measure_entry(entry: Entry, runs: int, warmup: int, memory: dict | None) -> 
     return row, blas
 
 
-def measure_memory(entries: list[Entry]) -> dict:
-    """benchmarks/memory.py over every resolvable entry, in a subprocess: {"baseline_rss_bytes", id: row}."""
-    reqs = [{"id": e.model.id, "path": str(e.path), "input_shapes": e.shapes, "dims": e.model.dims,
-             "partial": e.model.expect == "partial"} for e in entries if not e.error]
-    with tempfile.TemporaryDirectory(prefix="nnapi-bench-") as tmp:
-        req, res = Path(tmp) / "requests.json", Path(tmp) / "results.json"
+class MemoryRun:
+    """benchmarks/memory.py over every resolvable entry, in a subprocess that runs while the timing does (the
+    timings are of the thread's CPU time, which another process on the machine hardly moves)."""
+
+    def __init__(self, entries: list[Entry]):
+        reqs = [{"id": e.model.id, "path": str(e.path), "input_shapes": e.shapes, "dims": e.model.dims,
+                 "partial": e.model.expect == "partial"} for e in entries if not e.error]
+        self.tmp = tempfile.TemporaryDirectory(prefix="nnapi-bench-")
+        req, self.results = Path(self.tmp.name) / "requests.json", Path(self.tmp.name) / "results.json"
         req.write_text(json.dumps(reqs))
-        subprocess.run([sys.executable, "-m", "benchmarks.memory", str(req), str(res)], cwd=ROOT, check=True)
-        out = json.loads(res.read_text())
-    return {"baseline_rss_bytes": out["baseline_rss_bytes"], **{m["id"]: m for m in out["models"]}}
+        self.proc = subprocess.Popen([sys.executable, "-m", "benchmarks.memory", str(req), str(self.results)],
+                                     cwd=ROOT, stdout=subprocess.DEVNULL)
+
+    def wait(self) -> dict:
+        """{"baseline_rss_bytes", model id: memory row}."""
+        if self.proc.wait() != 0:
+            raise RuntimeError(f"benchmarks.memory exited {self.proc.returncode}")
+        out = json.loads(self.results.read_text())
+        self.tmp.cleanup()
+        return {"baseline_rss_bytes": out["baseline_rss_bytes"], **{m["id"]: m for m in out["models"]}}
 
 
 def blas_paragraph(blas: dict | None, environ=os.environ) -> str:
@@ -152,8 +167,8 @@ def header(command: str, runs: int, warmup: int, blas: dict | None, overhead: di
         f"Made by `{command}` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} ({platform.machine()}, "
         f"Python {platform.python_version()}, numpy {np.__version__}): every model below in one process, one "
         "thread everywhere "
-        f"(OPENBLAS_NUM_THREADS=1, --threads 1), medians of {runs} runs (fewer, at least {MIN_RUNS}, for a model "
-        f"whose executor median exceeds {SLOW_MS:g} ms) after {warmup} warm-up runs of the thread's CPU time "
+        f"(OPENBLAS_NUM_THREADS=1, --threads 1), medians of {runs} runs ({max(MIN_RUNS, runs // 3)} for a model of "
+        f"more than {SLOW_GFLOP:g} GFLOP) after {warmup} warm-up runs of the thread's CPU time "
         "(`nnapi bench --clock cpu`: on a shared machine elapsed times stretch long runs more than short ones). "
         "Ratios are ours / theirs (below 1: the executor is faster); only ratios from the same run compare, "
         "absolute times depend on the machine and its load. 'ours' is the median of the executor's medians timed "
@@ -189,20 +204,25 @@ def run_zoo(only, runs: int, warmup: int, output: Path, zoo: bool = True, held_o
                 "(benchmarks/held_out/, made by make_held_out.py), measured the same way.",
                 _entries(HELD_OUT_DIR / "manifest", HELD_OUT_DIR, only))] if held_out else [])
     every = [e for _, _, entries in groups for e in entries]
-    print(f"memory of {len(every)} models (convert and executor, in subprocesses)", flush=True)
-    memory = measure_memory(every)
     overhead = measure_overhead()
+    print(f"memory of {len(every)} models (convert and executor) in a parallel process", flush=True)
+    memory_run = MemoryRun(every)
     sections, blas, k = [], None, 0
     for title, intro, entries in groups:
         rows = []
         for e in entries:
             k += 1
-            row, ran_on = measure_entry(e, runs, warmup, memory.get(e.model.id))
+            row, ran_on = measure_entry(e, runs, warmup)
             rows.append(row)
             blas = blas or ran_on
             print(f"[{k}/{len(every)}] {e.model.id}: ours {row['ours'] if row['ours'] is None else round(row['ours'], 3)}"
                   f" ms, {verdict(row).text}", flush=True)
         sections.append((title, intro, rows))
+    print("waiting for the memory measurements", flush=True)
+    memory = memory_run.wait()
+    for _, _, rows in sections:
+        for r in rows:
+            r["memory"] = memory.get(r["model"])
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(markdown(header(command, runs, warmup, blas, overhead), sections, memory["baseline_rss_bytes"]))
     from .report import counts

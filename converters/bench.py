@@ -1,7 +1,8 @@
 """`nnapi bench`: executor latency against the source framework, in one process run.
 
 JSON fields (stable): model, ours_ms_median, ours_ms_spread, reference, reference_ms_median,
-reference_ms_spread, ratio (ours / reference), macs, gflops (achieved by the executor),
+reference_ms_spread, ratio (ours / reference), macs, gflops (achieved by the executor), operations (the
+NNAPI operations timed, over every partition of a partial model),
 planned_peak_bytes (the executor's peak of live intermediate bytes), arena_bytes (the buffers the plan
 shares among intermediates), peak_rss_bytes, threads (both sides), blas ({"library", "version", "architecture" (the kernel set OpenBLAS chose),
 "threads"}: the executor's BLAS as threadpoolctl reports it, held to `threads` while timing), clock
@@ -104,7 +105,7 @@ def _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile
            "reference": None, "reference_ms_median": None, "reference_ms_spread": None, "ratio": None,
            "macs": macs, "gflops": (2 * macs / (np.median(ours) * 1e6)) if macs else 0.0,
            "planned_peak_bytes": planned_peak_bytes(compiled), "arena_bytes": compiled.plan.arena_bytes, "runs": runs, "warmup": warmup,
-           "threads": threads}
+           "threads": threads, "operations": len(model.operations)}
     if profile:
         out.update(_profile(compiled, nn_ins, runs, warmup, result, source))
     if vs and source is not None:
@@ -251,7 +252,7 @@ def _bench_partial(path, fmt, vs, threads, runs, warmup, source, result, ins, cl
            "macs": macs, "gflops": (2 * macs / (np.median(spent["nnapi"]) * 1e6)) if macs else 0.0,
            "planned_peak_bytes": max(planned_peak_bytes(c) for c in compiled),
            "arena_bytes": sum(c.plan.arena_bytes for c in compiled), "runs": runs, "warmup": warmup,
-           "threads": threads,
+           "threads": threads, "operations": sum(len(c.model.operations) for c in compiled),
            "partial": {"partitions": len(compiled), "fallback_segments": len(segments),
                        "fallback_nodes": len(result.fallback_nodes), "framework": framework,
                        "nnapi_ms_median": float(np.median(spent["nnapi"])),

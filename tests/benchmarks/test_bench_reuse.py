@@ -30,3 +30,8 @@ def test_a_model_benched_again_is_not_converted_again(tmp_path, monkeypatch):
     os.utime(path, ns=(1, 1))         # the file changed
     bench(str(path), runs=1, warmup=0, feature_level=7)
     assert len(calls) == 3
+
+
+def test_bench_reports_the_operations_it_timed():
+    model = tflite.convert(str(SAMPLE)).model
+    assert bench(str(SAMPLE), runs=1, warmup=0)["operations"] == len(model.operations)
