@@ -10,6 +10,7 @@ import pytest
 
 from executor.kernels.conv.depthwise import PreparedDepthwise
 from executor.kernels.conv.quant import float_accumulation_bound
+import nnapi
 from executor.runtime import RunState, compile_model
 from nnapi import OperandCode as C
 from nnapi import OperandType
@@ -140,19 +141,38 @@ def test_quantized_depthwise_is_bit_identical(name, per_channel, zero_point):
     assert len(np.unique(fast)) > 10   # not all saturated
 
 
-def test_a_second_run_and_another_shape_reuse_the_work_arrays():
-    """The padded copies' borders stay zero run after run, and a model run at two input sizes (a plan
-    each) gives the plain kernel's results at both."""
-    case = CASES["5x5 stride 2"]
-    n, h, w, c, k, _, _, m, _, _ = case
-    flt = RNG.standard_normal((1, k, k, c * m)).astype(np.float32)
-    bias = RNG.standard_normal(c * m).astype(np.float32)
-    model, _ = _build(C.TENSOR_FLOAT32, np.zeros((n, h, w, c), np.float32), flt, OperandType(C.TENSOR_FLOAT32, flt.shape),
-                      bias, case, False)
-    fast, plain = compile_model(model), compile_model(model, fast_paths=False)
-    for x in [RNG.standard_normal((n, h, w, c)).astype(np.float32) * 50 for _ in range(2)]:
-        a, b = (cm.run([x], RunState(2.0))[0].array for cm in (fast, plain))
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-4)
+def test_chained_layers_share_the_work_arrays():
+    """Three depthwise layers of one model, run twice: the first two copy inputs of the same shape with
+    the same padding (one shared buffer), the third a strided copy; every run gives the plain kernel's
+    integers, so no layer finds another's values where it expects padding."""
+    m = nnapi.Model()
+    shape = (1, 14, 13, 8)
+    x = m.add_operand(OperandType(C.TENSOR_QUANT8_ASYMM, shape, 0.05, 100))
+    current = x
+    layers = [(3, 1, 1), (5, 1, 1), (3, 2, 1)]   # (filter size, stride, padding on every side)
+    for k, s, p in layers:
+        h, w = shape[1], shape[2]
+        oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+        shape = (1, oh, ow, 8)
+        flt = m.add_operand(OperandType(C.TENSOR_QUANT8_ASYMM, (1, k, k, 8), 0.01, 120))
+        m.set_operand_value(flt, RNG.integers(0, 256, (1, k, k, 8)).astype(np.uint8))
+        bias = m.add_operand(OperandType(C.TENSOR_INT32, (8,), (0.05 if current == x else 0.2) * 0.01))
+        m.set_operand_value(bias, RNG.integers(-2000, 2000, 8).astype(np.int32))
+        idx = [current, flt, bias]
+        for v in (p, p, p, p, s, s, 1, 0):
+            i = m.add_operand(OperandType(C.INT32))
+            m.set_operand_value(i, np.int32(v))
+            idx.append(i)
+        current = m.add_operand(OperandType(C.TENSOR_QUANT8_ASYMM, shape, 0.2, 128))
+        m.add_operation(Op.DEPTHWISE_CONV_2D, idx, [current])
+    m.identify_inputs_and_outputs([x], [current])
+    m.finish()
+    fast, plain = compile_model(m), compile_model(m, fast_paths=False)
+    assert all(s.run is not s.kernel for s in fast.steps)
+    for _ in range(2):
+        xq = RNG.integers(0, 256, (1, 14, 13, 8)).astype(np.uint8)
+        a, b = (cm.run([xq], RunState(2.0))[0].array for cm in (fast, plain))
+        assert np.array_equal(a, b) and len(np.unique(a)) > 10
 
 
 def test_the_conformance_cases_agree_in_both_strided_forms(monkeypatch):

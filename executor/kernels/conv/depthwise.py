@@ -2,8 +2,8 @@
 
 The filter is laid out once as taps [kh, kw, C*M] in the accumulation domain of conv/prepared.py
 (gemm_domain: float32, or for a quantized operation the cheapest float type whose sums are exact).
-Each run copies the input once, the zero point subtracted while casting and the padding around it,
-then sums the taps with one einsum per column phase ("rows", "phases") or over the strided windows
+Each run copies the input once, the zero point subtracted while casting and the padding around it
+(not at all when there is nothing to pad, subtract or cast), then sums the taps with one einsum per column phase ("rows", "phases") or over the strided windows
 ("windows"), into the output buffer (float) or a scratch accumulator (quantized), and applies
 prepared.Epilogue. Integer sums below the exactness bound do not depend on their order, so quantized
 results equal the plain kernel's bit for bit; float sums may round differently (within
@@ -56,10 +56,12 @@ def phase_taps(k: int, dilation: int, stride: int) -> list:
 
 
 class Plan:
-    """What a run does for one input shape: the geometry, the form, and per einsum the view's
-    (offset, shape, strides) in elements of the copied input with its taps [kh', kw', OW*C]."""
+    """What a run does for one input shape: the geometry, the form, and for "rows" and "phases" the
+    shape of the padded copy [N, Hp, sw, Wq, C*M] and per column phase its view (shape, offset and
+    strides in elements of the copy) with the taps [kh, kw', OW*C*M] it meets."""
 
-    def __init__(self, form: str, pads, strides, dilations, out_shape: tuple, copy_shape: tuple, views: list):
+    def __init__(self, form: str, pads, strides, dilations, out_shape: tuple, copy_shape: tuple = (),
+                 views: tuple = ()):
         self.form, self.pads, self.strides, self.dilations = form, pads, strides, dilations
         self.out_shape, self.copy_shape, self.views = out_shape, copy_shape, views
 
@@ -110,23 +112,14 @@ class PreparedDepthwise:
         o = self.out_channels
         hp, wp = h + pt + pb, w + pl + pr
         form = _form(n, (oh, ow), (sh, sw), o)
-        views = []
-        if form == "rows":
-            copy_shape = (n, hp, wp, o)
-            row = wp * o
-            views.append((0, (kh, kw, n, oh, ow * o), (dh * row, dw * o, hp * row, sh * row, 1),
-                          np.ascontiguousarray(np.tile(self.weights, (1, 1, ow)))))
-        elif form == "phases":
-            wq = -(-wp // sw)
-            copy_shape = (n, hp, sw, wq, o)
-            row = sw * wq * o
-            tiled = np.tile(self.weights, (1, 1, ow))
-            for b, (j0, dj, q0, dq, nj) in phase_taps(kw, dw, sw):
-                views.append(((b * wq + q0) * o, (kh, nj, n, oh, ow * o), (dh * row, dq * o, hp * row, sh * row, 1),
-                              np.ascontiguousarray(tiled[:, j0::dj][:, :nj])))
-        else:
-            copy_shape = (n, hp, wp, o)
-        return Plan(form, win.pads, (sh, sw), (dh, dw), (n, oh, ow, o), copy_shape, views)
+        if form == "windows":
+            return Plan(form, win.pads, (sh, sw), (dh, dw), (n, oh, ow, o))
+        wq = -(-wp // sw)
+        row = sw * wq * o   # one padded row in the copy
+        tiled = np.tile(self.weights, (1, 1, ow))
+        views = tuple(((kh, nj, n, oh, ow * o), (b * wq + q0) * o, (dh * row, dq * o, hp * row, sh * row, 1),
+                       np.ascontiguousarray(tiled[:, j0::dj][:, :nj])) for b, (j0, dj, q0, dq, nj) in phase_taps(kw, dw, sw))
+        return Plan(form, win.pads, (sh, sw), (dh, dw), (n, oh, ow, o), (n, hp, sw, wq, o), views)
 
     def __call__(self, ctx):
         v = ctx.inputs[self.x]
@@ -151,25 +144,49 @@ class PreparedDepthwise:
             view = windows(padded, shape[1:3], self.kernel_hw, plan.strides, plan.dilations)
             np.einsum("nhwijc,ijc->nhwc", view, self.weights, out=acc)
         else:
-            copied = self._padded(x, plan) if plan.form == "rows" else self._phases(x, plan)
-            self._sum_taps(copied, plan.views, acc.reshape(shape[0], shape[1], -1))
+            self._sum_taps(x, plan, acc.reshape(shape[0], shape[1], -1))
         out = epilogue(acc, epilogue.output(octx, shape))
         return [out.transpose(0, 3, 1, 2) if self.nchw else out]
 
-    def _sum_taps(self, copied: np.ndarray, views: list, acc: np.ndarray) -> None:
-        """acc [N, OH, OW*C] = the sum over the plan's views of view x taps (einsums; a temporary after
-        the first)."""
-        step = copied.itemsize
+    def _sum_taps(self, x: np.ndarray, plan: Plan, acc: np.ndarray) -> None:
+        """acc [N, OH, OW*C*M] = the sum of the taps: the padded input copied (_copy), then per column
+        phase one einsum over its view (into a temporary after the first)."""
+        if plan.strides[1] == 1 and not any(plan.pads) and x.dtype == self.dtype and self.multiplier == 1 \
+                and x.flags.c_contiguous:
+            copy = x   # nothing to pad, subtract or cast: the views read the input itself
+        else:
+            copy = self._copy(x, plan)
+        step = copy.itemsize
         tmp = None
-        for offset, shape, strides, taps in views:
-            view = np.ndarray(shape, copied.dtype, copied, offset * step,   # (numpy checks the bounds)
+        for shape, offset, strides, taps in plan.views:
+            view = np.ndarray(shape, copy.dtype, copy, offset * step,   # (numpy checks the bounds)
                               tuple(s * step for s in strides))
             if tmp is None:
                 np.einsum("ijnrl,ijl->nrl", view, taps, out=acc)
-                tmp = acc if len(views) == 1 else self.scratch.get("dw-tap", acc.shape, acc.dtype)
+                tmp = acc if len(plan.views) == 1 else self.scratch.get("dw-tap", acc.shape, acc.dtype)
             else:
                 np.einsum("ijnrl,ijl->nrl", view, taps, out=tmp)
                 acc += tmp
+
+    def _copy(self, x: np.ndarray, plan: Plan) -> np.ndarray:
+        """x - zero point, padded, split into its sw column phases: [N, Hp, sw, Wq, C*M], phase b column
+        q holding padded column b + sw*q, each input channel repeated `multiplier` times. Only the
+        input's places are written: the padding stays zero from the buffer's creation (its key, the
+        padding and the input shape, fixes those places)."""
+        top, _, left, _ = plan.pads
+        sw = plan.strides[1]
+        n, h, w, _ = x.shape
+        copy = self.scratch.get(("dw-copy", plan.pads, x.shape), plan.copy_shape, self.dtype)
+        flipped = self._flipped(x)
+        src = x if flipped is None else flipped
+        for b in range(sw):
+            q0 = max(0, -(-(left - b) // sw))   # the first phase column inside the input
+            c0 = b + sw * q0 - left             # ... and the input column it holds
+            if c0 >= w:
+                continue
+            cols = src[:, :, c0::sw]
+            self._fill(copy[:, top: top + h, b, q0: q0 + cols.shape[2]], cols, flipped is not None)
+        return copy
 
     def _padded(self, x: np.ndarray, plan: Plan) -> np.ndarray:
         """x - zero point, padded, as a contiguous [N, Hp, Wp, C*M] array (channels repeated)."""
@@ -177,29 +194,13 @@ class PreparedDepthwise:
             padded = pad_hw(x, plan.pads, self.scratch, self.dtype, self.zero_point)
             if padded.flags.c_contiguous:
                 return padded
-        # (keyed by the padding too: the border of a shared buffer must be where this call expects it)
-        padded = self.scratch.get(("dw-padded", plan.pads), plan.copy_shape, self.dtype)
-        top, left = plan.pads[0], plan.pads[2]
-        self._fill(padded[:, top: top + x.shape[1], left: left + x.shape[2]], x)
-        return padded
-
-    def _phases(self, x: np.ndarray, plan: Plan) -> np.ndarray:
-        """x - zero point, padded, split into its column phases: [N, Hp, sw, Wq, C*M], phase b column q
-        holding padded column b + sw*q. Only the input's places are written: the padding stays zero
-        from the buffer's creation (keyed by the padding and input shape, which fix those places)."""
-        top, _, left, _ = plan.pads
-        sw = plan.strides[1]
         n, h, w, _ = x.shape
-        copy = self.scratch.get(("dw-phases", plan.pads, x.shape), plan.copy_shape, self.dtype)
-        src = self._flipped(x)
-        for b in range(sw):
-            q0 = max(0, -(-(left - b) // sw))   # the first phase column inside the input
-            c0 = b + sw * q0 - left             # ... and the input column it holds
-            if c0 >= w:
-                continue
-            cols = x[:, :, c0::sw] if src is None else src[:, :, c0::sw]
-            self._fill(copy[:, top: top + h, b, q0: q0 + cols.shape[2]], cols, flipped=src is not None)
-        return copy
+        top, bottom, left, right = plan.pads
+        # (keyed by the padding too: the border of a shared buffer must be where this call expects it)
+        padded = self.scratch.get(("dw-padded", plan.pads), (n, h + top + bottom, w + left + right, self.out_channels),
+                                  self.dtype)
+        self._fill(padded[:, top: top + h, left: left + w], x)
+        return padded
 
     def _flipped(self, x: np.ndarray):
         """The 8-bit input with its top bit flipped (x - zero point as the other 8-bit type), when the
