@@ -1,5 +1,5 @@
-"""The arithmetic of prepared convolutions: im2col patches, depthwise taps and the
-accumulator bound that decides whether a float32 GEMM is exact.
+"""The arithmetic of prepared convolutions: the padded input copy, im2col patches, per-channel
+constants on long rows and the accumulator bound that decides whether a float32 GEMM is exact.
 
 Nothing here registers a kernel.
 """
@@ -13,15 +13,6 @@ from ..scratch import Scratch
 # float32 represents every integer below 2**24 exactly, float64 every one below 2**53: a GEMM of
 # integer-valued operands is exact in that type when no partial sum can reach the limit
 EXACT_LIMIT = {np.dtype(np.float32): 2.0 ** 24, np.dtype(np.float64): 2.0 ** 53}
-
-
-# below this many outputs one einsum call beats the tap loop's 2 * kh * kw calls; below FEW_CHANNELS
-# channels the einsum runs faster on the taps copied into [pixels, kh*kw, C]
-SMALL_DEPTHWISE = 16384
-FEW_CHANNELS = 32
-# strided depthwise with at least this many channels: one einsum over the strided windows beats splitting
-# the input into its stride phases (whose copy costs more than the einsum's shorter inner loops)
-MANY_CHANNELS = 64
 
 
 # numpy applies a per-channel constant to [rows, L] (the constant repeated to length L) several times
@@ -266,116 +257,6 @@ def im2col(padded, out_hw, kernel_hw, strides, dilations, scratch: Scratch) -> n
     cols = scratch.get("cols", view.shape, padded.dtype)
     np.copyto(cols, view)
     return cols.reshape(-1, kernel_hw[0] * kernel_hw[1] * c)
-
-
-def depthwise(padded, taps: np.ndarray, out_hw, strides, dilations, out: np.ndarray, scratch: Scratch,
-              tiled_taps=None):
-    """out = sum over taps of shifted input x taps[i, j] (channels last, one filter per channel): a loop
-    over the kh*kw taps, each a vectorized multiply-add over all pixels and channels.
-
-    When a tap's (width, channel) axes are one run of memory (unit width stride), `tiled_taps(OW)`
-    ([kh, kw, OW*C]: the taps repeated along the width) lets each multiply-add run over whole rows
-    instead of C elements at a time. Small outputs, and strided ones with MANY_CHANNELS, take one einsum
-    instead (fewer calls), over the taps copied into [pixels, kh*kw, C] when there are few channels."""
-    kh, kw, c = taps.shape
-    view = windows(padded, out_hw, (kh, kw), strides, dilations)
-    if out.size <= SMALL_DEPTHWISE or (strides != (1, 1) and c >= MANY_CHANNELS):
-        if c >= FEW_CHANNELS:
-            return np.einsum("nhwijc,ijc->nhwc", view, taps, out=out)
-        # few channels: numpy's einsum runs short inner loops over the strided view; the taps under
-        # each output copied next to each other first make one contiguous einsum
-        cols = scratch.get("dwcols", view.shape, view.dtype)
-        np.copyto(cols, view)
-        return np.einsum("pkc,kc->pc", cols.reshape(-1, kh * kw, c), taps.reshape(kh * kw, c),
-                         out=out.reshape(-1, c)).reshape(out.shape)
-    n, oh, ow = view.shape[:3]
-    acc = out
-    if tiled_taps is not None and view.strides[2] == c * view.itemsize and view.strides[5] == view.itemsize:
-        taps = tiled_taps(ow)
-        acc = out.reshape(n, oh, ow * c)
-
-    def tap(i, j):
-        return view[:, :, :, i, j].reshape(acc.shape)   # a view: the axes merged are contiguous
-
-    np.multiply(tap(0, 0), taps[0, 0], out=acc)
-    tmp = scratch.get("tap", acc.shape, acc.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            if i or j:
-                np.multiply(tap(i, j), taps[i, j], out=tmp)
-                acc += tmp
-    return out
-
-
-def depthwise_full_width(padded, taps: np.ndarray, out_hw, strides, dilations, out: np.ndarray, scratch: Scratch,
-                         tiled_rows) -> np.ndarray:
-    """Depthwise over one image computed at full width: out [1, OH, Wq, C], columns OW.. junk the caller
-    drops. With unit strides Wq is the padded width and each tap is one contiguous range of the
-    flattened padded input, shifted by (i * dh * Wq + j * dw) * C. With strides (sh, sw) the padded input
-    is first split into its sh * sw phases (rows a mod sh, columns b mod sw; one copy), each [Hq, Wq, C]
-    with Hq, Wq the padded sizes divided by the strides, rounded up; tap (i, j) then reads phase
-    (i*dh mod sh, j*dw mod sw) shifted by (i*dh div sh, j*dw div sw) pixels: again one contiguous range.
-    Every product runs over long contiguous rows, with `tiled_rows(pixels)` -> [kh, kw, L] (the taps
-    repeated to a row length L that divides pixels * C, see row_length): one einsum per phase.
-
-    Only the junk columns read past their own row; the last valid output's reads end within their
-    phase, so no read leaves the input (or meets another phase's data in a valid output). The unwritten
-    tail of the last row is zeroed."""
-    kh, kw, c = taps.shape
-    sh, sw = strides
-    _, hp, wp, _ = padded.shape
-    oh, ow = out_hw
-    if (sh, sw) == (1, 1):
-        hq, wq = hp, wp
-        phases = padded.reshape(-1)
-    else:
-        hq, wq = -(-hp // sh), -(-wp // sw)
-        split = scratch.get(("phases", strides), (sh, sw, hq, wq, c), padded.dtype)
-        for a in range(sh):
-            for b in range(sw):
-                part = padded[0, a::sh, b::sw]
-                split[a, b, :part.shape[0], :part.shape[1]] = part
-        phases = split.reshape(-1)
-    flat_out = out.reshape(-1)
-    pixels = (oh - 1) * wq + ow                  # through the last valid output pixel
-    length = pixels * c
-    flat_out[length:] = 0
-    tiled = tiled_rows(pixels)
-    acc = flat_out[:length].reshape(-1, tiled.shape[-1])
-    # the taps that read one phase lie on a grid (_phase_taps): each grid is one strided view
-    # [taps_h, taps_w, rows, L] and one einsum over it, which beats a multiply-add per tap by about 1.4x
-    # (no temporary; integer sums below the exactness bound do not depend on their order, float sums
-    # may round differently from the plain kernel's)
-    step = phases.itemsize
-    tmp = None
-    for (pi, (i0, di, qi0, dqi, ni)) in _phase_taps(kh, dilations[0], sh):
-        for (pj, (j0, dj, qj0, dqj, nj)) in _phase_taps(kw, dilations[1], sw):
-            start = (((pi * sw + pj) * hq + qi0) * wq + qj0) * c
-            view = np.ndarray((ni, nj, *acc.shape), phases.dtype, phases, start * step,   # (numpy checks bounds)
-                              (dqi * wq * c * step, dqj * c * step, acc.shape[1] * step, step))
-            taps_here = tiled[i0::di, j0::dj][:ni, :nj]
-            if tmp is None:
-                np.einsum("ijrl,ijl->rl", view, taps_here, out=acc)
-                tmp = scratch.get("tap", acc.shape, out.dtype)
-            else:
-                np.einsum("ijrl,ijl->rl", view, taps_here, out=tmp)
-                acc += tmp
-    return out
-
-
-def _phase_taps(k: int, dilation: int, stride: int) -> list:
-    """Along one axis: per input phase p, the taps i with i * dilation = q * stride + p as a grid
-    (p, (first i, i step, first q, q step, count)): they form an arithmetic progression."""
-    groups: dict = {}
-    for i in range(k):
-        q, p = divmod(i * dilation, stride)
-        groups.setdefault(p, []).append((i, q))
-    out = []
-    for p, taps in sorted(groups.items()):
-        (i0, q0), n = taps[0], len(taps)
-        di, dq = (taps[1][0] - i0, taps[1][1] - q0) if n > 1 else (1, 0)
-        out.append((p, (i0, di, q0, dq, n)))
-    return out
 
 
 def abs_row_sums(w: np.ndarray) -> np.ndarray:

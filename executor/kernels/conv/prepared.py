@@ -1,8 +1,7 @@
-"""Compiled CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D and FULLY_CONNECTED.
+"""Compiled CONV_2D, GROUPED_CONV_2D and FULLY_CONNECTED (DEPTHWISE_CONV_2D: depthwise.py).
 
 When the filter, bias and parameters are constants (the usual case), the
-preparers lay the filter out once for a single matrix multiply (or for the
-depthwise tap loop), precompute the fuse clamp and, for quantized operations,
+preparers lay the filter out once for a single matrix multiply, precompute the fuse clamp and, for quantized operations,
 the per-channel fixed-point requantization and the accumulator bound that
 proves a float32 GEMM exact (|partial sums| < 2**24; else float64, exact below
 2**53). Each run is then: subtract the input zero point while casting, pad,
@@ -15,11 +14,8 @@ convolutions that are mostly padding form only the products with the input (gemm
 large patch matrices are either not made at all (gemm.shifted_gemm: one GEMM per tap over the padded
 input at full width) or made a cache-sized piece at a time; grouped ones are one batched GEMM.
 
-Depthwise convolutions of one image (large ones, or unit-stride ones with few
-channels) are computed at full width (gemm.depthwise_full_width: the input split
-into its stride phases, each tap one contiguous range, the junk columns dropped
-after the epilogue); per-channel constants are applied to long rows
-(gemm.ChannelRows), which numpy does several times faster than C at a time.
+Per-channel constants are applied to long rows (gemm.ChannelRows), which numpy
+does several times faster than C at a time.
 
 Float16 operands, non-constant filters and anything unexpected at run time go
 to the plain kernel. TRANSPOSE_CONV_2D's preparer (conv_transpose.py) reuses
@@ -37,20 +33,14 @@ from ..common import QUANT8, QUANT_RANGE, clip_ufunc, explicit_out_size, fuse_ra
 from .reference import window
 from .quant import real_multipliers
 from .gemm import (
-    FEW_CHANNELS,
-    MANY_CHANNELS,
-    SMALL_DEPTHWISE,
     ChannelRows,
     CLIPPED_MIN_PADDING,
     abs_row_sums,
     clipped_taps,
-    depthwise,
-    depthwise_full_width,
     exact_dtype,
     im2col,
     pad_hw,
     patch_chunk_rows,
-    row_length,
     shifted_gemm,
     shifted_gemm_pays,
     tap_window,
@@ -124,8 +114,7 @@ def gemm_domain(pctx, filters: np.ndarray) -> tuple[float, np.dtype, int]:
 
 
 class PreparedConv:
-    """One convolution with its filter laid out: `gemm` [K, O] (one group), `grouped` [G, K, O/G], or
-    `taps` [kh, kw, O] (depthwise, input channels repeated `multiplier` times).
+    """One convolution with its filter laid out: `gemm` [K, O] (one group) or `grouped` [G, K, O/G].
 
     Results never share memory with the input (the plain kernel's neither): the accumulator is always
     a new array or a buffer, never the input itself."""
@@ -136,7 +125,7 @@ class PreparedConv:
         self.kernel = pctx.step.kernel
         self.args = args
         self.nchw = args.nchw
-        self.kind, self.groups, self.multiplier = layout
+        self.kind, self.groups = layout
         flt = args.filter
         o, kh, kw, cg = flt.array.shape
         self.kernel_hw = (kh, kw)
@@ -145,44 +134,21 @@ class PreparedConv:
         quant = pctx.step.bound.operand("input").type.code in QUANT8
         with np.errstate(invalid="ignore"):   # a signaling NaN weight stays NaN, quietly
             w = flt.array.astype(np.float64) - (flt.zero_point if quant else 0)
-        if self.kind == "depthwise":  # [1, kh, kw, C*M] -> [C*M, kh, kw]
-            w = w[0].transpose(2, 0, 1)
-            o, self.channels = cg, cg // self.multiplier
         bound, self.dtype, self.zero_point = gemm_domain(pctx, w)
-        if self.kind == "depthwise":
-            self.weights = np.ascontiguousarray(w.transpose(1, 2, 0), self.dtype)
-        elif self.kind == "gemm":
+        if self.kind == "gemm":
             self.weights = np.ascontiguousarray(w.reshape(o, -1).T, self.dtype)
         else:
             g = self.groups
             self.weights = np.ascontiguousarray(w.reshape(g, o // g, -1).transpose(0, 2, 1), self.dtype)
         self.out_channels = o
-        if self.kind != "depthwise":
-            # per filter row and column: whether its weights are all finite (only those taps may be dropped
-            # where they read nothing but padding, see gemm.tap_window)
-            finite = np.isfinite(w).all(axis=(0, 3))
-            self.finite_rows, self.finite_cols = finite.all(axis=1), finite.all(axis=0)
-            self.plans: dict = {}
+        # per filter row and column: whether its weights are all finite (only those taps may be dropped
+        # where they read nothing but padding, see gemm.tap_window)
+        finite = np.isfinite(w).all(axis=(0, 3))
+        self.finite_rows, self.finite_cols = finite.all(axis=1), finite.all(axis=0)
+        self.plans: dict = {}
         self.epilogue = Epilogue(pctx, args.bias, flt, args.fuse, bound)
         self.geometry: dict = {}
-        self.tiled: dict = {}
         self.scratch = pctx.compiled.scratch
-
-    def _tiled(self, width: int) -> np.ndarray:
-        """Depthwise taps repeated `width` times along the channel axis, made once per width."""
-        tiled = self.tiled.get(width)
-        if tiled is None:
-            tiled = self.tiled[width] = np.tile(self.weights, (1, 1, width))
-        return tiled
-
-    def _tiled_rows(self, pixels: int) -> np.ndarray:
-        """Depthwise taps [kh, kw, L] repeated to the row length for `pixels` pixels, made once."""
-        key = ("rows", pixels)
-        tiled = self.tiled.get(key)
-        if tiled is None:
-            reps = row_length(pixels, self.out_channels) // self.out_channels
-            tiled = self.tiled[key] = np.tile(self.weights, (1, 1, reps))
-        return tiled
 
     def _geometry(self, ctx, h: int, w: int):
         """(pads, strides, dilations, (OH, OW)) for an input size, worked out once per size."""
@@ -249,17 +215,6 @@ class PreparedConv:
         out = epilogue(acc, epilogue.output(octx, shape))
         return [out.transpose(0, 3, 1, 2) if self.nchw else out]
 
-    def _full_width(self, n: int, shape: tuple, strides: tuple, padded: np.ndarray) -> bool:
-        """Whether depthwise_full_width applies and pays: one image; an output too large for one einsum,
-        or unit strides and few channels (where the einsum over copied taps is slower); strided, fewer
-        than MANY_CHANNELS; junk columns adding at most a quarter."""
-        if n != 1 or (shape[1] * shape[2] * shape[3] <= SMALL_DEPTHWISE
-                      and (strides != (1, 1) or shape[3] >= FEW_CHANNELS)):
-            return False
-        if strides != (1, 1) and shape[3] >= MANY_CHANNELS:
-            return False   # gemm.depthwise: one einsum over the strided windows
-        return 4 * -(-padded.shape[2] // strides[1]) <= 5 * shape[2]
-
     def __call__(self, ctx):
         v = ctx.inputs[self.x]
         if v is None or v.array.ndim != 4:
@@ -273,32 +228,7 @@ class PreparedConv:
             return self.kernel(ctx)
         # NHWC results are computed straight into output 0's buffer (NCHW ones are a transpose of it)
         octx = None if self.nchw else ctx
-        if self.kind != "depthwise":
-            return self._gemm_conv(ctx, x, octx)
-        padded = pad_hw(x, pads, self.scratch, self.dtype, self.zero_point)
-        shape = (n, *out_hw, self.out_channels)
-        epilogue = self.epilogue
-        if self.kind == "depthwise":
-            if self.multiplier > 1:
-                padded = np.repeat(padded, self.multiplier, axis=3)
-            if self._full_width(n, shape, strides, padded):
-                # computed at full width (contiguous taps), the junk columns dropped at the end
-                wide = (1, out_hw[0], -(-padded.shape[2] // strides[1]), self.out_channels)
-                # (the wide accumulator is scratch for float too: the valid columns are copied out)
-                acc = depthwise_full_width(padded, self.weights, out_hw, strides, dilations,
-                                           self.scratch.get("acc", wide, self.dtype), self.scratch,
-                                           self._tiled_rows)
-                if epilogue.quant:
-                    acc = epilogue(acc, self.scratch.get("wide", wide, epilogue.out_dtype))
-                else:
-                    acc = epilogue(acc)
-                out = np.empty(shape, acc.dtype) if octx is None else octx.output_buffer(0, shape, acc.dtype)
-                np.copyto(out, acc[:, :, :out_hw[1]])
-                return [out.transpose(0, 3, 1, 2) if self.nchw else out]
-            acc = depthwise(padded, self.weights, out_hw, strides, dilations,
-                            epilogue.buffer(self.scratch, shape, self.dtype, octx), self.scratch, self._tiled)
-        out = epilogue(acc, epilogue.output(octx, shape))
-        return [out.transpose(0, 3, 1, 2) if self.nchw else out]
+        return self._gemm_conv(ctx, x, octx)
 
 
 class GemmPlan:
@@ -348,26 +278,20 @@ def _prepare(pctx, layout):
     args = pctx.args
     flt, bias = args.filter, args.bias
     if flt is None or bias is None or flt.array.ndim != 4 or bias.array.ndim != 1 \
-            or bias.array.shape[0] != flt.array.shape[0 if layout[0] != "depthwise" else 3]:
+            or bias.array.shape[0] != flt.array.shape[0]:
         return None
     return PreparedConv(pctx, args, layout)
 
 
 @prepare(Op.CONV_2D)
 def prepare_conv_2d(pctx):
-    return _prepare(pctx, ("gemm", 1, 1))
+    return _prepare(pctx, ("gemm", 1))
 
 
 @prepare(Op.GROUPED_CONV_2D)
 def prepare_grouped_conv_2d(pctx):
     groups = pctx.args.groups
-    return _prepare(pctx, ("grouped", groups, 1)) if groups and groups > 0 else None
-
-
-@prepare(Op.DEPTHWISE_CONV_2D)
-def prepare_depthwise_conv_2d(pctx):
-    multiplier = pctx.args.multiplier
-    return _prepare(pctx, ("depthwise", 1, multiplier)) if multiplier and multiplier > 0 else None
+    return _prepare(pctx, ("grouped", groups)) if groups and groups > 0 else None
 
 
 class PreparedFullyConnected:
