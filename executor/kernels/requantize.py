@@ -40,7 +40,6 @@ import numpy as np
 
 from .common import clip_ufunc as _clip
 from .fixedpoint import INT32_MAX, INT32_MIN, multiply_by_quantized_multiplier, quantize_multipliers
-from .conv.gemm import ChannelRows
 from .scratch import Scratch
 
 
@@ -380,3 +379,7 @@ class Requantizer:
         if neg is not None:
             x += neg
         x >>= self.k
+
+
+# (last: importing conv.gemm runs the conv package, whose kernels import the Requantizer defined above)
+from .conv.gemm import ChannelRows  # noqa: E402

@@ -14,7 +14,6 @@ Each test also asserts which form was chosen, so it fails if the form it checks 
 import numpy as np
 import pytest
 
-import executor.kernels.conv  # noqa: F401  (first: requantize.py imports conv.gemm, whose package imports it)
 from executor.kernels import fixedpoint as fp
 from executor.kernels.requantize import Requantizer
 

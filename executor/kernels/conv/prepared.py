@@ -7,7 +7,9 @@ the per-channel fixed-point requantization and the accumulator bound that
 proves a float32 GEMM exact (|partial sums| < 2**24; else float64, exact below
 2**53). Each run is then: subtract the input zero point while casting, pad,
 im2col, GEMM, bias, clamp or requantize. The results equal the plain kernels'
-(reference.py) bit for bit in the quantized case.
+(reference.py) bit for bit in the quantized case. Where it keeps the bound (int8
+inputs), the input zero point is folded into the bias instead (quant_domain):
+a plain cast, padding with the zero point.
 
 Depthwise convolutions of one image (large ones, or unit-stride ones with few
 channels) are computed at full width (gemm.depthwise_full_width: the input split
@@ -53,14 +55,16 @@ class Epilogue:
     """Accumulator [..., O] -> output: + bias and the fuse clamp (float, in place: the accumulator is the
     output), or the requantizer (quantized: the accumulator is scratch, the result goes to `out`)."""
 
-    def __init__(self, pctx, bias, flt, fuse: int, acc_bound: float):
+    def __init__(self, pctx, bias, flt, fuse: int, acc_bound: float, bias_shift=None):
         in_type, out = pctx.step.bound.operand("input").type, pctx.out_type()
         lo, hi = fuse_range(fuse, out.code, out.scale, out.zero_point)
         channels = bias.array.shape[0]
         self.quant = in_type.code in QUANT8
         self.out_dtype = out.dtype
         if self.quant:
-            self.requant = Requantizer(bias.array, real_multipliers(pctx, in_type.scale, flt, channels),
+            # (bias_shift: the input zero point folded in, see folded_domain)
+            total = bias.array.astype(np.int64) + (0 if bias_shift is None else bias_shift)
+            self.requant = Requantizer(total, real_multipliers(pctx, in_type.scale, flt, channels),
                                        out.zero_point, lo, hi, out.dtype, acc_bound, pctx.compiled.scratch)
         else:
             self.bias = bias.array.astype(np.float32)
@@ -111,6 +115,43 @@ def gemm_domain(pctx, filters: np.ndarray) -> tuple[float, np.dtype, int]:
     return bound, dtype, t.zero_point
 
 
+def folded_domain(pctx, filters: np.ndarray, domain: tuple):
+    """The GEMM domain with the input zero point z folded into the bias, given gemm_domain's result:
+    sum (q - z) w = sum q w - z sum w, so the GEMM reads q itself (a plain cast instead of a subtracting
+    one; padding is z) and each output channel's bias is shifted by -z sum w, exactly (integers). Taken
+    for quantized inputs where max |q| <= max |q - z| (the bound does not grow: int8, not a uint8 input
+    centred at 128): (bound, dtype, fill = z, bias shift [O]) or None."""
+    t = pctx.step.bound.operand("input").type
+    if t.code not in QUANT8 or not t.zero_point:
+        return None
+    lo, hi = QUANT_RANGE[t.code]
+    if max(-lo, hi) > max(t.zero_point - lo, hi - t.zero_point):
+        return None
+    bound = float(abs_row_sums(filters).max(initial=0)) * max(-lo, hi)
+    dtype = exact_dtype(bound)
+    if dtype is None or dtype.itemsize > domain[1].itemsize:
+        return None
+    sums = filters.reshape(filters.shape[0], -1).sum(axis=1)   # integers below 2^53: exact
+    return bound, dtype, t.zero_point, -t.zero_point * np.rint(sums).astype(np.int64)
+
+
+def quant_domain(pctx, filters: np.ndarray, bias, flt, fuse: int) -> tuple:
+    """(GEMM dtype, zero point subtracted from the input, padding value, Epilogue) for filters [O, ...]
+    in the accumulation domain: folded_domain's where it applies, unless only gemm_domain's requantizer
+    has the proven float32 form (the fold's bias shift makes the float32 constants larger, and their
+    rounding coarser); otherwise gemm_domain's."""
+    bound, dtype, zero_point = gemm_domain(pctx, filters)
+    folded = folded_domain(pctx, filters, (bound, dtype))
+    if folded is not None:
+        f_bound, f_dtype, fill, shift = folded
+        epilogue = Epilogue(pctx, bias, flt, fuse, f_bound, shift)
+        if epilogue.requant.f32 is not None:
+            return f_dtype, 0, fill, epilogue
+        plain = Epilogue(pctx, bias, flt, fuse, bound)
+        return (dtype, zero_point, 0, plain) if plain.requant.f32 is not None else (f_dtype, 0, fill, epilogue)
+    return dtype, zero_point, 0, Epilogue(pctx, bias, flt, fuse, bound)
+
+
 class PreparedConv:
     """One convolution with its filter laid out: `gemm` [K, O] (one group), `grouped` [G, K, O/G], or
     `taps` [kh, kw, O] (depthwise, input channels repeated `multiplier` times).
@@ -136,7 +177,7 @@ class PreparedConv:
         if self.kind == "depthwise":  # [1, kh, kw, C*M] -> [C*M, kh, kw]
             w = w[0].transpose(2, 0, 1)
             o, self.channels = cg, cg // self.multiplier
-        bound, self.dtype, self.zero_point = gemm_domain(pctx, w)
+        self.dtype, self.zero_point, self.fill, self.epilogue = quant_domain(pctx, w, args.bias, flt, args.fuse)
         if self.kind == "depthwise":
             self.weights = np.ascontiguousarray(w.transpose(1, 2, 0), self.dtype)
         elif self.kind == "gemm":
@@ -145,7 +186,6 @@ class PreparedConv:
             g = self.groups
             self.weights = np.ascontiguousarray(w.reshape(g, o // g, -1).transpose(0, 2, 1), self.dtype)
         self.out_channels = o
-        self.epilogue = Epilogue(pctx, args.bias, flt, args.fuse, bound)
         self.geometry: dict = {}
         self.tiled: dict = {}
         self.scratch = pctx.compiled.scratch
@@ -199,7 +239,7 @@ class PreparedConv:
         pads, strides, dilations, out_hw = self._geometry(ctx, h, w)
         if min(out_hw) <= 0:
             return self.kernel(ctx)
-        padded = pad_hw(x, pads, self.scratch, self.dtype, self.zero_point)
+        padded = pad_hw(x, pads, self.scratch, self.dtype, self.zero_point, self.fill)
         shape = (n, *out_hw, self.out_channels)
         # NHWC results are computed straight into output 0's buffer (NCHW ones are a transpose of it)
         octx = None if self.nchw else ctx
@@ -278,10 +318,9 @@ class PreparedFullyConnected:
         quant = bound.operand("input").type.code in QUANT8
         with np.errstate(invalid="ignore"):   # a signaling NaN weight stays NaN, quietly
             w = weights.array.astype(np.float64) - (weights.zero_point if quant else 0)
-        bound, self.dtype, self.zero_point = gemm_domain(pctx, w)
+        self.dtype, self.zero_point, _, self.epilogue = quant_domain(pctx, w, bias, weights, args.fuse)
         self.size = w.shape[1]
         self.weights = np.ascontiguousarray(w.T, self.dtype)
-        self.epilogue = Epilogue(pctx, bias, weights, args.fuse, bound)
         self.scratch = pctx.compiled.scratch
 
     def __call__(self, ctx):
@@ -289,9 +328,13 @@ class PreparedFullyConnected:
         if v is None or v.array.ndim < 2 or v.array.size % self.size or v.array.size == 0:
             return self.kernel(ctx)
         rows = v.array.reshape(-1, self.size)
-        if rows.dtype != self.dtype:
+        if rows.dtype != self.dtype and self.zero_point:
             rows = np.subtract(rows, self.dtype.type(self.zero_point),
                                out=self.scratch.get("rows", rows.shape, self.dtype), casting="unsafe")
+        elif rows.dtype != self.dtype:   # (the zero point folded into the bias: a plain cast)
+            cast = self.scratch.get("rows", rows.shape, self.dtype)
+            np.copyto(cast, rows, casting="unsafe")
+            rows = cast
         shape = (rows.shape[0], self.weights.shape[1])
         acc = np.matmul(rows, self.weights, out=self.epilogue.buffer(self.scratch, shape, self.dtype, ctx))
         return [self.epilogue(acc, self.epilogue.output(ctx, shape))]
