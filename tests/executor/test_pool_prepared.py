@@ -4,11 +4,10 @@ RELU/RELU6 clamps, two input shapes, and a second run."""
 import numpy as np
 import pytest
 
-from executor.runtime import RunState, compile_model
 from nnapi import OperandCode as C
 from nnapi import OperandType
 from nnapi import OperationCode as Op
-from tests.executor.op_harness import build
+from tests.executor.op_harness import build, prepared_and_plain
 
 RNG = np.random.default_rng(31)
 TYPES = {np.int8: (C.TENSOR_QUANT8_ASYMM_SIGNED, 0.05, -20), np.uint8: (C.TENSOR_QUANT8_ASYMM, 0.05, 100),
@@ -45,14 +44,7 @@ def _values(dtype, shape):
                                                ((0, 0, 0, 0), (1, 1), (1, 1))])
 def test_prepared_max_pool_is_the_plain_kernel(dtype, fuse, pads, strides, filt):
     for shape in ((1, 9, 10, 5), (2, 7, 8, 3)):
-        model = _pool(dtype, shape, pads, strides, filt, fuse)
-        compiled = compile_model(model)
-        step = compiled.steps[0]
-        assert type(step.run).__name__ == "PreparedPool"
-        x = _values(dtype, shape)
-        fast = compiled.run([x], RunState(2.0))[0].array.copy()
-        again = compiled.run([x], RunState(2.0))[0].array.copy()
-        step.run = step.kernel
-        slow = compiled.run([x], RunState(2.0))[0].array
+        fast, again, slow = prepared_and_plain(_pool(dtype, shape, pads, strides, filt, fuse), _values(dtype, shape),
+                                               prepared="PreparedPool")
         assert fast.dtype == slow.dtype and np.array_equal(fast, slow, equal_nan=True)
         assert np.array_equal(again, slow, equal_nan=True)

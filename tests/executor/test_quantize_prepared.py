@@ -4,11 +4,10 @@ range), infinities, values past float32's exact integers, int8 and uint8 outputs
 import numpy as np
 import pytest
 
-from executor.runtime import RunState, compile_model
 from nnapi import OperandCode as C
 from nnapi import OperandType
 from nnapi import OperationCode as Op
-from tests.executor.op_harness import build
+from tests.executor.op_harness import build, prepared_and_plain
 
 RNG = np.random.default_rng(8)
 
@@ -22,12 +21,6 @@ def test_prepared_quantize_is_the_plain_kernel(code, scale, zp):
                         np.nextafter(halves, np.float32(0)), np.nextafter(halves, np.float32(np.inf))])
     x = x.reshape(1, -1).astype(np.float32)
     model = build(Op.QUANTIZE, [(OperandType(C.TENSOR_FLOAT32, x.shape), None)], [OperandType(code, x.shape, scale, zp)])
-    compiled = compile_model(model)
-    step = compiled.steps[0]
-    assert type(step.run).__name__ == "PreparedQuantize"
-    fast = compiled.run([x], RunState(2.0))[0].array.copy()
-    again = compiled.run([x], RunState(2.0))[0].array.copy()
-    step.run = step.kernel
-    slow = compiled.run([x], RunState(2.0))[0].array
+    fast, again, slow = prepared_and_plain(model, x, prepared="PreparedQuantize")
     assert fast.dtype == slow.dtype and np.array_equal(fast, slow) and np.array_equal(again, slow)
     assert len(np.unique(fast)) > 100

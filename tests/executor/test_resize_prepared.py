@@ -10,6 +10,7 @@ from executor.runtime import RunState, compile_model
 from nnapi import OperandCode as C
 from nnapi import OperandType
 from nnapi import OperationCode as Op
+from tests.executor.op_harness import prepared_and_plain
 
 RNG = np.random.default_rng(5)
 
@@ -55,14 +56,7 @@ def _values(dtype, shape):
 
 
 def _both(model, x):
-    compiled = compile_model(model)
-    step = compiled.steps[0]
-    assert type(step.run).__name__ == "PreparedResizeBilinear"
-    fast = compiled.run([x], RunState(2.0))[0].array.copy()
-    again = compiled.run([x], RunState(2.0))[0].array.copy()
-    step.run = step.kernel
-    slow = compiled.run([x], RunState(2.0))[0].array
-    return fast, again, slow
+    return prepared_and_plain(model, x, prepared="PreparedResizeBilinear")
 
 
 @pytest.mark.parametrize("dtype", list(TYPES))
