@@ -45,6 +45,8 @@ from .scratch import Scratch
 
 # accumulators of at most this many values take the paths with the fewest numpy calls
 SMALL = 4096
+# int8 results are computed offset by 128 (non-negative, so truncating casts floor) and flipped back
+_TOP_BIT = np.uint8(0x80)
 
 
 def _steps_agree(a: np.ndarray, steps: np.ndarray, acc_bound: int, mf: np.ndarray, cf: np.ndarray) -> np.ndarray:
@@ -223,9 +225,10 @@ class Requantizer:
             for c32, v in zip(consts, nudged[1]):
                 c32[ch] = v
         scalar = bool(np.all(mf32 == mf32[0]))
-        rows = ChannelRows(*consts) if scalar else ChannelRows(mf32, *consts)
         bounds = [(0.0, float(hi - z)), (float(lo), float(z))] if self.needs_sign else [(float(lo), float(hi))]
-        self.f32 = (rows, mf32[0] if scalar else None, bounds)
+        # (the multiplier, the constants per part, as they broadcast over [..., C]), the clamps
+        self.f32 = ((None, mf32[0] if scalar else mf32, consts), bounds)
+        self.plans32: dict = {}
 
     def __call__(self, acc, out: np.ndarray = None) -> np.ndarray:
         """The requantized acc; written into `out` (acc's shape, the output dtype) when given."""
@@ -257,34 +260,59 @@ class Requantizer:
         acc [..., C] is contiguous: numpy then broadcasts long rows instead of C values at a time."""
         return self.tiled(acc)
 
+    def _plan32(self, shape: tuple) -> tuple:
+        """(row shape, multiplier, constants) for contiguous accumulators of `shape`: [rows, L] with the
+        per-channel values repeated to L (gemm.row_length: long rows, which numpy runs several times
+        faster than C values at a time), made once per shape."""
+        flat, _ = self.f32
+        _, mf, consts = flat
+        c = shape[-1] if shape else 0
+        pixels = int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) >= 2 else 0
+        plan = flat
+        if pixels and c == self.m.size:
+            length = row_length(pixels, c)
+            reps = length // c
+            plan = ((-1, length), mf if np.ndim(mf) == 0 else np.tile(mf, reps), [np.tile(k, reps) for k in consts])
+        if len(self.plans32) >= 64:   # (dynamic shapes could otherwise grow it without end)
+            self.plans32.clear()
+        self.plans32[shape] = plan
+        return plan
+
     def _float32(self, acc: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """The proven float32 form (see _try_float32): multiply, add, clamp, truncating cast (the floor:
-        the clamp keeps values non-negative) -- half the memory traffic of the float64 passes. Split at
-        the zero point (the sign term): the P and N parts each added and clamped, cast and summed."""
-        rows, mf, bounds = self.f32
-        if mf is None:
-            acc2, mf, *consts = rows(acc)
+        """The proven float32 form (see _try_float32) into the contiguous `out`: multiply, add, clamp,
+        truncating cast (the floor: the clamp keeps values non-negative) -- half the memory traffic of
+        the float64 passes. Split at the zero point (the sign term): the P and N parts each added and
+        clamped, cast and summed."""
+        if acc.flags.c_contiguous:
+            plan = self.plans32.get(acc.shape)
+            if plan is None:
+                plan = self._plan32(acc.shape)
         else:
-            acc2, *consts = rows(acc)
+            plan = self.f32[0]
+        rows, mf, consts = plan
+        if rows is not None:
+            acc = acc.reshape(rows)
+        bounds = self.f32[1]
         scratch = self.scratch
-        t = scratch.get("t32", acc2.shape, np.float32)
-        np.multiply(acc2, mf, out=t)
+        t = scratch.get("t32", acc.shape, np.float32)
+        np.multiply(acc, mf, out=t)
+        stored = out.view(np.uint8).reshape(acc.shape)
         if len(consts) == 1:
             t += consts[0]
             _clip(t, *bounds[0], out=t)
-            return self._store(t, out)
-        n = scratch.get("n32", acc2.shape, np.float32)
-        np.add(t, consts[1], out=n)
-        t += consts[0]
-        _clip(t, *bounds[0], out=t)
-        _clip(n, *bounds[1], out=n)
-        p8 = scratch.get("p8", acc2.shape, np.uint8)
-        np.copyto(p8, t, casting="unsafe")
-        stored = out.reshape(t.shape).view(np.uint8)
-        np.copyto(stored, n, casting="unsafe")
-        stored += p8
+            np.copyto(stored, t, casting="unsafe")
+        else:
+            n = scratch.get("n32", acc.shape, np.float32)
+            np.add(t, consts[1], out=n)
+            t += consts[0]
+            _clip(t, *bounds[0], out=t)
+            _clip(n, *bounds[1], out=n)
+            p8 = scratch.get("p8", acc.shape, np.uint8)
+            np.copyto(p8, t, casting="unsafe")
+            np.copyto(stored, n, casting="unsafe")
+            stored += p8
         if self.offset:
-            np.bitwise_xor(stored, np.uint8(0x80), out=stored)
+            np.bitwise_xor(stored, _TOP_BIT, out=stored)
         return out
 
     def _store(self, values: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -382,4 +410,4 @@ class Requantizer:
 
 
 # (last: importing conv.gemm runs the conv package, whose kernels import the Requantizer defined above)
-from .conv.gemm import ChannelRows  # noqa: E402
+from .conv.gemm import ChannelRows, row_length  # noqa: E402

@@ -44,7 +44,7 @@ def test_split_float32_form_on_every_accumulator_value(dtype, zp, lo, hi, reals)
     bound = 1 << 16
     bias = np.array([1234, -4321, 0, 77])
     r = Requantizer(bias, np.array(reals), zp, lo, hi, dtype, bound)
-    assert r.needs_sign and r.f32 is not None and len(r.f32[2]) == 2   # the split float32 form
+    assert r.needs_sign and r.f32 is not None and len(r.f32[1]) == 2   # the split float32 form
     acc, got = _every_value(r, bound, 4)
     assert got.dtype == np.dtype(dtype) and np.array_equal(got, _want(acc, bias, reals, zp, lo, hi))
 
@@ -55,7 +55,7 @@ def test_relu_float32_form_on_every_accumulator_value(dtype, zp, lo, hi, reals):
     bound = 1 << 16
     bias = np.array([-999, 31337, 5])
     r = Requantizer(bias, np.array(reals), zp, lo, hi, dtype, bound)
-    assert not r.needs_sign and r.f32 is not None and len(r.f32[2]) == 1
+    assert not r.needs_sign and r.f32 is not None and len(r.f32[1]) == 1
     acc, got = _every_value(r, bound, 3)
     assert np.array_equal(got, _want(acc, bias, reals, zp, lo, hi))
 
