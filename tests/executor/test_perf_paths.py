@@ -451,7 +451,10 @@ def _softmax_model(code_t, shape, scale, zp, beta, axis=None):
 @pytest.mark.parametrize("qtype", [Q8, QS8])
 @pytest.mark.parametrize("shape,axis,scale,beta", [((1, 10), None, 0.1, 1.0), ((3, 256), None, 0.05, 1.0),
                                                    ((2, 5, 7), 1, 0.5, 0.7), ((2, 3, 4, 9), 0, 1.0, 2.0),
-                                                   ((4, 100), -1, 0.01, 1e-3 * 1000)])
+                                                   ((4, 100), -1, 0.01, 1e-3 * 1000),
+                                                   # more rows than MAX_ROWS: the [length, rows] form
+                                                   ((1, 20, 20, 3), None, 0.1, 1.0), ((300, 7), -1, 0.05, 1.0),
+                                                   ((2, 5, 80), 1, 0.5, 0.7), ((70, 256), None, 0.05, 1.0)])
 def test_quantized_softmax_prepared_equals_the_kernel(qtype, shape, axis, scale, beta):
     code_t, lo, hi, dt = qtype
     model = _softmax_model(code_t, shape, scale, (lo + hi) // 2, beta, axis)
@@ -468,11 +471,11 @@ def test_quantized_softmax_prepared_equals_the_kernel(qtype, shape, axis, scale,
         assert fast.dtype == slow.dtype and np.array_equal(fast, slow)
 
 
-def test_quantized_softmax_many_rows_falls_back_to_the_kernel():
+def test_quantized_softmax_many_rows_equals_the_kernel():
     model = _softmax_model(C.TENSOR_QUANT8_ASYMM, (200, 3), 0.1, 128, 1.0)
     x = RNG.integers(0, 256, (200, 3)).astype(np.uint8)
-    fast, slow, _ = _run_both(model, x)
-    assert np.array_equal(fast, slow)
+    fast, slow, prepared = _run_both(model, x)
+    assert np.array_equal(fast, slow) and 200 > prepared[0].MAX_ROWS
 
 
 # -- RESHAPE with a constant shape --------------------------------------------------------------------

@@ -76,19 +76,28 @@ FLIP_MIN_SIZE = 4096
 FEW_PLANES = 8
 
 
-def pad_hw(x: np.ndarray, pads: tuple, scratch: Scratch, dtype, zero_point: int = 0,
+def pad_hw(x: np.ndarray, pads: tuple, scratch: Scratch, dtype, zero_point: int = 0, fill: int = 0,
            contiguous: bool = False) -> np.ndarray:
-    """x (NHWC) - zero_point as `dtype`, zero-padded by (top, bottom, left, right), in a reused buffer:
-    only the interior is written, so the border stays zero from the buffer's creation. With nothing to
-    change x itself is returned, unless `contiguous` asks for a C-contiguous result and x is not."""
+    """x (NHWC) - zero_point as `dtype`, padded by (top, bottom, left, right) with `fill`, in a reused
+    buffer: only the interior is written, so the border stays as it was filled at the buffer's creation.
+    With nothing to change x itself is returned, unless `contiguous` asks for a C-contiguous result and x
+    is not."""
     top, bottom, left, right = pads
     n, h, w, c = x.shape
     dtype = np.dtype(dtype)
     if not (top or bottom or left or right or zero_point) and x.dtype == dtype \
             and (x.flags.c_contiguous or not contiguous):
         return x
-    # keyed by the padding too: the border of a shared buffer must be where this call expects it
-    out = scratch.get(("padded", pads), (n, h + top + bottom, w + left + right, c), dtype)
+    # keyed by the padding and fill too: the border of a shared buffer must be what this call expects
+    shape = (n, h + top + bottom, w + left + right, c)
+    if fill and (top or bottom or left or right):
+        out = scratch.get(("padded", pads, fill), shape, dtype)
+        filled = scratch.get(("padded", pads, fill, shape, dtype), (), np.bool_)   # (per thread, as the buffer)
+        if not filled:
+            out.fill(fill)
+            filled[()] = True
+    else:
+        out = scratch.get(("padded", pads), shape, dtype)
     interior = out[:, top: top + h, left: left + w]
     if c <= FEW_PLANES and x.strides[3] > x.strides[2] and x.size >= FLIP_MIN_SIZE:
         # a channels-first image seen channels last (an NCHW input's transpose): one copy per channel
