@@ -252,6 +252,8 @@ class PreparedConv:
                 cols = cols.reshape(m, -1, g, c // g).transpose(2, 0, 1, 3)
                 cols = cols[:, :, 0] if cols.shape[2] == 1 else cols.reshape(g, m, -1)
                 np.matmul(cols, plan.weights, out=acc.reshape(m, g, -1).transpose(1, 0, 2))
+        if plan.dropped is not None:
+            acc += plan.dropped
         out = epilogue(acc, epilogue.output(octx, shape))
         return [out.transpose(0, 3, 1, 2) if self.nchw else out]
 
@@ -285,9 +287,7 @@ class GemmPlan:
             return (tap_window(h, top, self.strides[0], kh, self.dilations[0], self.out_hw[0], prune),
                     tap_window(w, left, self.strides[1], kw, self.dilations[1], self.out_hw[1], prune))
 
-        # taps reading only padding may be dropped where the padding is zero in the GEMM's domain (not with
-        # the input zero point folded into the bias: that padding is the zero point, see quant_domain)
-        (i0, ki, ct, cb, pt, pb), (j0, kj, cl, cr, pl, pr) = windows(not conv.fill)
+        (i0, ki, ct, cb, pt, pb), (j0, kj, cl, cr, pl, pr) = windows(True)
         rows, cols = np.ones(kh, bool), np.ones(kw, bool)
         rows[i0:i0 + ki], cols[j0:j0 + kj] = False, False   # the dropped rows and columns
         if not (conv.finite_rows[rows].all() and conv.finite_cols[cols].all()):
@@ -299,12 +299,20 @@ class GemmPlan:
         if (ki, kj) != (kh, kw):
             taps = np.ascontiguousarray(taps[:, i0:i0 + ki, j0:j0 + kj])   # (else a view: no copy of the weights)
         self.taps, self.weights = taps, taps.reshape(g, -1, o // g)
+        # with the input zero point z folded into the bias (quant_domain) the padding is z, not zero: a
+        # dropped tap would have added z * w at every output, so that constant is added back per channel
+        # (integers in the exact domain: the sum stays exact)
+        self.dropped = None
+        if conv.fill and (ki, kj) != (kh, kw):
+            full = conv.weights.reshape(g, kh, kw, c // g, o // g).sum(axis=(1, 2, 3), dtype=np.float64)
+            kept = taps.sum(axis=(1, 2, 3), dtype=np.float64)
+            self.dropped = (conv.fill * (full - kept)).reshape(-1).astype(conv.dtype)
         if conv.kind == "gemm":
             self.taps, self.weights = self.taps[0], self.weights[0]
         inner = (h - ct - cb, w - cl - cr)
         padded = (1, inner[0] + pt + pb, inner[1] + pl + pr, c)
         # mostly padding: clipped_taps forms only the products with the input (so not with a non-finite weight,
-        # whose products with the padding are NaN)
+        # whose products with the padding are NaN, nor with a folded zero point, whose padding is not zero)
         self.clipped = (conv.kind == "gemm" and padded[1] * padded[2] >= CLIPPED_MIN_PADDING * inner[0] * inner[1]
                         and conv.finite_rows.all() and not conv.fill)
         self.shifted = conv.kind == "gemm" and shifted_gemm_pays(padded, self.out_hw, self.kernel_hw, self.strides,
