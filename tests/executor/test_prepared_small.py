@@ -1,0 +1,78 @@
+"""The fast paths of small models' float operations (layer norms, attention, classifier heads) give
+their plain kernels' results bit for bit, on awkward values too; the kernels themselves are checked
+against numpy's float64 arithmetic."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nnapi import OperandCode as C, OperandType, OperationCode as Op
+from tests.executor.test_elementwise_prepared import assert_same_bits, model_of, run_both
+
+RNG = np.random.default_rng(22)
+F32, F16 = C.TENSOR_FLOAT32, C.TENSOR_FLOAT16
+_DTYPE = {F32: np.float32, F16: np.float16}
+
+
+def _values(shape, dtype, special=False):
+    x = (RNG.standard_normal(shape) * 3).astype(dtype)
+    if special and x.size >= 4:
+        x.reshape(-1)[:4] = [np.inf, -np.inf, np.nan, -0.0]
+    return x
+
+
+def _mean_model(code, shape, axes, keep):
+    axes_t = OperandType(C.TENSOR_INT32, (len(axes),))
+    keep_t = OperandType(C.INT32)
+    ax = {a % len(shape) for a in axes}
+    out = tuple(1 if i in ax else d for i, d in enumerate(shape)) if keep else \
+        tuple(d for i, d in enumerate(shape) if i not in ax) or (1,)
+    return model_of(Op.MEAN, [OperandType(code, shape), axes_t, keep_t], OperandType(code, out),
+                    {1: np.array(axes, np.int32), 2: np.int32(keep)})
+
+
+@pytest.mark.parametrize("code", [F32, F16])
+@pytest.mark.parametrize("shape,axes,keep", [((1, 65, 64), (-1,), 1), ((1, 32, 48), (2,), 0),
+                                             ((2, 7, 5, 12), (1, 2), 1), ((3, 4), (0, 1), 0),
+                                             ((2, 3, 4), (2, 0, -1), 1), ((1, 1, 1, 128), (1, 2), 0)])
+def test_float_mean_equals_the_kernel(code, shape, axes, keep):
+    m = _mean_model(code, shape, axes, keep)
+    for special in (False, True):
+        x = _values(shape, _DTYPE[code], special)
+        fast, slow = run_both(m, [x], "PreparedFloatMean")
+        assert_same_bits(fast, slow)
+        with np.errstate(invalid="ignore"):   # inf - inf
+            ref = np.mean(x.astype(np.float64), axis=tuple({a % len(shape) for a in axes}), keepdims=bool(keep))
+        np.testing.assert_allclose(slow.astype(np.float64), ref.reshape(slow.shape),
+                                   rtol=2e-3 if code == F16 else 1e-5, atol=1e-3 if code == F16 else 1e-5)
+
+
+def test_float_mean_of_another_shape_keeps_working():
+    m = _mean_model(F32, (0, 8), (1,), 1)   # a run-time shape: one plan per input shape
+    for shape in ((3, 8), (5, 8), (3, 8)):
+        x = _values(shape, np.float32)
+        fast, slow = run_both(m, [x], "PreparedFloatMean")
+        assert_same_bits(fast, slow)
+
+
+def _softmax_model(code, shape, beta, axis):
+    return model_of(Op.SOFTMAX, [OperandType(code, shape), OperandType(C.FLOAT32 if code == F32 else C.FLOAT16),
+                                 OperandType(C.INT32)], OperandType(code, shape),
+                    {1: (np.float32 if code == F32 else np.float16)(beta), 2: np.int32(axis)})
+
+
+@pytest.mark.parametrize("code", [F32, F16])
+@pytest.mark.parametrize("shape,beta,axis", [((1, 4, 65, 65), 1.0, -1), ((1, 12), 1.0, 1), ((2, 3, 5), 0.5, 1),
+                                             ((4, 6), 2.0, 0), ((1, 2, 32, 32), 1.0, 3)])
+def test_float_softmax_equals_the_kernel(code, shape, beta, axis):
+    m = _softmax_model(code, shape, beta, axis)
+    for special in (False, True):
+        x = _values(shape, _DTYPE[code], special)
+        fast, slow = run_both(m, [x], "PreparedFloatSoftmax")
+        assert_same_bits(fast, slow)
+    x = _values(shape, _DTYPE[code])
+    z = x.astype(np.float64) * beta
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    plain = run_both(m, [x])[1].astype(np.float64)
+    np.testing.assert_allclose(plain, e / e.sum(axis=axis, keepdims=True), rtol=1e-3 if code == F16 else 1e-6,
+                               atol=1e-6)
