@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from operator import itemgetter
 from typing import Optional, Sequence
 
 import numpy as np
@@ -275,9 +276,12 @@ class CompiledModel:
 
     def _build_program(self) -> None:
         """What run_values reads, worked out once: the environment is a list indexed by operand (one
-        extra None slot stands for absent operands), each step's input/output slots, the frees, and per
-        output the dtype and whether it is a tensor. `_last[o]` is (shape, type) of operand o's last
-        checked output: an output of that shape and dtype is wrapped without checking it again."""
+        extra None slot stands for absent operands), each step's input gatherer (an itemgetter of its
+        input slots), the frees, and per output the dtype, whether it is a tensor and whether it lives in
+        the memory plan's arena. `_last[o]` is (shape, type) of operand o's last checked output: an
+        output of that shape and dtype is wrapped without checking it again. `_held[o]` is the Value
+        last made for an arena output: a kernel that hands back the same buffer (ctx.output_buffer's
+        view, the same run after run) gets that Value again."""
         model = self.model
         n = len(model.operands)
 
@@ -291,10 +295,19 @@ class CompiledModel:
         self._input_slots = tuple(slot(i) for i in model.inputs)
         self._output_slots = tuple(slot(o) for o in model.outputs)
         self._last: list = [None] * n
+        self._held: list = [None] * n
+
+        def gatherer(ins: tuple):
+            """(get, many): get(env) is the one input Value (many False) or a tuple of them."""
+            if not ins:
+                return (lambda env: ()), True
+            return itemgetter(*ins), len(ins) > 1
+
         self._program_all = [
-            (step, tuple(slot(i) for i in step.inputs),
-             tuple((o, model.operands[o].channel_quant, model.operands[o].type.dtype, model.operands[o].type.is_tensor)
-                   for o in step.outputs),
+            (step, *gatherer(tuple(slot(i) for i in step.inputs)),
+             tuple((o, model.operands[o].channel_quant, model.operands[o].type.dtype, model.operands[o].type.is_tensor,
+                    k >= 0)
+                   for o, k in zip(step.outputs, step.slots)),
              tuple(slot(i) for i in step.frees))
             for step in self.steps]
         skipped = self._skipped_steps()
@@ -416,9 +429,9 @@ class CompiledModel:
             env[idx] = v
         trace = state.trace
         profile = state.profile.seconds if state.profile is not None and state.profile.root is self else None
-        last = self._last
-        for step, ins, outs, frees in (self._program if trace is None else self._program_all):
-            ctx = OpContext(self, step, [env[i] for i in ins], state)
+        last, held = self._last, self._held
+        for step, get, many, outs, frees in (self._program if trace is None else self._program_all):
+            ctx = OpContext(self, step, [*get(env)] if many else [get(env)], state)
             try:
                 if profile is None:
                     results = step.run(ctx)
@@ -434,11 +447,16 @@ class CompiledModel:
             if len(results) != len(outs):
                 raise op_failed(f"{ctx.where}: kernel produced {len(results)} outputs, expected {len(outs)}",
                                 operation=step.index)
-            for (o, cq, dt, tensor), arr in zip(outs, results):
-                # the common case: a tensor of the declared dtype and the shape this operand had last time
-                seen = last[o] if tensor and type(arr) is np.ndarray and arr.dtype == dt else None
-                v = env[o] = (Value(arr, seen[1], cq) if seen is not None and seen[0] == arr.shape
-                              else self._wrap_output(ctx, o, arr))
+            for (o, cq, dt, tensor, arena), arr in zip(outs, results):
+                v = held[o]
+                if v is None or v.array is not arr:
+                    # the common case: a tensor of the declared dtype and the shape this operand had last time
+                    seen = last[o] if tensor and type(arr) is np.ndarray and arr.dtype == dt else None
+                    v = (Value(arr, seen[1], cq) if seen is not None and seen[0] == arr.shape
+                         else self._wrap_output(ctx, o, arr))
+                    if arena and trace is None:
+                        held[o] = v
+                env[o] = v
                 if trace is not None:
                     trace[(id(self.model), o)] = v
             for i in frees:

@@ -7,7 +7,7 @@ import numpy as np
 
 from nnapi.codes import OperandCode as C, OperationCode as Op
 
-from ..registry import kernel
+from ..registry import kernel, prepare
 from .common import QUANT8, QUANT_RANGE, dequantize, requantize, round_half_away
 
 
@@ -33,13 +33,25 @@ def requantize_to(value, out_type) -> np.ndarray:
     return requantize(q - value.zero_point, real, out_type.zero_point, out_type.code)
 
 
-def quantize_float32(real: np.ndarray, out_type) -> np.ndarray:
-    """Android's float quantization: round(x / scale) in float32, half away from zero, plus zero point."""
+def quantize_float32(real: np.ndarray, out_type, work: tuple = (None, None), out: np.ndarray = None) -> np.ndarray:
+    """Android's float quantization: round(x / scale) in float32, half away from zero (std::round:
+    floor(|q| + 0.5) with q's sign), plus zero point, clamped with std::min/std::max (which send NaN to
+    the top of the range: fmin, then maximum). `work` (two float32 arrays of real's shape) and `out`
+    (the output dtype) receive the steps when given: QUANTIZE's fast path keeps them from run to run."""
     lo, hi = QUANT_RANGE[out_type.code]
     with np.errstate(all="ignore"):
-        q = round_half_away(real.astype(np.float32) / np.float32(out_type.scale)) + out_type.zero_point
-    # Android clamps with std::min/std::max, which send NaN to the top of the range
-    return np.where(np.isnan(q), hi, np.clip(q, lo, hi)).astype(out_type.dtype)
+        q = np.divide(real, np.float32(out_type.scale), out=work[0], dtype=np.float32)
+        r = np.abs(q, out=work[1])
+        r += np.float32(0.5)
+        np.floor(r, out=r)
+        np.copysign(r, q, out=r)
+        r += np.float32(out_type.zero_point)
+        np.fmin(r, np.float32(hi), out=r)
+        np.maximum(r, np.float32(lo), out=r)
+    if out is None:
+        return r.astype(out_type.dtype)
+    np.copyto(out, r, casting="unsafe")
+    return out
 
 
 # -- math -----------------------------------------------------------------------
@@ -105,6 +117,39 @@ def cast(ctx):
 @kernel(Op.QUANTIZE)
 def quantize_op(ctx):
     return [quantize_float32(as_float32(ctx.args.input), ctx.out_type())]
+
+
+class PreparedQuantize:
+    """QUANTIZE of a float32 or float16 tensor: quantize_float32 into work arrays and output 0's buffer
+    (the kernel allocates each step's result); anything else goes to the kernel."""
+
+    fresh_outputs = True
+
+    def __init__(self, pctx, dtype):
+        self.kernel = pctx.step.kernel
+        self.x = pctx.step.bound.positions["input"]   # (a run indexes ctx.inputs: cheaper than ctx.args)
+        self.dtype, self.out_type = dtype, pctx.out_type()
+        self.scratch = pctx.compiled.scratch
+
+    def __call__(self, ctx):
+        v = ctx.inputs[self.x]
+        if v is None or v.array.dtype != self.dtype:
+            return self.kernel(ctx)
+        shape = v.array.shape
+        work = (self.scratch.get("quantize", shape, F32), self.scratch.get("quantize_rounded", shape, F32))
+        return [quantize_float32(v.array, self.out_type, work, ctx.output_buffer(0, shape, self.out_type.dtype))]
+
+
+F32 = np.dtype(np.float32)
+
+
+@prepare(Op.QUANTIZE)
+def prepare_quantize(pctx):
+    t = pctx.step.bound.operand("input").type
+    if pctx.step.bound.runtime != {"input"} or not t.is_tensor or t.dtype not in (F32, np.dtype(np.float16)) \
+            or pctx.out_type().code not in QUANT_RANGE:
+        return None
+    return PreparedQuantize(pctx, t.dtype)
 
 
 @kernel(Op.DEQUANTIZE)

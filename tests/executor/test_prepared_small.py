@@ -76,3 +76,33 @@ def test_float_softmax_equals_the_kernel(code, shape, beta, axis):
     plain = run_both(m, [x])[1].astype(np.float64)
     np.testing.assert_allclose(plain, e / e.sum(axis=axis, keepdims=True), rtol=1e-3 if code == F16 else 1e-6,
                                atol=1e-6)
+
+
+def _android_quantize(x, scale, zero_point, lo, hi):
+    """Android's QUANTIZE written out: std::round(x / scale) in float32 (halves away from zero), + zero
+    point, std::max(lo, std::min(hi, q)) (NaN compares false: it ends at hi)."""
+    out = []
+    for v in x.astype(np.float32).reshape(-1):
+        q = np.float32(v) / np.float32(scale)
+        if np.isnan(q):
+            out.append(hi)
+            continue
+        r = np.float32(np.floor(np.float32(abs(q) + np.float32(0.5))))
+        q = np.float32((r if q >= 0 else -r) + np.float32(zero_point))
+        out.append(int(max(lo, min(hi, q))))
+    return np.array(out).reshape(x.shape)
+
+
+@pytest.mark.parametrize("code", [F32, F16])
+@pytest.mark.parametrize("qcode,zero_point,lo,hi", [(C.TENSOR_QUANT8_ASYMM, 128, 0, 255),
+                                                    (C.TENSOR_QUANT8_ASYMM_SIGNED, -3, -128, 127)])
+@pytest.mark.parametrize("shape", [(1, 1), (1, 49, 40)])
+def test_quantize_equals_the_kernel_and_android(code, qcode, zero_point, lo, hi, shape):
+    scale = 0.0625
+    m = model_of(Op.QUANTIZE, [OperandType(code, shape)], OperandType(qcode, shape, scale, zero_point))
+    halves = (np.arange(np.prod(shape)) - np.prod(shape) // 2 + 0.5) * scale   # every tie, both signs
+    for x in (_values(shape, _DTYPE[code], special=True) * 5, halves.reshape(shape).astype(_DTYPE[code]),
+              np.nextafter(halves, 0).reshape(shape).astype(_DTYPE[code])):
+        fast, slow = run_both(m, [x], "PreparedQuantize")
+        assert_same_bits(fast, slow)
+        assert np.array_equal(slow, _android_quantize(x, scale, zero_point, lo, hi))
