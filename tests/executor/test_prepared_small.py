@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import nnapi
+from executor.runtime import RunState, compile_model
 from nnapi import OperandCode as C, OperandType, OperationCode as Op
 from tests.executor.test_elementwise_prepared import assert_same_bits, model_of, run_both
 
@@ -106,3 +108,64 @@ def test_quantize_equals_the_kernel_and_android(code, qcode, zero_point, lo, hi,
         fast, slow = run_both(m, [x], "PreparedQuantize")
         assert_same_bits(fast, slow)
         assert np.array_equal(slow, _android_quantize(x, scale, zero_point, lo, hi))
+
+
+def _run_twice(model, arrays, prepared_type):
+    """(prepared output of a second run -- the first of each shape is the kernel's --, plain output)."""
+    compiled = compile_model(model)
+    step = compiled.steps[-1]
+    assert type(step.run).__name__ == prepared_type
+    compiled.run(arrays, RunState(2.0))
+    fast = compiled.run(arrays, RunState(2.0))[0].array.copy()
+    slow = compile_model(model, fast_paths=False).run(arrays, RunState(2.0))[0].array
+    return fast, slow
+
+
+@pytest.mark.parametrize("perm", [[0, 2, 1, 3], [3, 1, 0, 2]])
+def test_transpose_equals_the_kernel(perm):
+    x = _values((2, 3, 4, 5), np.float32)
+    perm_t = OperandType(C.TENSOR_INT32, (len(perm),))
+    out = tuple(x.shape[p] for p in perm) if perm else x.shape[::-1]
+    m = model_of(Op.TRANSPOSE, [OperandType(F32, x.shape), perm_t], OperandType(F32, out),
+                 {1: np.array(perm, np.int32)})
+    fast, slow = _run_twice(m, [x], "PreparedTranspose")
+    assert_same_bits(fast, slow)
+    assert np.array_equal(slow, np.transpose(x, perm or None))
+
+
+@pytest.mark.parametrize("axis,indices", [(0, [1]), (1, [2, 0, 2]), (-1, [[0, 4], [3, 3]])])
+def test_gather_equals_the_kernel(axis, indices):
+    x = _values((3, 4, 5), np.float32)
+    idx = np.array(indices, np.int32)
+    ax = axis % 3
+    out = x.shape[:ax] + idx.shape + x.shape[ax + 1:]
+    m = model_of(Op.GATHER, [OperandType(F32, x.shape), OperandType(C.INT32), OperandType(C.TENSOR_INT32, idx.shape)],
+                 OperandType(F32, out), {1: np.int32(axis), 2: idx})
+    fast, slow = _run_twice(m, [x], "PreparedGather")
+    assert_same_bits(fast, slow)
+    assert np.array_equal(slow, np.take(x, idx, axis=ax))
+
+
+def test_gather_out_of_range_still_fails():
+    idx = np.array([5], np.int32)
+    m = model_of(Op.GATHER, [OperandType(F32, (3, 4)), OperandType(C.INT32), OperandType(C.TENSOR_INT32, (1,))],
+                 OperandType(F32, (3, 1)), {1: np.int32(1), 2: idx})
+    compiled = compile_model(m)
+    for _ in range(2):
+        with pytest.raises(nnapi.NnapiError, match="out of range"):
+            compiled.run([_values((3, 4), np.float32)], RunState(2.0))
+
+
+@pytest.mark.parametrize("x_dims,y_dims,adj", [((2, 3, 4), (2, 4, 5), (0, 0)), ((1, 4, 8, 6), (1, 4, 8, 6), (0, 1)),
+                                               ((3, 5, 2), (3, 5, 4), (1, 0)), ((2, 1, 3, 4), (1, 5, 4, 2), (0, 0))])
+def test_batch_matmul_equals_the_kernel(x_dims, y_dims, adj):
+    x, y = _values(x_dims, np.float32), _values(y_dims, np.float32)
+    a = np.swapaxes(x, -1, -2) if adj[0] else x
+    b = np.swapaxes(y, -1, -2) if adj[1] else y
+    expected = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    m = model_of(Op.BATCH_MATMUL, [OperandType(F32, x_dims), OperandType(F32, y_dims), OperandType(C.BOOL),
+                                   OperandType(C.BOOL)], OperandType(F32, expected.shape),
+                 {2: np.bool_(adj[0]), 3: np.bool_(adj[1])})
+    fast, slow = _run_twice(m, [x, y], "PreparedBatchMatmul")
+    assert_same_bits(fast, slow)
+    np.testing.assert_allclose(slow, expected, rtol=1e-5, atol=1e-5)
