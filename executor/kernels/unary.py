@@ -33,21 +33,32 @@ def requantize_to(value, out_type) -> np.ndarray:
     return requantize(q - value.zero_point, real, out_type.zero_point, out_type.code)
 
 
-def quantize_float32(real: np.ndarray, out_type, work: tuple = (None, None), out: np.ndarray = None) -> np.ndarray:
+def quantization_constants(out_type) -> tuple:
+    """(scale, 0.5, zero point, lo, hi) of quantize_float32 as 0-d float32 arrays (numpy applies those
+    faster than Python or numpy scalars; the values are the same float32 numbers)."""
+    lo, hi = QUANT_RANGE[out_type.code]
+    return tuple(np.array(v, np.float32) for v in (np.float32(out_type.scale), 0.5, out_type.zero_point, lo, hi))
+
+
+def quantize_float32(real: np.ndarray, out_type, work: tuple = (None, None), out: np.ndarray = None,
+                     constants: tuple = None) -> np.ndarray:
     """Android's float quantization: round(x / scale) in float32, half away from zero (std::round:
     floor(|q| + 0.5) with q's sign), plus zero point, clamped with std::min/std::max (which send NaN to
-    the top of the range: fmin, then maximum). `work` (two float32 arrays of real's shape) and `out`
-    (the output dtype) receive the steps when given: QUANTIZE's fast path keeps them from run to run."""
-    lo, hi = QUANT_RANGE[out_type.code]
-    with np.errstate(all="ignore"):
-        q = np.divide(real, np.float32(out_type.scale), out=work[0], dtype=np.float32)
-        r = np.abs(q, out=work[1])
-        r += np.float32(0.5)
-        np.floor(r, out=r)
-        np.copysign(r, q, out=r)
-        r += np.float32(out_type.zero_point)
-        np.fmin(r, np.float32(hi), out=r)
-        np.maximum(r, np.float32(lo), out=r)
+    the top of the range: fmin, then maximum). `work` (two float32 arrays of real's shape), `out` (the
+    output dtype) and `constants` (quantization_constants) are given by QUANTIZE's fast path, which
+    keeps them from run to run and runs under the executor's np.errstate; the kernels set their own."""
+    if constants is None:
+        with np.errstate(all="ignore"):
+            return quantize_float32(real, out_type, work, out, quantization_constants(out_type))
+    scale, half, zero_point, lo, hi = constants
+    q = np.divide(real, scale, out=work[0])
+    r = np.abs(q, out=work[1])
+    r += half
+    np.floor(r, out=r)
+    np.copysign(r, q, out=r)
+    r += zero_point
+    np.fmin(r, hi, out=r)
+    np.maximum(r, lo, out=r)
     if out is None:
         return r.astype(out_type.dtype)
     np.copyto(out, r, casting="unsafe")
@@ -129,6 +140,7 @@ class PreparedQuantize:
         self.kernel = pctx.step.kernel
         self.x = pctx.step.bound.positions["input"]   # (a run indexes ctx.inputs: cheaper than ctx.args)
         self.dtype, self.out_type = dtype, pctx.out_type()
+        self.constants = quantization_constants(self.out_type)
         self.scratch = pctx.compiled.scratch
 
     def __call__(self, ctx):
@@ -137,7 +149,8 @@ class PreparedQuantize:
             return self.kernel(ctx)
         shape = v.array.shape
         work = (self.scratch.get("quantize", shape, F32), self.scratch.get("quantize_rounded", shape, F32))
-        return [quantize_float32(v.array, self.out_type, work, ctx.output_buffer(0, shape, self.out_type.dtype))]
+        out = ctx.output_buffer(0, shape, self.out_type.dtype)
+        return [quantize_float32(v.array, self.out_type, work, out, self.constants)]
 
 
 F32 = np.dtype(np.float32)
