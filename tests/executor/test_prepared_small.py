@@ -133,7 +133,7 @@ def test_transpose_equals_the_kernel(perm):
     assert np.array_equal(slow, np.transpose(x, perm or None))
 
 
-@pytest.mark.parametrize("axis,indices", [(0, [1]), (1, [2, 0, 2]), (-1, [[0, 4], [3, 3]])])
+@pytest.mark.parametrize("axis,indices", [(0, [1]), (1, [2, 0, 2]), (-1, [[0, 4], [3, 3]]), (2, [1, 2, 3])])
 def test_gather_equals_the_kernel(axis, indices):
     x = _values((3, 4, 5), np.float32)
     idx = np.array(indices, np.int32)

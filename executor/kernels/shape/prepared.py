@@ -55,17 +55,22 @@ class PreparedTranspose(_Checked):
 
 class PreparedGather(_Checked):
     """np.take(x, indices, axis) into output 0's buffer: the indices were checked in range for this
-    shape, so mode="clip" (which lets numpy write into `out` directly) changes none of them."""
-
-    fresh_outputs = True
+    shape, so mode="clip" (which lets numpy write into `out` directly) changes none of them. Indices
+    that are one ascending run [i, i + 1, ..., j] (a constant slice, as ONNX exports split q, k and v)
+    select x's slice along the axis instead: the same values, as a view of x."""
 
     def __init__(self, pctx, axis: int, indices: np.ndarray):
         super().__init__(pctx)
         self.axis, self.indices = axis, indices
-        self.out_shapes: dict = {}
+        flat = indices.reshape(-1)
+        run = indices.ndim == 1 and flat.size > 0 and np.array_equal(flat, np.arange(flat[0], flat[0] + flat.size))
+        self.run = slice(int(flat[0]), int(flat[0]) + flat.size) if run else None
+        self.fresh_outputs = not run   # (a view of the input shares its memory)
 
     def move(self, ctx, x):
         axis = self.axis % x.ndim
+        if self.run is not None:
+            return [x[(slice(None),) * axis + (self.run,)]]
         shape = x.shape[:axis] + self.indices.shape + x.shape[axis + 1:]
         out = ctx.output_buffer(0, shape, x.dtype)
         np.take(x, self.indices, axis=axis, out=out, mode="clip")
