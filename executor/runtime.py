@@ -167,12 +167,17 @@ class OpContext:
         when it has one that fits (reused run after run), else a fresh array. The kernel must return
         this array (or a reshape of it) as output `k` and must not keep it after returning."""
         slot = self.step.slots[k]
-        if self.compiled.float64 and np.dtype(dtype).kind == "f":
+        compiled = self.compiled
+        if compiled.float64 and np.dtype(dtype).kind == "f":
             return np.empty(shape, np.float64)   # float64 mode: every float intermediate in float64
         if slot < 0 or self.state is None or self.state.trace is not None:
             # no planned buffer; or layerwise tracing, which keeps every intermediate
             return np.empty(shape, dtype)
-        return self.compiled.arena_view(slot, shape, dtype)
+        try:   # arena_view's common case inlined: the view made last time for this shape and dtype
+            view = compiled._arena.views[slot].get((shape, dtype))
+        except AttributeError:
+            view = None
+        return compiled.arena_view(slot, shape, dtype) if view is None else view
 
     def run_subgraph(self, model, values: Sequence[Value]) -> list[Value]:
         """Run a referenced model (IF/WHILE bodies) on Values; returns its output Values."""
