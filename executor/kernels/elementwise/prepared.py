@@ -327,7 +327,9 @@ def _rsqrt(x, out):      # 1 / sqrt(x), as unary.rsqrt
 
 
 def _hard_swish(x, out):  # x * clip(x + 3, 0, 6) / 6, as activation.hard_swish
-    t = np.empty(x.shape, x.dtype)   # x is read again below: `out` may be x
+    # x is read again below: a temporary when `out` is x, else `out` holds clip(x + 3) (a fresh large
+    # temporary costs its page faults every run; t * x is x * t, bit for bit)
+    t = np.empty(x.shape, x.dtype) if out is x else out
     np.add(x, _THREE, out=t)
     clip_ufunc(t, _ZERO, _SIX, out=t)
     np.multiply(x, t, out=out)
