@@ -282,8 +282,9 @@ class CompiledModel:
     def _build_program(self) -> None:
         """What run_values reads, worked out once: the environment is a list indexed by operand (one
         extra None slot stands for absent operands), each step's input gatherer (an itemgetter of its
-        input slots), the frees, and per output the dtype, whether it is a tensor and whether it lives in
-        the memory plan's arena. `_last[o]` is (shape, type) of operand o's last checked output: an
+        input slots), the frees, per output the dtype, whether it is a tensor and whether it lives in
+        the memory plan's arena, and the step's position (its OpContext in the thread's list, reused
+        from run to run: a run sets its inputs and state). `_last[o]` is (shape, type) of operand o's last checked output: an
         output of that shape and dtype is wrapped without checking it again. `_held[o]` is the Value
         last made for an arena output: a kernel that hands back the same buffer (ctx.output_buffer's
         view, the same run after run) gets that Value again."""
@@ -313,8 +314,8 @@ class CompiledModel:
              tuple((o, model.operands[o].channel_quant, model.operands[o].type.dtype, model.operands[o].type.is_tensor,
                     k >= 0)
                    for o, k in zip(step.outputs, step.slots)),
-             tuple(slot(i) for i in step.frees))
-            for step in self.steps]
+             tuple(slot(i) for i in step.frees), position)
+            for position, step in enumerate(self.steps)]
         skipped = self._skipped_steps()
         # the program without the operations whose every reader ignores them (layerwise tracing runs all)
         self._program = [p for p, skip in zip(self._program_all, skipped) if not skip]
@@ -435,8 +436,14 @@ class CompiledModel:
         trace = state.trace
         profile = state.profile.seconds if state.profile is not None and state.profile.root is self else None
         last, held = self._last, self._held
-        for step, get, many, outs, frees in (self._program if trace is None else self._program_all):
-            ctx = OpContext(self, step, [*get(env)] if many else [get(env)], state)
+        # this thread's contexts, one per step, taken for the run (a nested run of this model on the
+        # thread finds none and makes its own) and given back at its end
+        local = self._arena
+        ctxs = local.__dict__.pop("contexts", None) or [OpContext(self, p[0], None, None) for p in self._program_all]
+        for step, get, many, outs, frees, position in (self._program if trace is None else self._program_all):
+            ctx = ctxs[position]
+            ctx.inputs = [*get(env)] if many else [get(env)]
+            ctx.state = state
             try:
                 if profile is None:
                     results = step.run(ctx)
@@ -466,6 +473,7 @@ class CompiledModel:
                     trace[(id(self.model), o)] = v
             for i in frees:
                 env[i] = None
+        local.contexts = ctxs
         return [env[o] for o in self._output_slots]
 
     def _wrap_output(self, ctx: OpContext, index: int, arr) -> Optional[Value]:
