@@ -16,7 +16,7 @@ from nnapi.shapes import fill_unknown_dimensions
 
 from .context import ConversionContext
 from .folding import fold_absorption, fold_source
-from .model_folds import fold_pads_into_convolutions, fold_reshapes_into_fully_connected
+from .model_folds import fold_pads_into_convolutions, fold_reshape_chains, fold_reshapes_into_fully_connected
 from .registry import Reason, Supported, Unsupported, lookup
 from .shape_pass import resolve_node_shapes
 from .squeeze_pass import squeeze_graph
@@ -361,7 +361,7 @@ def build_model(source: SourceModel, g: int, node_indexes: list, feature_level: 
     # shapes the source graph leaves unknown but the inputs determine: from the specs' one shape inference
     fill_unknown_dimensions(model)
     ctx.folds = []
-    for step, fold in enumerate((fold_pads_into_convolutions, fold_reshapes_into_fully_connected)):
+    for step, fold in enumerate((fold_pads_into_convolutions, fold_reshape_chains, fold_reshapes_into_fully_connected)):
         names = [op.code.name for op in model.operations]
         folds = fold(model, {ctx.operand_of[t] for t in outputs})
         removed = {f.removed for f in folds}

@@ -14,6 +14,10 @@ operations to run on a device and in the executor, the same outputs.
   RESHAPE's input instead. It flattens its input to rows of input_size in row-major order whatever
   its shape, as a reshape keeps that order: the same rows, the same [batch, units] output (ONNX
   Flatten / Reshape + Gemm, TFLite RESHAPE + FULLY_CONNECTED).
+* RESHAPE whose every reader is a RESHAPE (as its input): they read the first one's input instead (a
+  reshape of a reshape is the reshape of the original: the elements keep their row-major order); and a
+  RESHAPE to a constant shape equal to its input's fully known dimensions: its readers read its input.
+  ONNX exports have both (attention's head split: Reshape, Reshape; Gather, Reshape, Unsqueeze).
 """
 from __future__ import annotations
 
@@ -229,4 +233,52 @@ def fold_reshapes_into_fully_connected(model, keep: set) -> list[Fold]:
         folds.append(Fold(k, users[0], "(which flattens its input itself)", "reshape folded into fully connected"))
     if folds:
         model.rewrite_operations([replaced.get(k, o) for k, o in enumerate(model.operations) if k not in removed])
+    return folds
+
+
+def _known_dims(model, i):
+    dims = model.operands[i].type.dimensions
+    return tuple(dims) if dims and all(d > 0 for d in dims) else None
+
+
+def fold_reshape_chains(model, keep: set) -> list[Fold]:
+    """Rewrite `model` (not finished) in place: a RESHAPE goes when every reader is a RESHAPE reading it
+    as its input, or when it keeps its input's known dimensions (to a constant shape); its readers read
+    its input. Returns the folds, by the indexes before. Nothing changes unless every rewritten
+    operation passes its spec."""
+    readers = _readers(model)
+    alias, removed, folds = {}, set(), []
+
+    def resolve(i):
+        while i in alias:
+            i = alias[i]
+        return i
+
+    for k, op in enumerate(model.operations):
+        out = op.outputs[0] if op.code == Op.RESHAPE else None
+        if out is None or out in keep or out in op.inputs[1:]:
+            continue
+        users = sorted(set(readers.get(out, [])))
+        if not users:
+            continue
+        src = op.inputs[0]
+        chain = all(model.operations[u].code == Op.RESHAPE and model.operations[u].inputs[0] == out
+                    and out not in model.operations[u].inputs[1:] and u not in removed for u in users)
+        # the readers will read resolve(src) (src itself, or what a folded RESHAPE before it read)
+        identity = _const(model, op.inputs[1]) is not None and _known_dims(model, out) is not None \
+            and _known_dims(model, resolve(src)) == _known_dims(model, out)
+        if not (chain or identity):
+            continue
+        alias[out] = src
+        removed.add(k)
+        folds.append(Fold(k, users[0], "(it keeps its input's shape)" if identity
+                          else "(a reshape of a reshape is one reshape)", "reshape folded away"))
+
+    rewritten = {}
+    for k, op in enumerate(model.operations):
+        if k not in removed and any(i in alias for i in op.inputs):
+            rewritten[k] = Operation(op.code, tuple(resolve(i) for i in op.inputs), op.outputs)
+    if not folds or not all(_valid(model, k, o) for k, o in rewritten.items()):
+        return []
+    model.rewrite_operations([rewritten.get(k, o) for k, o in enumerate(model.operations) if k not in removed])
     return folds

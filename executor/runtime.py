@@ -15,9 +15,9 @@ last time is wrapped without checking it against the declaration again.
 from __future__ import annotations
 
 import math
-import operator
 import threading
 import time
+from operator import itemgetter
 from typing import Optional, Sequence
 
 import numpy as np
@@ -167,12 +167,17 @@ class OpContext:
         when it has one that fits (reused run after run), else a fresh array. The kernel must return
         this array (or a reshape of it) as output `k` and must not keep it after returning."""
         slot = self.step.slots[k]
-        if self.compiled.float64 and np.dtype(dtype).kind == "f":
+        compiled = self.compiled
+        if compiled.float64 and np.dtype(dtype).kind == "f":
             return np.empty(shape, np.float64)   # float64 mode: every float intermediate in float64
         if slot < 0 or self.state is None or self.state.trace is not None:
             # no planned buffer; or layerwise tracing, which keeps every intermediate
             return np.empty(shape, dtype)
-        return self.compiled.arena_view(slot, shape, dtype)
+        try:   # arena_view's common case inlined: the view made last time for this shape and dtype
+            view = compiled._arena.views[slot].get((shape, dtype))
+        except AttributeError:
+            view = None
+        return compiled.arena_view(slot, shape, dtype) if view is None else view
 
     def run_subgraph(self, model, values: Sequence[Value]) -> list[Value]:
         """Run a referenced model (IF/WHILE bodies) on Values; returns its output Values."""
@@ -276,9 +281,13 @@ class CompiledModel:
 
     def _build_program(self) -> None:
         """What run_values reads, worked out once: the environment is a list indexed by operand (one
-        extra None slot stands for absent operands), each step's input/output slots, the frees, and per
-        output the dtype and whether it is a tensor. `_last[o]` is (shape, type) of operand o's last
-        checked output: an output of that shape and dtype is wrapped without checking it again."""
+        extra None slot stands for absent operands), each step's input gatherer (an itemgetter of its
+        input slots), the frees, per output the dtype, whether it is a tensor and whether it lives in
+        the memory plan's arena, and the step's position (its OpContext in the thread's list, reused
+        from run to run: a run sets its inputs and state). `_last[o]` is (shape, type) of operand o's last checked output: an
+        output of that shape and dtype is wrapped without checking it again. `_held[o]` is the Value
+        last made for an arena output: a kernel that hands back the same buffer (ctx.output_buffer's
+        view, the same run after run) gets that Value again."""
         model = self.model
         n = len(model.operands)
 
@@ -292,17 +301,21 @@ class CompiledModel:
         self._input_slots = tuple(slot(i) for i in model.inputs)
         self._output_slots = tuple(slot(o) for o in model.outputs)
         self._last: list = [None] * n
-        # `_small[o]`: operand o's last Value when its array is small; an output that is the same array
-        # again (a planned buffer, a cached result) takes it instead of a new Value. Values are never
-        # changed, and the array is the same object, so the Value holds for any run and any thread;
-        # only small ones are kept, so no run's large fresh arrays outlive it.
-        self._small: list = [None] * n
+        self._held: list = [None] * n
+
+        def gatherer(ins: tuple):
+            """(get, many): get(env) is the one input Value (many False) or a tuple of them."""
+            if not ins:
+                return (lambda env: ()), True
+            return itemgetter(*ins), len(ins) > 1
+
         self._program_all = [
-            (step, _gatherer(tuple(slot(i) for i in step.inputs)),
-             tuple((o, model.operands[o].channel_quant, model.operands[o].type.dtype, model.operands[o].type.is_tensor)
-                   for o in step.outputs),
-             tuple(slot(i) for i in step.frees))
-            for step in self.steps]
+            (step, *gatherer(tuple(slot(i) for i in step.inputs)),
+             tuple((o, model.operands[o].channel_quant, model.operands[o].type.dtype, model.operands[o].type.is_tensor,
+                    k >= 0)
+                   for o, k in zip(step.outputs, step.slots)),
+             tuple(slot(i) for i in step.frees), position)
+            for position, step in enumerate(self.steps)]
         skipped = self._skipped_steps()
         # the program without the operations whose every reader ignores them (layerwise tracing runs all)
         self._program = [p for p, skip in zip(self._program_all, skipped) if not skip]
@@ -422,9 +435,15 @@ class CompiledModel:
             env[idx] = v
         trace = state.trace
         profile = state.profile.seconds if state.profile is not None and state.profile.root is self else None
-        last, small = self._last, self._small
-        for step, gather, outs, frees in (self._program if trace is None else self._program_all):
-            ctx = OpContext(self, step, gather(env), state)
+        last, held = self._last, self._held
+        # this thread's contexts, one per step, taken for the run (a nested run of this model on the
+        # thread finds none and makes its own) and given back at its end
+        local = self._arena
+        ctxs = local.__dict__.pop("contexts", None) or [OpContext(self, p[0], None, None) for p in self._program_all]
+        for step, get, many, outs, frees, position in (self._program if trace is None else self._program_all):
+            ctx = ctxs[position]
+            ctx.inputs = [*get(env)] if many else [get(env)]
+            ctx.state = state
             try:
                 if profile is None:
                     results = step.run(ctx)
@@ -440,21 +459,21 @@ class CompiledModel:
             if len(results) != len(outs):
                 raise op_failed(f"{ctx.where}: kernel produced {len(results)} outputs, expected {len(outs)}",
                                 operation=step.index)
-            for (o, cq, dt, tensor), arr in zip(outs, results):
-                kept = small[o]
-                if kept is not None and kept.array is arr:   # the array of an earlier run: its Value too
-                    v = env[o] = kept
-                else:
+            for (o, cq, dt, tensor, arena), arr in zip(outs, results):
+                v = held[o]
+                if v is None or v.array is not arr:
                     # the common case: a tensor of the declared dtype and the shape this operand had last time
                     seen = last[o] if tensor and type(arr) is np.ndarray and arr.dtype == dt else None
-                    v = env[o] = (Value(arr, seen[1], cq) if seen is not None and seen[0] == arr.shape
-                                  else self._wrap_output(ctx, o, arr))
-                    if v is not None and v.array is arr and arr.nbytes <= SMALL_VALUE_BYTES:
-                        small[o] = v
+                    v = (Value(arr, seen[1], cq) if seen is not None and seen[0] == arr.shape
+                         else self._wrap_output(ctx, o, arr))
+                    if arena and trace is None:
+                        held[o] = v
+                env[o] = v
                 if trace is not None:
                     trace[(id(self.model), o)] = v
             for i in frees:
                 env[i] = None
+        local.contexts = ctxs
         return [env[o] for o in self._output_slots]
 
     def _wrap_output(self, ctx: OpContext, index: int, arr) -> Optional[Value]:
@@ -481,20 +500,6 @@ class CompiledModel:
                 self._last[index] = (arr.shape, shaped)   # one tuple: readers never see a torn pair
             return Value(arr, shaped, opnd.channel_quant)
         return Value(arr.reshape(()), otype, None)
-
-
-SMALL_VALUE_BYTES = 1024   # (a Value costs about a third of the runtime's work on a tiny operation)
-
-
-def _gatherer(slots: tuple):
-    """env -> the tuple of env[i] for i in slots (a step's input Values): operator.itemgetter, which
-    takes a third of a list comprehension's time, with its one-slot form still giving a tuple."""
-    if len(slots) > 1:
-        return operator.itemgetter(*slots)
-    if slots:
-        (i,) = slots
-        return lambda env: (env[i],)
-    return lambda env: ()
 
 
 def compile_model(model, relaxed: Optional[bool] = None, float64: bool = False,

@@ -1,6 +1,8 @@
 """SOFTMAX and LOG_SOFTMAX along any axis.
 
-Float inputs are computed in float64 and rounded once to the output type. The
+Float inputs are computed in float64 and rounded once to the output type
+(float_softmax, in place in one float64 array: its preparer, beta and axis constant, keeps that
+array from run to run). The
 quantized softmax is TFLite's fixed-point algorithm (inputs rescaled to Q5.26,
 gemmlowp exp, sum in Q12.19, fixed-point reciprocal), giving the reference's
 exact stored values with output scale 1/256. Its preparer (beta and axis
@@ -46,6 +48,18 @@ def _shifted_logits(x: np.ndarray, beta: float, axis: int) -> np.ndarray:
     """beta * (x - max(x)) along `axis`, in float64."""
     x64 = x.astype(np.float64)
     return (x64 - x64.max(axis=axis, keepdims=True)) * beta
+
+
+def float_softmax(x: np.ndarray, beta: float, axis: int, work: np.ndarray) -> np.ndarray:
+    """exp(beta * (x - max(x))) / sum along `axis`, in float64, computed in `work` (a float64 array of
+    x's shape, overwritten) and returned there; the caller rounds it to the output type. beta 1 skips
+    the multiplication (exact)."""
+    np.copyto(work, x)
+    np.subtract(work, np.maximum.reduce(work, axis=axis, keepdims=True), out=work)
+    if beta != 1.0:
+        np.multiply(work, beta, out=work)
+    np.exp(work, out=work)
+    return np.divide(work, np.add.reduce(work, axis=axis, keepdims=True), out=work)
 
 
 def _input_multiplier(ctx, scale: float, beta: float) -> tuple[int, int]:
@@ -102,8 +116,7 @@ def softmax(ctx):
     if inp.code in QUANT8:
         multiplier, left_shift = _input_multiplier(ctx, inp.scale, beta)
         return [_softmax_quant(x, multiplier, left_shift, inp.code, axis).astype(out_type.dtype)]
-    e = np.exp(_shifted_logits(x, beta, axis))
-    return [(e / e.sum(axis=axis, keepdims=True)).astype(out_type.dtype)]
+    return [float_softmax(x, beta, axis, np.empty(x.shape, np.float64)).astype(out_type.dtype)]
 
 
 @kernel(Op.LOG_SOFTMAX)
@@ -239,10 +252,44 @@ class PreparedSoftmax:
         return [out]
 
 
+class PreparedFloatSoftmax:
+    """Float SOFTMAX with beta and axis constant: float_softmax in a float64 work array kept from run
+    to run (Scratch), rounded into the output buffer; the kernel checks nothing else per call that
+    could change. Rank over 4, empty or unexpected inputs go to the kernel."""
+
+    fresh_outputs = True
+
+    def __init__(self, pctx, beta: float, axis: int, dtype):
+        self.kernel = pctx.step.kernel
+        self.x = pctx.step.bound.positions["input"]   # (a run indexes ctx.inputs: cheaper than ctx.args)
+        self.beta, self.axis, self.dtype = beta, axis, dtype
+        self.scratch = pctx.compiled.scratch
+
+    def __call__(self, ctx):
+        v = ctx.inputs[self.x]
+        if v is None or v.array.dtype != self.dtype or not 0 < v.array.ndim <= 4 or v.array.size == 0:
+            return self.kernel(ctx)
+        x = v.array
+        axis = self.axis
+        if not -x.ndim <= axis < x.ndim:
+            return self.kernel(ctx)
+        work = self.scratch.get("softmax", x.shape, np.float64)
+        out = ctx.output_buffer(0, x.shape, self.dtype)
+        np.copyto(out, float_softmax(x, self.beta, axis % x.ndim, work), casting="unsafe")
+        return [out]
+
+
+_FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
+
+
 @prepare(Op.SOFTMAX)
 def prepare_softmax(pctx):
     bound = pctx.step.bound
     t = bound.operand("input").type
+    if bound.runtime == {"input"} and t.dtype in _FLOAT_DTYPES and t.is_tensor and bound.constant("beta", "axis") \
+            and pctx.out_type().code == t.code:
+        beta = float(pctx.args.beta)
+        return PreparedFloatSoftmax(pctx, beta, pctx.args.axis, t.dtype) if beta > 0 else None
     # a quantized input fed at run time, beta and the axis constants
     if bound.runtime != {"input"} or t.code not in QUANT8 or not bound.constant("beta", "axis") \
             or not t.dimensions or pctx.out_type().code != t.code:

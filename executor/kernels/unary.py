@@ -35,13 +35,36 @@ def requantize_to(value, out_type) -> np.ndarray:
     return requantize(q - value.zero_point, real, out_type.zero_point, out_type.code)
 
 
-def quantize_float32(real: np.ndarray, out_type) -> np.ndarray:
-    """Android's float quantization: round(x / scale) in float32, half away from zero, plus zero point."""
+def quantization_constants(out_type) -> tuple:
+    """(scale, 0.5, zero point, lo, hi) of quantize_float32 as 0-d float32 arrays (numpy applies those
+    faster than Python or numpy scalars; the values are the same float32 numbers)."""
     lo, hi = QUANT_RANGE[out_type.code]
-    with np.errstate(all="ignore"):
-        q = round_half_away(real.astype(np.float32) / np.float32(out_type.scale)) + out_type.zero_point
-    # Android clamps with std::min/std::max, which send NaN to the top of the range
-    return np.where(np.isnan(q), hi, np.clip(q, lo, hi)).astype(out_type.dtype)
+    return tuple(np.array(v, np.float32) for v in (np.float32(out_type.scale), 0.5, out_type.zero_point, lo, hi))
+
+
+def quantize_float32(real: np.ndarray, out_type, work: tuple = (None, None), out: np.ndarray = None,
+                     constants: tuple = None) -> np.ndarray:
+    """Android's float quantization: round(x / scale) in float32, half away from zero (std::round:
+    floor(|q| + 0.5) with q's sign), plus zero point, clamped with std::min/std::max (which send NaN to
+    the top of the range: fmin, then maximum). `work` (two float32 arrays of real's shape), `out` (the
+    output dtype) and `constants` (quantization_constants) are given by QUANTIZE's fast path, which
+    keeps them from run to run and runs under the executor's np.errstate; the kernels set their own."""
+    if constants is None:
+        with np.errstate(all="ignore"):
+            return quantize_float32(real, out_type, work, out, quantization_constants(out_type))
+    scale, half, zero_point, lo, hi = constants
+    q = np.divide(real, scale, out=work[0])
+    r = np.abs(q, out=work[1])
+    r += half
+    np.floor(r, out=r)
+    np.copysign(r, q, out=r)
+    r += zero_point
+    np.fmin(r, hi, out=r)
+    np.maximum(r, lo, out=r)
+    if out is None:
+        return r.astype(out_type.dtype)
+    np.copyto(out, r, casting="unsafe")
+    return out
 
 
 # -- math -----------------------------------------------------------------------
@@ -110,48 +133,38 @@ def quantize_op(ctx):
 
 
 class PreparedQuantize:
-    """QUANTIZE of a float32 input: quantize_float32's float32 operations in its order, in place in a
-    reused buffer -- x / scale, round_half_away as floor(|v| + 0.5) with v's sign, + zero point -- then
-    fmin / fmax, which send NaN to the top of the range as its where(isnan) does, cast into output
-    0's buffer."""
+    """QUANTIZE of a float32 or float16 tensor: quantize_float32 into work arrays and output 0's buffer
+    (the kernel allocates each step's result); anything else goes to the kernel."""
 
     fresh_outputs = True
 
-    def __init__(self, pctx):
-        out = pctx.out_type()
+    def __init__(self, pctx, dtype):
         self.kernel = pctx.step.kernel
-        self.scale, self.zero_point = np.float32(out.scale), out.zero_point
-        self.lo, self.hi = (np.float32(v) for v in QUANT_RANGE[out.code])
-        self.dtype = out.dtype
-        self.scratch: Scratch = pctx.compiled.scratch
+        self.x = pctx.step.bound.positions["input"]   # (a run indexes ctx.inputs: cheaper than ctx.args)
+        self.dtype, self.out_type = dtype, pctx.out_type()
+        self.constants = quantization_constants(self.out_type)
+        self.scratch = pctx.compiled.scratch
 
     def __call__(self, ctx):
-        x = ctx.args.input
-        if x is None or x.array.dtype != np.float32:
+        v = ctx.inputs[self.x]
+        if v is None or v.array.dtype != self.dtype:
             return self.kernel(ctx)
-        x = x.array
-        v = self.scratch.get("quantize_v", x.shape, np.float32)
-        r = self.scratch.get("quantize_r", x.shape, np.float32)
-        with np.errstate(all="ignore"):
-            np.divide(x, self.scale, out=v)
-            np.abs(v, out=r)
-            r += np.float32(0.5)
-            np.floor(r, out=r)
-            np.copysign(r, v, out=r)   # sign(v) * r, v = 0 aside (a signed zero, the same integer)
-            r += np.float32(self.zero_point)
-            np.fmin(r, self.hi, out=r)
-            np.fmax(r, self.lo, out=r)
-        out = ctx.output_buffer(0, x.shape, self.dtype)
-        np.copyto(out, r, casting="unsafe")
-        return [out]
+        shape = v.array.shape
+        work = (self.scratch.get("quantize", shape, F32), self.scratch.get("quantize_rounded", shape, F32))
+        out = ctx.output_buffer(0, shape, self.out_type.dtype)
+        return [quantize_float32(v.array, self.out_type, work, out, self.constants)]
+
+
+F32 = np.dtype(np.float32)
 
 
 @prepare(Op.QUANTIZE)
 def prepare_quantize(pctx):
-    bound = pctx.step.bound
-    if bound.runtime != {"input"} or bound.operand("input").type.code != C.TENSOR_FLOAT32:
+    t = pctx.step.bound.operand("input").type
+    if pctx.step.bound.runtime != {"input"} or not t.is_tensor or t.dtype not in (F32, np.dtype(np.float16)) \
+            or pctx.out_type().code not in QUANT_RANGE:
         return None
-    return PreparedQuantize(pctx)
+    return PreparedQuantize(pctx, t.dtype)
 
 
 @kernel(Op.DEQUANTIZE)

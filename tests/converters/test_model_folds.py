@@ -17,7 +17,7 @@ from .tflite_harness import assert_matches_litert
 CONV_OPTIONS = {"CONV_2D": "Conv2DOptions", "DEPTHWISE_CONV_2D": "DepthwiseConv2DOptions"}
 
 
-FOLDS = ("fold_pads_into_convolutions", "fold_reshapes_into_fully_connected")
+FOLDS = ("fold_pads_into_convolutions", "fold_reshape_chains", "fold_reshapes_into_fully_connected")
 
 
 def _unfolded(convert, data, **kw):
@@ -227,3 +227,53 @@ def test_onnx_pad_before_the_layout_transpose_that_changes_values_is_kept(why, p
     result = convert_onnx(data)
     assert "PAD" in _codes(result) or "PAD_V2" in _codes(result), why
     assert onnx_parity(result, data) == []
+
+
+def _onnx_reshapes(nodes, inits, x_shape=(2, 3, 4)):
+    graph = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
+                         [h.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                         [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in inits.items()])
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 13)]).SerializeToString()
+
+
+def test_onnx_reshape_chain_folds_to_one_reshape():
+    """x -> Reshape [6, 4] -> Reshape [4, 6] -> Relu: one RESHAPE, the same outputs."""
+    data = _onnx_reshapes([h.make_node("Reshape", ["x", "s1"], ["a"]), h.make_node("Reshape", ["a", "s2"], ["b"]),
+                           h.make_node("Relu", ["b"], ["y"])], {"s1": [6, 4], "s2": [4, 6]})
+    folded, unfolded = convert_onnx(data), _unfolded(convert_onnx, data)
+    assert _codes(unfolded) == ["RESHAPE", "RESHAPE", "RELU"]
+    assert _codes(folded) == ["RESHAPE", "RELU"]
+    assert "folded into node 1 (Reshape" in folded.nodes[0].note
+    assert onnx_parity(folded, data, seeds=(0, 1)) == []
+    _same_outputs(folded, unfolded)
+
+
+def test_onnx_reshape_to_its_own_shape_folds_away():
+    """x [2, 3, 4] -> Relu -> Reshape [2, 3, 4] -> Add x: the RESHAPE goes, the ADD reads the RELU."""
+    data = _onnx_reshapes([h.make_node("Relu", ["x"], ["r"]), h.make_node("Reshape", ["r", "s"], ["a"]),
+                           h.make_node("Add", ["a", "x"], ["y"])], {"s": [2, 3, 4]})
+    folded, unfolded = convert_onnx(data), _unfolded(convert_onnx, data)
+    assert _codes(unfolded) == ["RELU", "RESHAPE", "ADD"]
+    assert _codes(folded) == ["RELU", "ADD"]
+    assert onnx_parity(folded, data, seeds=(0, 1)) == []
+    _same_outputs(folded, unfolded)
+
+
+@pytest.mark.parametrize("why", ["model output", "another reader", "new shape"])
+def test_reshapes_that_matter_are_kept(why):
+    """A RESHAPE that is a model output, read by a non-RESHAPE after changing the shape, or feeding a
+    Relu with a new shape stays."""
+    if why == "model output":
+        nodes = [h.make_node("Reshape", ["x", "s1"], ["y"])]
+    elif why == "another reader":
+        nodes = [h.make_node("Reshape", ["x", "s1"], ["a"]), h.make_node("Reshape", ["a", "s2"], ["b"]),
+                 h.make_node("Relu", ["a"], ["c"]), h.make_node("Add", ["b", "c"], ["y"])]
+    else:
+        nodes = [h.make_node("Reshape", ["x", "s1"], ["a"]), h.make_node("Relu", ["a"], ["y"])]
+    data = _onnx_reshapes(nodes, {"s1": [6, 4], "s2": [6, 4]})
+    folded, unfolded = convert_onnx(data), _unfolded(convert_onnx, data)
+    kept = _codes(folded).count("RESHAPE")
+    assert kept == (_codes(unfolded).count("RESHAPE") - (1 if why == "another reader" else 0)), _codes(folded)
+    assert kept >= 1
+    assert onnx_parity(folded, data, seeds=(0, 1)) == []
+    _same_outputs(folded, unfolded)

@@ -11,7 +11,8 @@ model gives the operation no fast path (the recurrent CTS models feed their weig
 the preparers specialize on constant weights), it is also run with every input but the first made a
 constant of the case's value. A preparer that none of the spread exercises is tried on its
 operation's other cases, and on each with its quantized outputs requantized (another scale and zero
-point), until one takes the fast path.
+point), until one takes the fast path. Operations the CTS has no vectors for (BATCH_MATMUL, feature
+level 6) get authored cases in the same form (AUTHORED: each is run on its given and random inputs).
 
 Float bound: a fast path may evaluate in float32 where the plain kernel accumulates in float64 (the
 convolutions' GEMMs) or in another order. Agreement is |fast - plain| <= FLOAT_BOUND[dtype] x (1 +
@@ -41,19 +42,55 @@ _RANDOM = frozenset({C.TENSOR_FLOAT32, C.TENSOR_FLOAT16, C.TENSOR_QUANT8_ASYMM, 
                      C.TENSOR_QUANT8_SYMM, C.TENSOR_QUANT16_ASYMM, C.TENSOR_QUANT16_SYMM})
 
 
+def _operand(type_, dims, lifetime="TEMPORARY_VARIABLE", value=None) -> dict:
+    o = {"type": type_, "dimensions": list(dims), "scale": 0.0, "zeroPoint": 0, "lifetime": lifetime}
+    if value is not None:
+        o["value"] = value
+    return o
+
+
+def _batch_matmul_case(x_dims, y_dims, out_dims, adj_x=False, adj_y=False, transpose_y=None) -> dict:
+    """A float32 BATCH_MATMUL case (inputs x, y; `transpose_y`: y arrives through a TRANSPOSE of that
+    permutation, a view, as attention's keys do)."""
+    rng = np.random.default_rng(len(x_dims) * 100 + sum(x_dims) + sum(y_dims))
+    f32 = "TENSOR_FLOAT32"
+    y_in = [y_dims[p] for p in np.argsort(transpose_y)] if transpose_y else y_dims
+    operands = [_operand(f32, x_dims, "SUBGRAPH_INPUT"), _operand(f32, y_in, "SUBGRAPH_INPUT"),
+                _operand("BOOL", [], "CONSTANT_COPY", [adj_x]), _operand("BOOL", [], "CONSTANT_COPY", [adj_y]),
+                _operand(f32, out_dims, "SUBGRAPH_OUTPUT")]
+    operations = [{"type": "BATCH_MATMUL", "inputs": [0, 1, 2, 3], "outputs": [4]}]
+    if transpose_y:
+        operands += [_operand("TENSOR_INT32", [len(y_dims)], "CONSTANT_COPY", list(transpose_y)), _operand(f32, y_dims)]
+        operations = [{"type": "TRANSPOSE", "inputs": [1, 5], "outputs": [6]},
+                      {"type": "BATCH_MATMUL", "inputs": [0, 6, 2, 3], "outputs": [4]}]
+    name = f"authored/batch_matmul {x_dims} x {y_dims} adj {adj_x} {adj_y} transposed {transpose_y}"
+    return {"id": name, "operationTypes": sorted({op["type"] for op in operations}), "referenced": [],
+            "main": {"operands": operands, "operations": operations, "inputIndexes": [0, 1], "outputIndexes": [4]},
+            "inputs": [rng.standard_normal(int(np.prod(d))).astype(np.float32).tolist() for d in (x_dims, y_in)]}
+
+
+AUTHORED = [
+    _batch_matmul_case([2, 3, 4], [2, 4, 5], [2, 3, 5]),
+    _batch_matmul_case([1, 4, 8, 6], [1, 4, 8, 6], [1, 4, 8, 8], adj_y=True),
+    _batch_matmul_case([3, 5, 2], [3, 5, 4], [3, 2, 4], adj_x=True),
+    _batch_matmul_case([2, 1, 3, 4], [1, 5, 4, 2], [2, 5, 3, 2]),
+    _batch_matmul_case([1, 4, 32, 16], [1, 4, 16, 32], [1, 4, 32, 32], transpose_y=[0, 1, 3, 2]),
+]
+
+
 def _cases_by_op(per_op) -> dict:
-    """{preparer code: [case, ...]}: the CTS cases whose models use the code, at most `per_op` each
-    (None: all), spread evenly over the cases in id order."""
+    """{preparer code: [case, ...]}: the CTS (and AUTHORED) cases whose models use the code, at most
+    `per_op` each (None: all), spread evenly over the cases in id order."""
     load_kernels()
     by_op = defaultdict(list)
-    for path in find_vector_files([str(CTS_DIR)]):
-        for case in read_cases(path):
-            if case.get("expectFailure"):
-                continue
-            for name in case.get("operationTypes", []):
-                code = OperationCode[name]
-                if code in PREPARERS:
-                    by_op[code].append(case)
+    cts = [case for path in find_vector_files([str(CTS_DIR)]) for case in read_cases(path)]
+    for case in cts + AUTHORED:
+        if case.get("expectFailure"):
+            continue
+        for name in case.get("operationTypes", []):
+            code = OperationCode[name]
+            if code in PREPARERS:
+                by_op[code].append(case)
     if per_op is None:
         return dict(by_op)
     chosen = {}

@@ -93,6 +93,20 @@ def _quant_mean(ctx, x, axes, count: int) -> np.ndarray:
     return requantize(acc, inp.scale / (count * out.scale), out.zero_point, out.code)
 
 
+def mean_divisor(count: int) -> np.ndarray:
+    """The count a float mean divides by, as a 0-d array: float32 while it is exact there (a float32
+    sum over a float32 count is the correctly rounded quotient), float64 beyond 2**24 elements."""
+    return np.array(count, np.float32 if count <= 1 << 24 else np.float64)
+
+
+def float_mean(x: np.ndarray, axes: tuple, divisor: np.ndarray, out=None) -> np.ndarray:
+    """The float MEAN of float32 `x` over `axes` with the dimensions kept: numpy's pairwise sum, then one
+    division by the count (mean_divisor). The plain kernel and the compiled MEAN (prepared.py) both
+    compute it here; `out`, when given, is the kept-dimensions result array."""
+    total = np.add.reduce(x, axis=axes, keepdims=True, out=out)
+    return np.true_divide(total, divisor, out=total, casting="unsafe")
+
+
 @kernel(Op.MEAN)
 def mean(ctx):
     def fn(x, axes):
@@ -101,7 +115,7 @@ def mean(ctx):
             ctx.fail("MEAN over zero elements")
         if ctx.args.input.code in QUANT8:
             return _quant_mean(ctx, x, axes, max(count, 1))
-        return np.mean(_as_compute(x), axis=axes, keepdims=True)
+        return float_mean(_as_compute(x), axes, mean_divisor(count))
     return _reduce(ctx, fn, ctx.args.keep_dims > 0)
 
 
