@@ -12,15 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .command_args import CliError, dims as _dims, input_shapes as _input_shapes
 from .exit_codes import EXIT_INVALID, EXIT_MISMATCH, EXIT_MISSING_DEPENDENCY, EXIT_OK, EXIT_UNSUPPORTED  # noqa: F401
-
-
-class CliError(Exception):
-    """An error to show to the user (one line, no traceback) with an exit code."""
-
-    def __init__(self, message: str, exit_code: int = EXIT_INVALID):
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 def _load_nnapi(path: str):
@@ -165,24 +158,6 @@ def cmd_convert(args) -> int:
           f"{len(result.unsupported)} node(s) fall back to the CPU:")
     print("\n".join(unsupported_lines(result)))
     return EXIT_OK
-
-
-def _input_shapes(args) -> dict:
-    """The --input-shape pins; a malformed one is a usage error."""
-    from .load import parse_input_shapes
-    try:
-        return parse_input_shapes(args.input_shape)
-    except ValueError as e:
-        raise CliError(str(e))
-
-
-def _dims(args) -> dict:
-    """The --dim pins; a malformed one is a usage error."""
-    from .load import parse_dims
-    try:
-        return parse_dims(args.dim)
-    except ValueError as e:
-        raise CliError(str(e))
 
 
 def cmd_coverage(args) -> int:

@@ -118,7 +118,7 @@ def run_converter(node: SourceNode, ctx: ConversionContext) -> list:
         raise
     except Exception as e:  # noqa: BLE001
         # a converter bug (a case it did not anticipate): reported on this node, the rest goes on; the
-        # registry sweep (tests/converters/test_converter_sweep.py) keeps every converter from reaching it
+        # registry sweep (tests/converters/test_converters_degenerate_shapes.py) keeps every converter from reaching it
         raise Unsupported(Reason.INVALID, f"{node.label()}: internal error in the {node.op} converter "
                                           f"({type(e).__name__}: {e}); please report this with the model") from None
     return list(range(before, len(ctx.model.operations)))

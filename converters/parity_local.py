@@ -37,7 +37,7 @@ def recurrent_steps(graph, ref_tensors: dict) -> dict:
     integer of h differs by 1: each gate's pre-activation then moves by at most unit * max|R| (unit = that
     quantization's step, (max(h, 0) - min(h, 0)) / 255, taken from the reference's h), the gates by a
     quarter of it (sigmoid) or all of it (tanh), and h and c by at most 2 unit * max|R| for |c| <= 2.
-    That one flipped unit through one step is the allowance (tests/converters/test_onnx_dynamic_quant_lstm.py
+    That one flipped unit through one step is the allowance (tests/converters/onnx/test_dynamic_quant_lstm.py
     measures the error against it); the unit is what max_units counts."""
     steps = {}
     for node in graph.nodes:

@@ -25,7 +25,9 @@ import numpy as np
 from nnapi.codes import DEFAULT_LOOP_TIMEOUT_S, Lifetime, OperandCode, ResultCode
 from nnapi.errors import NnapiError, op_failed
 from nnapi.ops import spec_for
+from nnapi.ops.spec import declared_shape
 from nnapi.operand import Operand, OperandType
+from nnapi.shapes import infer_shapes
 from nnapi.validate import execution_order
 
 from .kernels.scratch import Scratch
@@ -78,7 +80,8 @@ class Value:
 class Step:
     """One operation in execution order; `run` is the prepared callable, or the kernel itself."""
 
-    __slots__ = ("index", "code", "kernel", "inputs", "outputs", "output_operands", "frees", "run", "slots", "bound")
+    __slots__ = ("index", "code", "kernel", "inputs", "outputs", "output_operands", "frees", "run", "slots", "bound",
+                 "checked")
 
     def __init__(self, index, code, kernel, inputs, outputs, output_operands=(), bound=None):
         self.index, self.code, self.kernel = index, code, kernel
@@ -88,6 +91,9 @@ class Step:
         self.frees: tuple = ()
         self.run = kernel
         self.slots: tuple = (-1,) * len(outputs)   # per output: its slot in the memory plan, or -1 (fresh)
+        # whether the spec checks the inputs fed at run time before the operation runs (shapes unknown at
+        # compile time, scalars fed at run time: Bound.checks_at_run_time)
+        self.checked = False
 
 
 class RunState:
@@ -270,7 +276,9 @@ class CompiledModel:
                 self.constants[i] = Value(value, opnd.type, opnd.channel_quant)
         for sub in model.referenced_models:
             self.subgraph(sub)
+        known = infer_shapes(model)
         for step in self.steps:
+            step.checked = step.bound.checks_at_run_time(lambda i: known[i] if i in known else declared_shape(model, i))
             step.run = (self._prepared(step) if self.fast_paths else None) or step.kernel
         # free each temporary after its last use; place intermediates in shared buffers by lifetime
         self.plan = plan(model, self.steps, [bool(getattr(s.run, "fresh_outputs", False)) for s in self.steps])
@@ -314,7 +322,7 @@ class CompiledModel:
              tuple((o, model.operands[o].channel_quant, model.operands[o].type.dtype, model.operands[o].type.is_tensor,
                     k >= 0)
                    for o, k in zip(step.outputs, step.slots)),
-             tuple(slot(i) for i in step.frees), position)
+             tuple(slot(i) for i in step.frees), position, step.bound if step.checked else None)
             for position, step in enumerate(self.steps)]
         skipped = self._skipped_steps()
         # the program without the operations whose every reader ignores them (layerwise tracing runs all)
@@ -388,6 +396,9 @@ class CompiledModel:
             else:
                 raise NnapiError(ResultCode.BAD_DATA, f"operation {k}: no value given for input operand {i}")
         state = RunState(DEFAULT_LOOP_TIMEOUT_S, trace={})   # tracing: outputs in fresh arrays, not the plan's
+        problem = step.bound.run_time_problem(ins) if step.checked else None
+        if problem is not None:
+            raise op_failed(problem, operation=k)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
             results = step.run(OpContext(self, step, ins, state))
         return [None if r is None else np.array(r.array if isinstance(r, Value) else r, copy=True) for r in results]
@@ -440,11 +451,15 @@ class CompiledModel:
         # thread finds none and makes its own) and given back at its end
         local = self._arena
         ctxs = local.__dict__.pop("contexts", None) or [OpContext(self, p[0], None, None) for p in self._program_all]
-        for step, get, many, outs, frees, position in (self._program if trace is None else self._program_all):
+        for step, get, many, outs, frees, position, checked in (self._program if trace is None else self._program_all):
             ctx = ctxs[position]
             ctx.inputs = [*get(env)] if many else [get(env)]
             ctx.state = state
             try:
+                if checked is not None:   # shapes unknown at compile time: the spec checks them (Step.checked)
+                    problem = checked.run_time_problem(ctx.inputs)
+                    if problem is not None:
+                        raise op_failed(problem, operation=step.index)
                 if profile is None:
                     results = step.run(ctx)
                 else:

@@ -12,24 +12,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .ops import spec_for
-from .ops.spec import Shape, declared_shape
-
-
-def merge(declared: Shape, inferred: Shape) -> tuple[Shape, bool]:
-    """(merged Shape, conflict): the known extents of both; conflict when known ranks or known extents
-    differ (the declared Shape is kept then)."""
-    if inferred is None:
-        return declared, False
-    if declared is None:
-        return inferred, False
-    if len(declared) != len(inferred):
-        return declared, True
-    out, conflict = [], False
-    for d, i in zip(declared, inferred):
-        if d and i and d != i:
-            conflict = True
-        out.append(d or i)
-    return tuple(out), conflict
+from .ops.spec import Shape, conflict_message, declared_shape, merge
 
 
 class ShapeInference:
@@ -62,17 +45,12 @@ class ShapeInference:
             declared = declared_shape(self.model, o)
             shape, conflict = merge(declared, inferred.get(o))
             if conflict:
-                self.conflicts.append(
-                    f"operation {index} ({op.code.name}): output operand {o} is declared "
-                    f"{_show(declared)}, its inputs give {_show(inferred.get(o))}")
+                self.conflicts.append(conflict_message(f"operation {index} ({op.code.name})", o, declared,
+                                                       inferred.get(o)))
             self.shapes[o] = shape
 
     def shape(self, i: int) -> Shape:
         return self.shapes.get(i, declared_shape(self.model, i))
-
-
-def _show(s: Shape) -> str:
-    return "of unknown rank" if s is None else "[" + ", ".join("?" if not d else str(d) for d in s) + "]"
 
 
 def infer_shapes(model, input_shapes: Optional[dict] = None) -> dict:

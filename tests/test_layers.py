@@ -62,6 +62,8 @@ def imported_modules(path: Path) -> set:
             mods.add(base)
             for a in node.names:
                 aliases[a.asname or a.name] = f"{base}.{a.name}"
+                if a.name != "*":   # `from converters import cli` imports the module converters.cli
+                    mods.add(f"{base}.{a.name}")
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             target = _string_import(node, path, aliases)
@@ -112,6 +114,15 @@ def test_nothing_imports_the_command_line():
                 continue
             bad = {m for m in imported_modules(path) if m == "converters.cli" or m.startswith("converters.cli.")}
             assert not bad, f"{path}: imports the command line {bad} (library code raises library errors)"
+
+
+def test_imports_inside_functions_and_from_a_package_count(tmp_path):
+    # a lazy `from converters import cli` in a function body is an import of converters.cli
+    lazy = tmp_path / "lazy.py"
+    lazy.write_text("def _cli():\n    from converters import cli\n    return cli\n\n\n"
+                    "def _run():\n    from ..converters import cli as c\n    return c\n")
+    assert "converters.cli" in imported_modules(lazy)
+    assert {"converters", "converters.cli"} <= imported_modules(lazy)
 
 
 def test_samples_hold_data_and_the_scripts_that_make_it():

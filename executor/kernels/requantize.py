@@ -31,7 +31,7 @@ At compile time the accumulator bound picks the cheapest exact way to evaluate i
 * "int": the numerator fits int64: the same formula in in-place int64 passes;
 * "reference": fixedpoint.py as is (a channel shifts left, i.e. multiplier >= 1, or reference=True).
 
-The compiled forms are proven equal to the reference one (tests/executor/test_perf_paths.py checks
+The compiled forms are proven equal to the reference one (tests/executor/kernels/test_fast_path_arithmetic.py checks
 them against TFLite's MultiplyByQuantizedMultiplier written out in Python integers).
 """
 from __future__ import annotations

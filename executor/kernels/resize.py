@@ -29,14 +29,11 @@ _F32 = np.float32
 
 
 def _resize_args(ctx):
-    """(nhwc input, out_h, out_w, nchw, align_corners, half_pixel_centers), validated."""
+    """(nhwc input, out_h, out_w, nchw, align_corners, half_pixel_centers). The spec checks the rank, the
+    corner flags and that the output size is positive; zero extents are the kernel's to refuse."""
     args = ctx.args
     nchw, align, half = args.nchw, bool(args.align_corners), bool(args.half_pixel_centers)
-    if align and half:
-        ctx.fail("align_corners and half_pixel_centers cannot both be true")
     inp = args.input
-    if inp.array.ndim != 4:
-        ctx.fail(f"input must be 4-D, got shape {list(inp.shape)}")
     x = to_nhwc(inp.array, nchw)
     _, h, w, c = x.shape
     if min(h, w, c) <= 0:
@@ -45,8 +42,6 @@ def _resize_args(ctx):
         out_w, out_h = args.width, args.height
     else:  # scales: floor(in_size * scale) in float32 (float16 scales are widened first)
         out_w, out_h = scaled_size(w, args.width), scaled_size(h, args.height)
-    if out_h <= 0 or out_w <= 0:
-        ctx.fail(f"output size {out_h}x{out_w} must be positive")
     return x, out_h, out_w, nchw, align, half
 
 

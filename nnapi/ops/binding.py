@@ -6,11 +6,17 @@ derived from them (the layout, the window's strides and dilations, SAME/VALID pa
 nnapi/ops/geometry.py). `bound.args(inputs)` is the view a kernel reads at run time: `args.filter` is
 the input Value (None when omitted or absent), `args.stride_w` the scalar's Python value (the spec's
 default when an optional scalar is absent). The executor's kernels never index inputs by position.
+`bound.run_time_problem(inputs)` applies the spec's rules and shape inference to what is fed at run
+time, for the operations whose shapes compilation could not know (`checks_at_run_time`).
 """
 from __future__ import annotations
 
 from typing import Optional
 
+import numpy as np
+
+from ..codes import Lifetime, OperandCode
+from ..operand import Operand
 from .geometry import implicit_padding
 
 _MISSING = object()
@@ -20,7 +26,7 @@ class Bound:
     """One operation's argument layout and constants (see the module doc)."""
 
     __slots__ = ("spec", "model", "code", "form", "index", "positions", "consts", "scalars", "defaults", "runtime",
-                 "nchw", "_match", "_const_pads", "_args_class")
+                 "nchw", "_match", "_const_pads", "_args_class", "_fed", "_passed")
 
     def __init__(self, spec, model, index: int, form, in_map: dict, out_map: dict):
         self.spec, self.model, self.code, self.form, self.index = spec, model, spec.code, form.name, index
@@ -63,6 +69,56 @@ class Bound:
         if form.name == "explicit" and all(n in self.consts for n in _PAD_NAMES):
             self._const_pads = tuple(self.consts[n] for n in _PAD_NAMES)
         self._args_class = _args_class(self)
+        # (input position, operand, is a tensor) of every operand fed at run time, for run_time_problem
+        self._fed = tuple((p, i, model.operands[i].type.is_tensor)
+                          for name in self.runtime
+                          for p, i in _pairs(self.positions[name], in_map[name])
+                          if _fed_at_run_time(model.operands[i]))
+        self._passed: set = set()   # run-time shape/value keys that passed run_time_problem
+
+    # -- run-time checks: the spec's rules and inference over the operands as they are fed --------------
+    def checks_at_run_time(self, known) -> bool:
+        """Whether what is fed at run time can break a rule that compilation could not check: a tensor
+        whose Shape is not fully known at compile time (`known(operand)`: the declared or inferred
+        Shape), or a scalar fed at run time. Operations whose operands are all known need no check."""
+        for _, i, tensor in self._fed:
+            if not tensor:
+                return True
+            shape = known(i)
+            if shape is None or not all(shape):
+                return True
+        return False
+
+    def run_time_problem(self, inputs) -> Optional[str]:
+        """The first problem the spec finds with `inputs` (the Values fed at run time, by position):
+        its rules, `infer` and the output conflict check (OpSpec.shape_problems) over the operands with
+        their actual dimensions and run-time scalar values; None when there is none. A set of shapes and
+        values that passed once is not checked again."""
+        try:   # the common case: every fed operand present
+            key = tuple([inputs[p].array.shape if tensor else inputs[p].array.item() for p, _, tensor in self._fed])
+        except AttributeError:   # an absent (omitted) one
+            key = tuple(None if inputs[p] is None else inputs[p].array.shape if tensor else inputs[p].array.item()
+                        for p, _, tensor in self._fed)
+        if key in self._passed:
+            return None
+        actual = {}
+        for p, i, tensor in self._fed:
+            v = inputs[p]
+            if v is None:
+                continue
+            opnd = self.model.operands[i]
+            actual[i] = (Operand(opnd.type.with_dimensions(v.shape), opnd.lifetime, opnd.name, opnd.channel_quant)
+                         if tensor else
+                         Operand(opnd.type, Lifetime.CONSTANT_COPY, opnd.name, _value=np.asarray(v.array).reshape(())))
+        from .spec import OpView   # (spec.py imports this module)
+        form, in_map, out_map = self._match
+        problems = self.spec.shape_problems(OpView(self.model, self.index, self.spec, form, in_map, out_map,
+                                                   actual=actual))
+        if problems:
+            return problems[0]
+        if len(self._passed) < 64:
+            self._passed.add(key)
+        return None
 
     def operand(self, name: str):
         """The declared operand of argument `name` (its type, or the model a SUBGRAPH operand references),
@@ -86,6 +142,16 @@ class Bound:
 
 
 _PAD_NAMES = ("pad_top", "pad_bottom", "pad_left", "pad_right")
+
+
+def _pairs(pos, idx):
+    """(input position, operand index) of an argument (a repeated one's every operand)."""
+    return zip(pos, idx) if isinstance(pos, list) else [(pos, idx)]
+
+
+def _fed_at_run_time(opnd) -> bool:
+    return not (opnd.is_constant or opnd.is_omitted or opnd.lifetime is Lifetime.SUBGRAPH
+                or opnd.type.code is OperandCode.SUBGRAPH)
 
 
 class Args:
@@ -132,8 +198,8 @@ class Args:
         return self.get("dilation_h", 1), self.get("dilation_w", 1)
 
     def infer(self) -> dict:
-        """The spec's shape inference on these run-time input shapes: {output name: Shape}. Kernels check
-        what depends on run-time shapes through it, with the rules the spec states once."""
+        """The spec's shape inference on these run-time input shapes: {output name: Shape} (the executor
+        checks shapes known only at run time with it and the rules: Bound.run_time_problem)."""
         from .spec import OpView   # (spec.py imports this module)
         b = self._bound
         form, in_map, out_map = b._match

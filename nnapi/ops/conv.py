@@ -10,8 +10,8 @@ import math
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
 from .geometry import const_int, image_input, join_image, split_image, transpose_out_or_0, window_out_or_0
-from .inference import broadcast_shapes, const_ints
-from .rules import bias_scale, rank_in, ranks_agree, window_params
+from .inference import broadcast_extent, broadcast_shapes, const_ints
+from .rules import bias_scale, rank_in, ranks_agree, window_fits, window_params
 from .spec import Form, OpSpec, TypeCase, arg, cases, opt
 
 Q8, Q8S, PER_CHANNEL = C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED, C.TENSOR_QUANT8_SYMM_PER_CHANNEL
@@ -142,9 +142,17 @@ def _output_scale_level(filter_name="filter"):
     return level
 
 
-def _conv_rules(out_axis: int, channel_dim: int, window=window_params()) -> list:
+def _filter_hw(v):
+    """(height, width) of a convolution's [.., h, w, ..] filter, None where unknown."""
+    flt = v.dims("filter")
+    return (flt[1] or None, flt[2] or None) if flt is not None and len(flt) == 4 else (None, None)
+
+
+def _conv_rules(out_axis: int, channel_dim: int, window=window_params(), forward=True) -> list:
+    """The convolutions' shared rules; a `forward` one slides its filter over the padded input."""
     return [rank_in("input", [4]), rank_in("output", [4]), rank_in("filter", [4]), rank_in("bias", [1]),
-            bias_scale(), _per_channel_dim(channel_dim), _bias_matches(out_axis), _dilation_pairs, window]
+            bias_scale(), _per_channel_dim(channel_dim), _bias_matches(out_axis), _dilation_pairs, window,
+            *([window_fits(_filter_hw)] if forward else [])]
 
 
 # -- shape inference -------------------------------------------------------------------
@@ -249,12 +257,19 @@ register(OpSpec(
                 + [arg("fuse", C.INT32), arg("layout", C.BOOL)], _OUT)],
     type_cases=_LEVEL3_CASES,
     # the tail paddings may be negative: they crop less than the scattered windows cover
-    rules=_conv_rules(0, 0, window_params(non_negative=("pad_left", "pad_top")))
+    rules=_conv_rules(0, 0, window_params(non_negative=("pad_left", "pad_top")), forward=False)
     + [_conv_channels(lambda v, f: f[3]), rank_in("output_shape", [1])],
     infer=_transpose_conv_infer,
     doc="the gradient of CONV_2D: every input pixel scatters input x filter into a stride-spaced "
         "output window; filter [depth_out, h, w, depth_in]",
 ))
+
+def _fc_rows(v):
+    """The input flattens to rows of input_size (the weights' second dimension)."""
+    inp, w = v.dims("input"), v.dims("weights")
+    if inp and all(inp) and w and len(w) == 2 and w[1] and math.prod(inp) % w[1]:
+        yield f"input {list(inp)} does not flatten to rows of {w[1]} (the weights' input size)"
+
 
 def _fc_output(v):
     """Output [batch_size, num_units]: num_units is the weights' first dimension."""
@@ -269,7 +284,7 @@ register(OpSpec(
                 _OUT)],
     type_cases=_DENSE_CASES,
     rules=[rank_in("input", [2, 3, 4]), rank_in("weights", [2]), rank_in("bias", [1]), rank_in("output", [2]),
-           bias_scale(filter_name="weights"), _bias_matches(0, "weights"), _fc_output],
+           bias_scale(filter_name="weights"), _bias_matches(0, "weights"), _fc_rows, _fc_output],
     level_rules=[_output_scale_level("weights")],
     infer=_fc_infer,
     doc="input flattened to [batch, input_size] (input_size = weights' second dimension); "
@@ -290,6 +305,23 @@ def _infer_batch_matmul(v):
     return {"output": broadcast_shapes(x[:-2], y[:-2]) + (rows, cols)}
 
 
+def _matmul_shapes(v):
+    """adj(x)'s columns are adj(y)'s rows, and the batch dimensions broadcast."""
+    x, y = v.dims("x"), v.dims("y")
+    if x is None or y is None or len(x) < 2 or len(y) < 2:
+        return
+    adj = [v.const(n) if v.has(n) else False for n in ("adj_x", "adj_y")]
+    if None in adj:
+        return
+    a = (x[-1], x[-2]) if adj[0] else (x[-2], x[-1])
+    b = (y[-1], y[-2]) if adj[1] else (y[-2], y[-1])
+    if a[1] and b[0] and a[1] != b[0]:
+        yield (f"cannot multiply [..., {a[0]}, {a[1]}] by [..., {b[0]}, {b[1]}] matrices (after adj_x/adj_y)")
+    for i, (p, q) in enumerate(zip(x[:-2], y[:-2])):
+        if broadcast_extent(p, q) is None:
+            yield f"batch dimension {i} differs ({p} vs {q}) and neither is 1"
+
+
 register(OpSpec(
     code=Op.BATCH_MATMUL,
     forms=[Form("default", [arg("x", "T"), arg("y", "T"), opt("adj_x", C.BOOL), opt("adj_y", C.BOOL)],
@@ -297,7 +329,7 @@ register(OpSpec(
     # the NNAPI docs list no TENSOR_QUANT8_ASYMM here, only the signed variant
     type_cases=cases(6, "T", C.TENSOR_FLOAT16, C.TENSOR_FLOAT32, C.TENSOR_QUANT8_ASYMM_SIGNED, C.TENSOR_INT32),
     rules=[rank_in("x", (2, 3, 4)), rank_in("y", (2, 3, 4)), rank_in("output", (2, 3, 4)),
-           ranks_agree("x", "y"), ranks_agree("x", "output")],
+           ranks_agree("x", "y"), ranks_agree("x", "output"), _matmul_shapes],
     doc="output[..., :, :] = adj(x)[..., :, :] @ adj(y)[..., :, :], batch dimensions broadcast",
     infer=_infer_batch_matmul,
 ))

@@ -52,6 +52,124 @@ def _ranks(**ranks):
     return [rank_in(name, (r,)) for name, r in ranks.items()]
 
 
+# -- shape and parameter rules (known extents only: 0 is unknown) ------------------------------
+
+def _e(dims, axis: int) -> int:
+    """Extent `axis` of a Shape, 0 when unknown (or the Shape is shorter)."""
+    return dims[axis] if dims is not None and len(dims) > axis else 0
+
+
+def _agree(*extents: int) -> bool:
+    """The known ones of several extents are equal."""
+    return len({e for e in extents if e}) <= 1
+
+
+def _is(extent: int, want: int) -> bool:
+    return extent in (0, want)
+
+
+def _show(dims) -> str:
+    return "[?]" if dims is None else "[" + ", ".join(str(d) if d else "?" for d in dims) + "]"
+
+
+def _nhwc(v, name: str):
+    """(n, h, w, c) of 4-D input `name` in the operation's layout, zeros where unknown."""
+    nchw = layout(v)
+    return split_image(v.dims(name), nchw) if nchw is not None else (0, 0, 0, 0)
+
+
+def _positive(*names: str, what: str):
+    """Constant (or run-time) scalars that must be positive."""
+    def rule(v):
+        values = [v.const(n) for n in names]
+        if all(x is not None for x in values) and min(values) <= 0:
+            yield f"{what} must be positive, got {' x '.join(f'{x:g}' for x in values)}"
+    return rule
+
+
+def _bbox_shapes(v):
+    rois, deltas, batches, image = (v.dims(n) for n in ("rois", "deltas", "batches", "image_info"))
+    if not _agree(_e(rois, 0), _e(deltas, 0), _e(batches, 0)) or not _is(_e(rois, 1), 4) or _e(deltas, 1) % 4:
+        yield (f"rois {_show(rois)}, deltas {_show(deltas)} and batches {_show(batches)} do not fit "
+               f"[n, 4], [n, 4 * classes], [n]")
+    if not _is(_e(image, 1), 2):
+        yield f"image info must be [batches, 2], got {_show(image)}"
+
+
+def _two_classes(classes: int):
+    if classes and classes < 2:
+        yield "need at least two classes (class 0 is background)"
+
+
+def _nms_shapes(v):
+    scores, rois, batches = v.dims("scores"), v.dims("rois"), v.dims("batches")
+    classes, width = _e(scores, 1), _e(rois, 1)
+    if not _agree(_e(scores, 0), _e(rois, 0), _e(batches, 0)) or (classes and width and width != 4 * classes):
+        yield f"rois {_show(rois)} / batches {_show(batches)} do not fit scores {_show(scores)}"
+    yield from _two_classes(classes)
+
+
+def _ssd_shapes(v):
+    scores, deltas, anchors = v.dims("scores"), v.dims("deltas"), v.dims("anchors")
+    if not _agree(_e(scores, 0), _e(deltas, 0)) or not _agree(_e(scores, 1), _e(deltas, 1), _e(anchors, 0)) \
+            or 0 < _e(deltas, 2) < 4 or not _is(_e(anchors, 1), 4):
+        yield f"deltas {_show(deltas)} / anchors {_show(anchors)} do not fit scores {_show(scores)}"
+    yield from _two_classes(_e(scores, 2))
+
+
+def _ssd_params(v):
+    """The reference's prepare-step checks of the scalar parameters."""
+    scales = [v.const(n) for n in ("scale_y", "scale_x", "scale_h", "scale_w")]
+    if None not in scales and min(scales) <= 0:
+        yield f"box scales must be positive, got {[float(x) for x in scales]}"
+    thresholds = [v.const(n) for n in ("score_threshold", "iou_threshold")]
+    if any(t is not None and t < 0 for t in thresholds):
+        yield "score and IoU thresholds must be non-negative"
+    most, regular = v.const("max_detections"), v.const("use_regular_nms")
+    if most is not None and most <= 0:
+        yield f"max_detections must be positive, got {most}"
+    per_class, per_detection = v.const("max_detections_per_class"), v.const("max_classes_per_detection")
+    if regular is True and per_class is not None and per_class <= 0:
+        yield f"max detections per class must be positive, got {per_class}"
+    if regular is False and per_detection is not None and per_detection <= 0:
+        yield f"max classes per detection must be positive, got {per_detection}"
+
+
+def _proposal_shapes(v):
+    """scores [b, h, w, A], deltas [b, h, w, 4 A] (in the layout), anchors [A, 4], image info [b, 2]."""
+    (b, h, w, a), (db, dh, dw, dc) = _nhwc(v, "scores"), _nhwc(v, "deltas")
+    anchors, image = v.dims("anchors"), v.dims("image_info")
+    if not (_agree(b, db, _e(image, 0)) and _agree(h, dh) and _agree(w, dw) and _agree(a, _e(anchors, 0))
+            and _is(_e(anchors, 1), 4) and _is(_e(image, 1), 2) and not (a and dc and dc != 4 * a)):
+        yield (f"scores {_show(v.dims('scores'))}, deltas {_show(v.dims('deltas'))}, anchors {_show(anchors)} and "
+               f"image info {_show(image)} do not fit (layout {'NCHW' if layout(v) else 'NHWC'})")
+
+
+def _heatmap_shapes(v):
+    count, size, width, _ = _nhwc(v, "heatmap")
+    if (size and width and size != width) or 0 < size < 2 or 0 < width < 2:
+        yield f"heatmaps must be square and at least 2 x 2, got {size} x {width}"
+    boxes = v.dims("boxes")
+    if not _agree(count, _e(boxes, 0)) or not _is(_e(boxes, 1), 4):
+        yield f"boxes must be [{count or '?'}, 4], got {_show(boxes)}"
+
+
+def _roi_shapes(v):
+    rois, batches = v.dims("rois"), v.dims("batches")
+    if not _agree(_e(rois, 0), _e(batches, 0)) or not _is(_e(rois, 1), 4):
+        yield f"rois {_show(rois)} / batch indexes {_show(batches)} must be [n, 4] / [n]"
+
+
+def _sampling_ratios(v):
+    ratios = [v.const("height_ratio"), v.const("width_ratio")]
+    if any(r is not None and r < 0 for r in ratios):
+        yield f"sampling ratios must be >= 0, got {ratios}"
+
+
+_ROI_RULES = [_roi_shapes, _positive("out_height", "out_width", what="output size"),
+              _positive("height_stride", "width_stride", what="strides")]
+
+
 # -- shape inference -------------------------------------------------------------------
 
 def _extent(dims, axis: int, rank: int) -> int:
@@ -125,7 +243,7 @@ register(OpSpec(
                 TypeCase(3, T=C.TENSOR_QUANT8_ASYMM, R=C.TENSOR_QUANT16_ASYMM),
                 TypeCase(4, T=C.TENSOR_QUANT8_ASYMM_SIGNED, R=C.TENSOR_QUANT16_ASYMM)],
     rules=[box_quant("rois", "image_info", "output"),
-           *_ranks(rois=2, deltas=2, batches=1, image_info=2, output=2)],
+           *_ranks(rois=2, deltas=2, batches=1, image_info=2, output=2), _bbox_shapes],
     infer=_bbox_infer,
     doc="rois [n, 4] (x1, y1, x2, y2) moved by per-class deltas (dx, dy, dw, dh), clipped to the image",
 ))
@@ -140,7 +258,7 @@ register(OpSpec(
                  arg("out_batches", C.TENSOR_INT32)])],
     type_cases=_cases(),
     rules=[box_quant("rois", "out_rois"), same_quant("scores", "out_scores"),
-           *_ranks(scores=2, rois=2, batches=1),
+           *_ranks(scores=2, rois=2, batches=1), _nms_shapes,
            *output_ranks(out_scores=1, out_rois=2, out_classes=1, out_batches=1)],
     infer=_kept_boxes(("out_scores", ()), ("out_rois", (4,)), ("out_classes", ()), ("out_batches", ())),
     value_dependent=dict.fromkeys(("out_scores", "out_rois", "out_classes", "out_batches"), _KEPT_BOXES),
@@ -158,7 +276,7 @@ register(OpSpec(
                 [arg("out_scores", "T"), arg("out_boxes", "T"), arg("out_classes", C.TENSOR_INT32),
                  arg("num_detections", C.TENSOR_INT32)])],
     type_cases=[TypeCase(3, T=C.TENSOR_FLOAT32, S=C.FLOAT32), TypeCase(3, T=C.TENSOR_FLOAT16, S=C.FLOAT16)],
-    rules=_ranks(scores=3, deltas=3, anchors=2)
+    rules=_ranks(scores=3, deltas=3, anchors=2) + [_ssd_shapes, _ssd_params]
     + output_ranks(out_scores=2, out_boxes=3, out_classes=2, num_detections=1),
     infer=_ssd_infer,
     doc="TFLite SSD post-processing: decode center-size boxes, then regular or fast NMS",
@@ -175,7 +293,7 @@ register(OpSpec(
     # quantized anchors are QUANT16_SYMM, while image info and the output rois are QUANT16_ASYMM
     type_cases=_cases(A=C.TENSOR_QUANT16_SYMM),
     rules=[box_quant("anchors", "image_info", "out_rois"), same_quant("scores", "out_scores"),
-           *_ranks(scores=4, deltas=4, anchors=2, image_info=2),
+           *_ranks(scores=4, deltas=4, anchors=2, image_info=2), _proposal_shapes,
            *output_ranks(out_scores=1, out_rois=2, out_batches=1)],
     infer=_kept_boxes(("out_scores", ()), ("out_rois", (4,)), ("out_batches", ())),
     value_dependent=dict.fromkeys(("out_scores", "out_rois", "out_batches"), _KEPT_BOXES),
@@ -187,7 +305,7 @@ register(OpSpec(
     forms=[Form("default", [arg("heatmap", "T"), arg("boxes", "R"), arg("layout", C.BOOL)],
                 [arg("out_scores", "T"), arg("out_keypoints", "R")])],
     type_cases=_cases(),
-    rules=[box_quant("boxes", "out_keypoints"), *_ranks(heatmap=4, boxes=2),
+    rules=[box_quant("boxes", "out_keypoints"), *_ranks(heatmap=4, boxes=2), _heatmap_shapes,
            *output_ranks(out_scores=2, out_keypoints=3)],
     infer=_heatmap_infer,
     doc="per box and keypoint: heatmap argmax refined by a quadratic fit, mapped into the box",
@@ -203,7 +321,7 @@ register(OpSpec(
                                         arg("layout", C.BOOL)],
                 [arg("output", "T")])],
     type_cases=_cases(),
-    rules=[box_quant("rois"), *_ranks(input=4, rois=2, output=4)],
+    rules=[box_quant("rois"), *_ranks(input=4, rois=2, output=4), *_ROI_RULES, _sampling_ratios],
     infer=_roi_infer,
     doc="average of bilinear samples per output bin of each region (sampling ratio 0 = adaptive)",
 ))
@@ -212,7 +330,7 @@ register(OpSpec(
     code=Op.ROI_POOLING,
     forms=[Form("default", _ROI_HEAD + [arg("layout", C.BOOL)], [arg("output", "T")])],
     type_cases=_cases(),
-    rules=[box_quant("rois"), same_quant("input", "output"), *_ranks(input=4, rois=2, output=4)],
+    rules=[box_quant("rois"), same_quant("input", "output"), *_ranks(input=4, rois=2, output=4), *_ROI_RULES],
     infer=_roi_infer,
     doc="max over each output bin of each region (bins rounded outward)",
 ))

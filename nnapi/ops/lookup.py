@@ -105,6 +105,15 @@ def _lsh_type(v):
         yield f"type {t} is not one of SPARSE_DEPRECATED (1), DENSE (2), SPARSE (3)"
 
 
+def _lsh_shapes(v):
+    """At most 32 bits per hash function (a signature is an int32); one weight per input row."""
+    hash_dims, inp, weight = _dims(v.input("hash")), _dims(v.input("input")), _dims(v.input("weight"))
+    if hash_dims and len(hash_dims) == 2 and hash_dims[1] > 32:
+        yield f"hash has {hash_dims[1]} bits per function, at most 32"
+    if weight and inp and weight[0] and inp[0] and weight[0] != inp[0]:
+        yield f"weight has {weight[0]} elements, input has {inp[0]} rows"
+
+
 def _lsh_type_level(v) -> int:
     """The SPARSE type with per-function offsets came with feature level 3."""
     return 3 if v.const("type") == LSH_SPARSE else 1
@@ -118,7 +127,7 @@ register(OpSpec(
     type_cases=[TypeCase(1 if h == C.TENSOR_FLOAT32 else 3, H=h, I=i)
                 for h in (C.TENSOR_FLOAT32, C.TENSOR_FLOAT16)
                 for i in (C.TENSOR_FLOAT32, C.TENSOR_INT32, C.TENSOR_QUANT8_ASYMM, C.TENSOR_FLOAT16)],
-    rules=[rank_in("hash", [2]), rank_at_least("input", 1), rank_in("weight", [1]), _lsh_type,
+    rules=[rank_in("hash", [2]), rank_at_least("input", 1), rank_in("weight", [1]), _lsh_type, _lsh_shapes,
            output_rank("output", 1)],
     level_rules=[_lsh_type_level],
     doc="sign bits of weighted farmhash Fingerprint64(seed, input row) sums; sparse (signature per hash "

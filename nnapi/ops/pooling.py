@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .rules import rank_in, same_quant, window_params
+from .rules import rank_in, same_quant, window_fits, window_params
 from .spec import Form, OpSpec, TypeCase, arg, cases, opt
 from .geometry import const_int, image_input, join_image, scaled_size, window_out_or_0
 
@@ -64,7 +64,7 @@ def _pool_infer(v):
 
 def _pool_pads(v, before: str, after: str, filter_name: str):
     """Explicit (before, after) padding, None in the implicit form; (None, None) -- an unknown extent --
-    when a padding is not smaller than the filter (the kernel rejects that window)."""
+    when a padding is not smaller than the filter (window_params rejects that window)."""
     if v.form.name != "explicit":
         return None
     pads, size = (const_int(v, before), const_int(v, after)), const_int(v, filter_name)
@@ -78,7 +78,8 @@ def _pool(code, type_cases, doc):
         code=code,
         forms=_POOL_FORMS,
         type_cases=type_cases,
-        rules=[*_POOL_SHAPE, same_quant("input", "output"), window_params(pads_below_filter=True)],
+        rules=[*_POOL_SHAPE, same_quant("input", "output"), window_params(pads_below_filter=True),
+               window_fits(lambda v: (const_int(v, "filter_h"), const_int(v, "filter_w")))],
         infer=_pool_infer,
         doc=doc,
     ))
@@ -116,6 +117,25 @@ def _corner_flags(v):
         yield "align_corners and half_pixel_centers cannot both be true"
 
 
+def _resize_size_positive(v):
+    """The output size (given, or the input's scaled) is positive, where known."""
+    image = image_input(v)
+    h, w = (image[2], image[3]) if image is not None else (0, 0)
+    sizes = []
+    for name, in_size in (("height", h), ("width", w)):
+        value = v.const(name)
+        if value is None or isinstance(value, bool):
+            return
+        if isinstance(value, int):
+            sizes.append(value)
+        elif in_size:
+            sizes.append(scaled_size(in_size, value))
+        else:
+            return
+    if min(sizes) <= 0:
+        yield f"output size {sizes[0]}x{sizes[1]} must be positive"
+
+
 def _resize_extent(v, name: str, in_size: int) -> int:
     """An INT32 output size as given, or floor(in_size x a float scale); 0 when unknown or not positive."""
     value = v.const(name)
@@ -144,7 +164,7 @@ def _resize(code, layout_optional, doc):
         code=code,
         forms=[Form("default", _resize_args(layout_optional), [arg("output", "T")])],
         type_cases=_RESIZE_CASES,
-        rules=[*_POOL_SHAPE, same_quant("input", "output"), _corner_flags],
+        rules=[*_POOL_SHAPE, same_quant("input", "output"), _corner_flags, _resize_size_positive],
         infer=_resize_infer,
         doc=doc,
     ))

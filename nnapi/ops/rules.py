@@ -9,6 +9,7 @@ import numpy as np
 
 from ..bias_scale import bias_scale as bias_scale_product, bias_scale_matches
 from ..codes import FuseCode, OperandCode, PaddingCode
+from .geometry import const_int, explicit_out_size, image_input, implicit_padding
 from .inference import broadcast_extent
 from .spec import OpView, Rule
 
@@ -200,8 +201,8 @@ _PADS = ("pad_left", "pad_right", "pad_top", "pad_bottom")
 
 
 def window_params(non_negative=_PADS, pads_below_filter: bool = False) -> Rule:
-    """Constant window parameters (run-time ones are the kernel's to check): strides, filter sizes and
-    dilations positive, the paddings in `non_negative` not negative, a SAME (1) or VALID (2) padding
+    """Window parameters (constants at finish(), scalars fed at run time before the kernel runs):
+    strides, filter sizes and dilations positive, the paddings in `non_negative` not negative, a SAME (1) or VALID (2) padding
     code, a valid fuse code; with `pads_below_filter` (the pools) each explicit padding smaller than
     the filter along its axis, so that every window holds an input element."""
     def rule(v: OpView):
@@ -225,6 +226,41 @@ def window_params(non_negative=_PADS, pads_below_filter: bool = False) -> Rule:
                 if too_big:
                     yield f"{' and '.join(too_big)} must be smaller than {size} {filter_size}"
     return rule
+
+
+def window_fits(filter_hw: Callable[[OpView], tuple]) -> Rule:
+    """The (dilated) window of size `filter_hw(view)` (height, width; None where unknown) fits the padded
+    input: every output extent is at least 1, where the input size, the window and the padding are
+    known (a window over padding only has nothing to read)."""
+    def rule(v: OpView):
+        image = image_input(v)
+        if image is None:
+            return
+        _, _, h, w, _ = image
+        kh, kw = filter_hw(v)
+        oh = _window_extent(v, h, kh, "h", ("pad_top", "pad_bottom"))
+        ow = _window_extent(v, w, kw, "w", ("pad_left", "pad_right"))
+        if (oh is not None and oh <= 0) or (ow is not None and ow <= 0):
+            yield (f"the {kh or '?'}x{kw or '?'} filter does not fit the padded {h or '?'}x{w or '?'} input "
+                   f"(output {'?' if oh is None else oh}x{'?' if ow is None else ow})")
+    return rule
+
+
+def _window_extent(v: OpView, size, k, axis: str, pad_names) -> Optional[int]:
+    """One output extent of a window operation, None when anything it needs is unknown or invalid (the
+    other rules report invalid parameters)."""
+    stride, dilation = const_int(v, f"stride_{axis}"), const_int(v, f"dilation_{axis}", 1)
+    if not all(isinstance(x, int) and x > 0 for x in (size, k, stride, dilation)):
+        return None
+    if v.form.name == "explicit":
+        pads = [const_int(v, n) for n in pad_names]
+        if not all(isinstance(p, int) and p >= 0 for p in pads):
+            return None
+        return explicit_out_size(size, stride, k, *pads, dilation)
+    padding = const_int(v, "padding")
+    if padding not in (PaddingCode.SAME, PaddingCode.VALID):
+        return None
+    return implicit_padding(size, stride, k, padding, dilation)[2]
 
 
 # -- shared by several families -------------------------------------------------------------

@@ -1,15 +1,16 @@
-"""Tensor shape and data-movement operations: CONCATENATION, RESHAPE, SQUEEZE,
-EXPAND_DIMS, TRANSPOSE, SLICE, STRIDED_SLICE, SPLIT, TILE, GATHER, CHANNEL_SHUFFLE,
-FILL, RANK, PACK and REVERSE (the padding and depth/space/batch rearrangements
-are in shape_space.py).
+"""Tensor shape operations: CONCATENATION, RESHAPE, SQUEEZE, EXPAND_DIMS, TRANSPOSE,
+SPLIT, FILL, RANK and PACK, and the helpers the shape family shares (the slices,
+gathers and repetitions are in shape_select.py, the padding and depth/space/batch
+rearrangements in shape_space.py).
 
 None of them computes new values (CONCATENATION may requantize), so unless the
 NNAPI documentation says otherwise the output keeps the input's scale and zero
 point. Output ranks follow from the input ranks (and from constant parameters:
 SQUEEZE axes, STRIDED_SLICE shrink_axis_mask, the RESHAPE shape's length) and are
-checked where known; constant axes must be in range. Value checks that need
-run-time data (indices, block sizes, parameters fed at run time) are the
-kernels' (executor/kernels/shape/reference.py, shape_space.py).
+checked where known (the executor checks shapes known only at run time with
+the same rules); constant axes must be in range. Value checks that need
+run-time tensor data (indices, parameter tensors fed at run time) are the
+kernels' (executor/kernels/shape/reference.py, space.py).
 
 Shape inference (`infer`) follows the kernels' rules; the output extents that
 parameter tensors set (shape, perm, paddings, begin/size, ...) are unknown when
@@ -21,9 +22,9 @@ import numpy as np
 
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
-from .inference import const_ints, infer_same_as, normalize_axis
+from .inference import const_ints, normalize_axis
 from .rules import (axes_in_range, const_in, dims_fit, known_rank, length_is_rank, length_of, output_rank,
-                    rank_at_most, rank_in, rank_of, ranks_agree, same_quant, same_shape)
+                    rank_at_most, rank_in, rank_of, ranks_agree, same_quant)
 from .spec import Form, OpSpec, TypeCase, arg, cases, opt
 
 F32, F16, I32 = C.TENSOR_FLOAT32, C.TENSOR_FLOAT16, C.TENSOR_INT32
@@ -89,6 +90,64 @@ def _same_rank(name):
     return rule
 
 
+def _concat_extents(v):
+    """The inputs agree in every extent but the axis's, where known."""
+    shapes = v.all_dims("inputs")
+    axis = v.const("axis")
+    known = [(k, s) for k, s in enumerate(shapes) if s]
+    if not known or not isinstance(axis, int):
+        return
+    rank = len(known[0][1])
+    axis = normalize_axis(axis, rank)
+    if axis is None:
+        return
+    k0, base = known[0]
+    for k, s in known[1:]:
+        if len(s) == rank and any(a and b and a != b for d, (a, b) in enumerate(zip(s, base)) if d != axis):
+            yield (f"input {k} has shape {list(s)}, incompatible with input {k0} {list(base)} outside axis {axis}")
+            return
+
+
+def _reshape_count(v):
+    """A constant shape has entries >= 0 (at most one -1) whose product is the input's element count."""
+    shape, d = const_ints(v, "shape"), v.dims("input")
+    if shape is None:
+        return
+    if shape.count(-1) > 1 or any(x < -1 for x in shape):
+        yield f"invalid shape {shape}: entries must be >= 0, with at most one -1"
+        return
+    if not d or not all(d):
+        return
+    size, known = int(np.prod(d, dtype=np.int64)), int(np.prod([x for x in shape if x != -1], dtype=np.int64))
+    if -1 in shape:
+        if known == 0 or size % known:
+            yield f"cannot infer the -1 of shape {shape} for {size} elements"
+    elif known != size:
+        yield f"shape {shape} has {known} elements, the input has {size}"
+
+
+def splits_evenly(parts_name: str, what: str):
+    """The constant scalar `parts_name` is at least 1 and divides the input's extent along `axis` (SPLIT's
+    parts, CHANNEL_SHUFFLE's groups), where known."""
+    def rule(v):
+        parts, axis, d = v.const(parts_name), v.const("axis"), v.dims("input")
+        if not isinstance(parts, int):
+            return
+        if parts < 1:
+            yield f"{parts_name} {parts} must be at least 1"
+            return
+        k = normalize_axis(axis, len(d)) if d and isinstance(axis, int) else None
+        if k is not None and d[k] and d[k] % parts:
+            yield f"cannot split dimension {k} of size {d[k]} into {parts} {what}"
+    return rule
+
+
+def _split_outputs(v):
+    parts, outputs = v.const("num_splits"), len(v.outputs("outputs"))
+    if isinstance(parts, int) and parts != outputs:
+        yield f"num_splits {parts} differs from the {outputs} outputs"
+
+
 # -- output ranks -------------------------------------------------------------------
 # (NNAPI documentation of each operation; None = not known from the model, not checked)
 
@@ -118,21 +177,6 @@ def _squeezed_rank(v):
     else:
         return None
     return max(1, want)
-
-
-def _strided_slice_rank(v):
-    """STRIDED_SLICE: rank (n - k), k = the bits of shrink_axis_mask set among the n dimensions; at least 1:
-    shrinking every dimension gives shape [1] (CTS strided_slice_b155662254)."""
-    rank, mask = known_rank(v.input("input")), v.const("shrink_axis_mask")
-    if rank is None or mask is None:
-        return None
-    return max(1, rank - (int(mask) & ((1 << rank) - 1)).bit_count())
-
-
-def _gather_rank(v):
-    """GATHER: an (n + k - 1)-D output for an n-D input and k-D indices."""
-    n, k = known_rank(v.input("input")), known_rank(v.input("indices"))
-    return None if n is None or not k else n + k - 1
 
 
 # -- shape inference ------------------------------------------------------------------
@@ -235,53 +279,6 @@ def _infer_transpose(v):
     return {"output": tuple(d[p] for p in perm)}
 
 
-def _infer_slice(v):
-    d, begin, size = v.dims("input"), const_ints(v, "begin"), const_ints(v, "size")
-    if d is None:
-        return {"output": None}
-    if size is None or len(size) != len(d):
-        return {"output": unknown(len(d))}
-    if begin is None or len(begin) != len(d):
-        begin = [-1] * len(d)
-
-    def extent(n, b, s):   # size -1 means "to the end": n - begin
-        if s >= 0:
-            return s
-        return n - b if s == -1 and n and 0 <= b <= n else 0
-    return {"output": tuple(extent(n, b, s) for n, b, s in zip(d, begin, size))}
-
-
-def strided_range(n: int, begin: int, end: int, stride: int, begin_bit: bool, end_bit: bool) -> tuple[int, int]:
-    """(start, count) of one dimension of extent n of a strided slice (TFLite's StridedSlice: negative
-    indexes count from the end, then clamp; a set mask bit takes the whole range in the stride's
-    direction). The executor's kernel uses it too. `stride` must not be 0."""
-    forward = stride > 0
-
-    def clamp(i):
-        i = i + n if i < 0 else i
-        return min(max(i, 0), n) if forward else min(max(i, -1), n - 1)
-    start = (0 if forward else n - 1) if begin_bit else clamp(begin)
-    stop = (n if forward else -1) if end_bit else clamp(end)
-    return start, max(0, -(-(stop - start) // stride))
-
-
-def _infer_strided_slice(v):
-    d = v.dims("input")
-    shrink = v.const("shrink_axis_mask")
-    if d is None or not isinstance(shrink, int):
-        return {"output": None}
-    keep = [k for k in range(len(d)) if not shrink >> k & 1]
-    params = [const_ints(v, n) for n in ("begin", "end", "strides")]
-    masks = [v.const(n) for n in ("begin_mask", "end_mask")]
-    if any(p is None or len(p) != len(d) for p in params) or not all(isinstance(m, int) for m in masks) \
-            or 0 in params[2]:
-        return {"output": unknown(len(keep) or 1)}
-    (begin, end, strides), (bm, em) = params, masks
-    out = [strided_range(d[k], begin[k], end[k], strides[k], bool(bm >> k & 1), bool(em >> k & 1))[1] if d[k] else 0
-           for k in keep]
-    return {"output": tuple(out) or (1,)}   # shrinking every dimension leaves shape [1]
-
-
 def _infer_split(v):
     d, parts = v.dims("input"), len(v.outputs("outputs"))
     if d is None:
@@ -293,36 +290,18 @@ def _infer_split(v):
     return {"outputs": [d[:k] + (div_or_0(d[k], parts),) + d[k + 1:]] * parts}
 
 
-def _infer_tile(v):
-    d, mult = v.dims("input"), const_ints(v, "multiples")
-    if d is None:
-        return {"output": None}
-    if mult is None or len(mult) != len(d):
-        return {"output": unknown(len(d))}
-    return {"output": tuple(mul_or_0(n, m) for n, m in zip(d, mult))}
-
-
-def _infer_gather(v):
-    d, idx, axis = v.dims("input"), v.dims("indices"), v.const("axis")
-    if d is None or idx is None:
-        return {"output": None}
-    k = normalize_axis(axis, len(d)) if isinstance(axis, int) else None
-    if k is None:
-        return {"output": unknown(len(d) + len(idx) - 1)}
-    return {"output": d[:k] + idx + d[k + 1:]}
-
-
 # -- specs ----------------------------------------------------------------------------
 
 shape_op(Op.CONCATENATION, [arg("inputs", "T", repeated=True), arg("axis", C.INT32)], shape_types(1),
-    rules=[*rank_limits("inputs", "output", max_rank=4), _same_rank("inputs"), output_rank("output", rank_of("inputs"))],
+    rules=[*rank_limits("inputs", "output", max_rank=4), _same_rank("inputs"), _concat_extents,
+           output_rank("output", rank_of("inputs"))],
     level_rules=[_concat_requantizes],
     doc="output = inputs joined along axis; quant8 inputs are requantized to the output (level 3+)",
     infer=_infer_concat)
 
 shape_op(Op.RESHAPE, [arg("input", "T"), arg("shape", I32)], shape_types(1, i32=6),
     rules=[*rank_limits("input", "output", max_rank=4), *vectors("shape"), output_rank("output", length_of("shape")),
-           *keeps_quant()],
+           _reshape_count, *keeps_quant()],
     doc="same data, new shape; one shape entry may be -1",
     infer=_infer_reshape, runtime="shape")
 
@@ -343,45 +322,14 @@ shape_op(Op.TRANSPOSE, [arg("input", "T"), opt("perm", I32, omittable=True)], sh
     doc="permutes dimensions (reverses them when perm is omitted)",
     infer=_infer_transpose, runtime="perm")
 
-shape_op(Op.SLICE, [arg("input", "T"), arg("begin", I32), arg("size", I32)], shape_types(3, i32=3),
-    rules=[*vectors("begin", "size"), length_is_rank("begin"), length_is_rank("size"), OUTPUT_KEEPS_RANK,
-           *keeps_quant()],
-    doc="input[begin : begin + size] per dimension; size -1 means to the end",
-    infer=_infer_slice, runtime="begin and size")
-
-shape_op(Op.STRIDED_SLICE,
-    [arg("input", "T"), arg("begin", I32), arg("end", I32), arg("strides", I32),
-     arg("begin_mask", C.INT32), arg("end_mask", C.INT32), arg("shrink_axis_mask", C.INT32)], shape_types(2),
-    rules=[*rank_limits("input", "output", max_rank=4), *vectors("begin", "end", "strides"),
-           *(length_is_rank(n) for n in ("begin", "end", "strides")), output_rank("output", _strided_slice_rank),
-           *keeps_quant()],
-    doc="strided slice with begin/end/shrink-axis masks (TFLite semantics)",
-    infer=_infer_strided_slice, runtime="begin, end and strides")
-
 shape_op(Op.SPLIT, [arg("input", "T"), arg("axis", C.INT32), arg("num_splits", C.INT32)], shape_types(3, i32=3),
     outputs=[arg("outputs", "T", repeated=True)],
-    rules=[axes_in_range("input", "axis"), output_rank("outputs", rank_of("input")), same_quant("input", "outputs")],
+    rules=[axes_in_range("input", "axis"), splits_evenly("num_splits", "equal parts"), _split_outputs,
+           output_rank("outputs", rank_of("input")), same_quant("input", "outputs")],
     doc="splits along axis into num_splits equal parts",
     infer=_infer_split)
 
-shape_op(Op.TILE, [arg("input", "T"), arg("multiples", I32)], shape_types(3, i32=3),
-    rules=[*vectors("multiples"), length_is_rank("multiples"), OUTPUT_KEEPS_RANK, *keeps_quant()],
-    doc="repeats the input multiples[i] times along dimension i",
-    infer=_infer_tile, runtime="multiples")
-
-shape_op(Op.GATHER, [arg("input", "T"), arg("axis", C.INT32), arg("indices", I32)], shape_types(3, i32=3),
-    rules=[axes_in_range("input", "axis"), output_rank("output", _gather_rank), *keeps_quant()],
-    doc="input.take(indices, axis); out-of-range indices fail",
-    infer=_infer_gather)
-
-shape_op(Op.CHANNEL_SHUFFLE, [arg("input", "T"), arg("num_groups", C.INT32), arg("axis", C.INT32)], shape_types(3),
-    rules=[*rank_limits("input", "output", max_rank=4), axes_in_range("input", "axis"), same_shape("input", "output"),
-           *keeps_quant()],
-    doc="output[k * groups + g] = input[g * group_size + k] along axis",
-    infer=infer_same_as())
-
-
-# -- FILL, RANK (feature level 4), PACK (6), REVERSE (7) --------------------------------------
+# -- FILL, RANK, PACK ----------------------------------------------------------------------
 
 # the data types of the later shape operations
 DATA_TYPES = (C.TENSOR_FLOAT16, C.TENSOR_FLOAT32, C.TENSOR_QUANT8_ASYMM, C.TENSOR_QUANT8_ASYMM_SIGNED, C.TENSOR_INT32)
@@ -483,24 +431,4 @@ register(OpSpec(
            _pack_output],
     doc="output = the inputs stacked along a new dimension `axis`",
     infer=_infer_pack,
-))
-
-
-def _reverse_axis(v):
-    axis = v.input("axis")
-    if axis is not None and not dims_fit(axis.type.dimensions, (1,)):
-        yield f"axis must have shape [1], got {list(axis.type.dimensions)}"
-    value, r = v.const("axis"), known_rank(v.input("input"))
-    if value is not None and r is not None and value.size == 1 and not 0 <= int(value.reshape(-1)[0]) < r:
-        yield f"axis {int(value.reshape(-1)[0])} is out of range [0, {r})"
-
-
-register(OpSpec(
-    code=Op.REVERSE,
-    forms=[Form("default", [arg("input", "T"), arg("axis", C.TENSOR_INT32)], [arg("output", "T")])],
-    type_cases=cases(7, "T", *DATA_TYPES),
-    rules=[same_quant("input", "output"), rank_in("input", range(1, 9)), ranks_agree("input", "output"),
-           _reverse_axis],
-    doc="output = input reversed along the one dimension given by axis",
-    infer=infer_same_as(),
 ))

@@ -9,6 +9,7 @@ from .inference import const_ints
 from .rules import const_in, dims_fit, known_rank, length_is_rank, ranks_agree, same_quant
 from .shape import (DATA_TYPES, F16, F32, I32, OUTPUT_KEEPS_RANK, Q8, Q8S, const_pairs, div_or_0, keeps_quant,
                     matrix, mul_or_0, padded, rank_limits, shape_op, shape_types, unknown, vectors)
+from .geometry import layout, split_image
 from .spec import Form, OpSpec, TypeCase, arg, cases, opt
 
 
@@ -82,6 +83,28 @@ def _space_to_batch(v, d):
     return mul_or_0(n, bh, bw), div_or_0(padded(h, *pads[0]), bh), div_or_0(padded(w, *pads[1]), bw), c
 
 
+def _square_blocks(divides: str):
+    """DEPTH_TO_SPACE / SPACE_TO_DEPTH: block_size >= 1 dividing the depth by block_size^2 ("depth") or the
+    height and width by block_size ("space"), where known."""
+    def rule(v):
+        b = v.const("block_size")
+        if not isinstance(b, int):
+            return
+        if b < 1:
+            yield f"block_size {b} must be >= 1"
+            return
+        nchw = layout(v)
+        d = v.dims("input")
+        if nchw is None or d is None or len(d) != 4:
+            return
+        _, h, w, c = split_image(d, nchw)
+        if divides == "depth" and c and c % (b * b):
+            yield f"depth {c} is not divisible by block_size^2 = {b * b}"
+        if divides == "space" and ((h and h % b) or (w and w % b)):
+            yield f"height {h or '?'} and width {w or '?'} must be divisible by block_size {b}"
+    return rule
+
+
 # -- specs ----------------------------------------------------------------------------
 
 shape_op(Op.PAD, [arg("input", "T"), arg("paddings", I32)], shape_types(2),
@@ -102,12 +125,12 @@ shape_op(Op.PAD_V2, [arg("input", "T"), arg("paddings", I32), arg("pad_value", "
 _LAYOUT = opt("layout", C.BOOL, level=3)
 
 shape_op(Op.DEPTH_TO_SPACE, [arg("input", "T"), arg("block_size", C.INT32), _LAYOUT], shape_types(1),
-    rules=[*rank_limits("input", "output", exact=4), *keeps_quant()],
+    rules=[*rank_limits("input", "output", exact=4), _square_blocks("depth"), *keeps_quant()],
     doc="moves depth blocks of block_size x block_size into space",
     infer=_nhwc(_depth_to_space))
 
 shape_op(Op.SPACE_TO_DEPTH, [arg("input", "T"), arg("block_size", C.INT32), _LAYOUT], shape_types(1),
-    rules=[*rank_limits("input", "output", exact=4), *keeps_quant()],
+    rules=[*rank_limits("input", "output", exact=4), _square_blocks("space"), *keeps_quant()],
     doc="moves block_size x block_size spatial blocks into depth",
     infer=_nhwc(_space_to_depth))
 

@@ -107,16 +107,26 @@ def declared_shape(model, i: int) -> Shape:
 
 class OpView:
     """A read-only view of one operation of a model, by argument name. `shapes` (operand -> Shape)
-    overrides declared dimensions with ones inferred earlier in the model (nnapi/shapes.py)."""
+    overrides declared dimensions with ones inferred earlier in the model (nnapi/shapes.py). `actual`
+    (operand -> Operand) stands the operands as fed at run time in for the declared ones: their actual
+    dimensions, and a run-time scalar's value as a constant (Bound.run_time_problems)."""
 
     def __init__(self, model, index: int, spec: "OpSpec", form: Form, in_map: dict, out_map: dict,
-                 shapes: Optional[dict] = None):
+                 shapes: Optional[dict] = None, actual: Optional[dict] = None):
         self.model, self.index, self.spec, self.form = model, index, spec, form
         self._in, self._out = in_map, out_map
         self._shapes = shapes if shapes is not None else {}
+        self._actual = actual if actual is not None else {}
+
+    def _operand(self, i: int):
+        op = self._actual.get(i)
+        return self.model.operands[i] if op is None else op
 
     def operand_dims(self, i: int) -> Shape:
-        """Operand i's Shape: () for scalars, the inferred or declared dimensions of tensors."""
+        """Operand i's Shape: () for scalars, the actual, inferred or declared dimensions of tensors."""
+        op = self._actual.get(i)
+        if op is not None:
+            return tuple(op.type.dimensions) if op.type.is_tensor else ()
         if i in self._shapes:
             return self._shapes[i]
         return declared_shape(self.model, i)
@@ -124,7 +134,7 @@ class OpView:
     def dims(self, name: str) -> Shape:
         """The Shape of input `name` (None when absent, omitted or of unknown rank)."""
         idx = self._in.get(name)
-        if idx is None or isinstance(idx, list) or self.model.operands[idx].is_omitted:
+        if idx is None or isinstance(idx, list) or self._operand(idx).is_omitted:
             return None
         return self.operand_dims(idx)
 
@@ -143,28 +153,28 @@ class OpView:
             return False
         if isinstance(idx, list):
             return True
-        return not self.model.operands[idx].is_omitted
+        return not self._operand(idx).is_omitted
 
     def input(self, name: str):
         idx = self._in.get(name)
         if idx is None or isinstance(idx, list):
-            return None if idx is None else [self.model.operands[i] for i in idx]
-        op = self.model.operands[idx]
+            return None if idx is None else [self._operand(i) for i in idx]
+        op = self._operand(idx)
         return None if op.is_omitted else op
 
     def inputs(self, name: str) -> list:
         idx = self._in.get(name, [])
-        return [self.model.operands[i] for i in (idx if isinstance(idx, list) else [idx])]
+        return [self._operand(i) for i in (idx if isinstance(idx, list) else [idx])]
 
     def output(self, name: str):
         idx = self._out.get(name)
         if idx is None or isinstance(idx, list):
-            return None if idx is None else [self.model.operands[i] for i in idx]
-        return self.model.operands[idx]
+            return None if idx is None else [self._operand(i) for i in idx]
+        return self._operand(idx)
 
     def outputs(self, name: str) -> list:
         idx = self._out.get(name, [])
-        return [self.model.operands[i] for i in (idx if isinstance(idx, list) else [idx])]
+        return [self._operand(i) for i in (idx if isinstance(idx, list) else [idx])]
 
     def const(self, name: str):
         """The constant value of an input, as a Python scalar or numpy array, or None."""
@@ -226,7 +236,25 @@ class OpSpec:
         """{output operand: inferred Shape} for operation `index` ({} without an `infer`, or when no
         form matches). `shapes` holds Shapes inferred for earlier operands."""
         view = self.view(model, index, shapes)
-        if view is None or self.infer is None:
+        return {} if view is None else self.inferred_outputs(view)
+
+    def shape_problems(self, view: OpView) -> list[str]:
+        """The rules and the output-shape check over `view` (whose `actual` operands hold the shapes fed
+        at run time): every rule, then, when they pass, `infer` against each output's declared dimensions
+        (the conflict check nnapi/shapes.py makes over the whole model)."""
+        where = view.where
+        problems = [f"{where}: {p}" for rule in self.rules for p in rule(view)]
+        if problems:
+            return problems
+        for o, shape in self.inferred_outputs(view).items():
+            declared = declared_shape(view.model, o)
+            if merge(declared, shape)[1]:
+                problems.append(conflict_message(where, o, declared, shape))
+        return problems
+
+    def inferred_outputs(self, view: OpView) -> dict:
+        """{output operand: Shape} from `infer` over `view`."""
+        if self.infer is None:
             return {}
         got = self.infer(view) or {}
         out = {}
@@ -358,6 +386,32 @@ class OpSpec:
             parts.append(f"{f.name}: {req}{'+' if rep else ('' if req == tot else f'-{tot}')} inputs, "
                          f"{len(f.outputs)}{'+' if any(a.repeated for a in f.outputs) else ''} outputs")
         return "; ".join(parts)
+
+
+def merge(declared: Shape, inferred: Shape) -> tuple[Shape, bool]:
+    """(merged Shape, conflict): the known extents of both; conflict when known ranks or known extents
+    differ (the declared Shape is kept then)."""
+    if inferred is None:
+        return declared, False
+    if declared is None:
+        return inferred, False
+    if len(declared) != len(inferred):
+        return declared, True
+    out, conflict = [], False
+    for d, i in zip(declared, inferred):
+        if d and i and d != i:
+            conflict = True
+        out.append(d or i)
+    return tuple(out), conflict
+
+
+def conflict_message(where: str, operand: int, declared: Shape, inferred: Shape) -> str:
+    """The one message for an output whose declared dimensions disagree with what its inputs give."""
+    return f"{where}: output operand {operand} is declared {show_shape(declared)}, its inputs give {show_shape(inferred)}"
+
+
+def show_shape(s: Shape) -> str:
+    return "of unknown rank" if s is None else "[" + ", ".join("?" if not d else str(d) for d in s) + "]"
 
 
 def _shape(s) -> Shape:

@@ -3,7 +3,7 @@ import json
 
 from converters.cli import main
 
-from .test_parity import three_op_model
+from tests.converters.test_parity import three_op_model
 
 
 def test_bench_json_fields(tmp_path):

@@ -7,9 +7,9 @@ from onnx import helper as h
 
 from converters.onnx import convert as convert_onnx
 from converters.onnx.authoring import make_model
-from .onnx_harness import verify_levels
+from tests.converters.onnx.harness import verify_levels
 from converters.tflite.authoring import GraphBuilder
-from tests.converters.tflite_harness import assert_matches_litert
+from tests.converters.tflite.harness import assert_matches_litert
 
 RNG = np.random.default_rng(3)
 

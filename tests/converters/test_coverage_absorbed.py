@@ -138,7 +138,7 @@ def test_text_json_and_html_say_it(reports):
 
 @pytest.mark.parametrize("readers,into", [(("REAL",), 1), (("COMPLEX_ABS", "IMAG"), None)])
 def test_rfft2d_goes_into_its_one_consumer(tmp_path, readers, into):
-    from .test_tflite_spectral import _rfft_model
+    from tests.converters.tflite.test_spectral import _rfft_model
     path = tmp_path / "rfft.tflite"
     path.write_bytes(_rfft_model((1, 1, 16), (1, 16), readers))
     r = report_for_path(str(path), 8)

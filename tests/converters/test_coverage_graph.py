@@ -14,7 +14,7 @@ from converters.coverage_graph import graph_parts
 from converters.coverage_render import render
 from converters.graph_layout import layered_layout
 
-from .test_coverage_html import CHROMIUM, FLAGS
+from tests.converters.test_coverage_html import CHROMIUM, FLAGS
 
 ZOO = Path(__file__).resolve().parents[1] / "zoo" / "models"
 DIAMOND = ([0, 1, 2, 3, 4], [(0, 1), (0, 2), (1, 3), (2, 3), (3, 4)])

@@ -10,7 +10,7 @@ import pytest
 
 from converters.cli import main
 
-from .test_coverage import gapped_model
+from tests.converters.test_coverage import gapped_model
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

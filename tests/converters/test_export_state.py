@@ -11,8 +11,8 @@ import pytest
 from converters.export import export_c
 from converters.tflite import convert
 
-from .test_export import CFLAGS, GCC, ndk  # noqa: F401  (the ndk fixture)
-from .tflite_state_models import accumulator, int8_stream
+from tests.converters.test_export import CFLAGS, GCC, ndk  # noqa: F401  (the ndk fixture)
+from tests.converters.tflite.state_models import accumulator, int8_stream
 
 pytestmark = pytest.mark.skipif(GCC is None, reason="gcc is needed to compile the exported C")
 

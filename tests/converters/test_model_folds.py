@@ -8,12 +8,12 @@ from onnx import TensorProto, helper as h, numpy_helper
 import converters.convert as driver
 import executor.runtime as runtime
 from converters.onnx import convert as convert_onnx
-from .onnx_harness import parity as onnx_parity
+from tests.converters.onnx.harness import parity as onnx_parity
 from converters.running import random_source_inputs, run_converted
 from converters.tflite import convert as convert_tflite
 
-from .test_tflite_conv import Net
-from .tflite_harness import assert_matches_litert
+from tests.converters.tflite.test_conv import Net
+from tests.converters.tflite.harness import assert_matches_litert
 
 CONV_OPTIONS = {"CONV_2D": "Conv2DOptions", "DEPTHWISE_CONV_2D": "DepthwiseConv2DOptions"}
 

@@ -8,8 +8,8 @@ import nnapi
 from converters import tflite
 from converters.cli import main
 
-from .test_coverage_html import CHROMIUM, FLAGS, png_pixels
-from .test_parity import alter_constant
+from tests.converters.test_coverage_html import CHROMIUM, FLAGS, png_pixels
+from tests.converters.test_parity import alter_constant
 
 SAMPLE = str(Path(__file__).resolve().parents[2] / "samples" / "mobilenet_float.tflite")
 

@@ -5,7 +5,7 @@ import nnapi
 from converters import tflite
 from converters.parity import check
 
-from .test_parity_tolerance import _sample, _with_constant
+from tests.converters.test_parity_tolerance import _sample, _with_constant
 
 
 def test_quantized_models_are_judged_operation_by_operation_against_the_reference_kernels():
@@ -63,8 +63,8 @@ def test_partitions_of_a_partial_quantized_model_are_judged_operation_by_operati
     quantized model; the partitions' outputs are drift beside it."""
     from onnx import helper as h
 
-    from .ortq_models import float_model, ort_quantized
-    from .test_onnx_qdq_patterns import conv
+    from tests.converters.onnx.ortq_models import float_model, ort_quantized
+    from tests.converters.onnx.test_qdq_patterns import conv
     inits = {}
     nodes = [conv("x", "a", 3, 4, prefix="a", inits=inits), h.make_node("Hardmax", ["a"], ["m"], axis=-1),
              conv("m", "y", 4, 2, prefix="b", inits=inits)]

@@ -75,7 +75,7 @@ def test_spread_tolerance_reports_the_framework_spread_and_still_catches_an_alte
     import nnapi
     from converters import tflite
 
-    from .test_parity import alter_constant
+    from tests.converters.test_parity import alter_constant
     src = _sample("mobilenet_float.tflite")
     good = check(src, tolerance="spread").as_dict()
     assert good["passed"] and good["tolerance"]["mode"] == "spread"
@@ -173,7 +173,7 @@ def test_an_unmatchable_nameless_model_says_why_in_one_line(tmp_path):
     nnapi.save(model, path)
     # demo's operations against another source with as many inputs and outputs: nothing to match
     src = tmp_path / "three.tflite"
-    from .test_parity import three_op_model
+    from tests.converters.test_parity import three_op_model
     three_op_model(src)
     r = check(str(src), converted=str(path), layerwise=True).as_dict()
     assert r["first_divergence"] is None
@@ -184,7 +184,7 @@ def test_exact_shows_each_runtime_distance_from_the_float64_model(tmp_path):
     import nnapi
     from converters import tflite
 
-    from .test_parity import alter_constant
+    from tests.converters.test_parity import alter_constant
     src = _sample("mobilenet_float.tflite")
     (e,) = check(src, exact=True).as_dict()["exact"]
     assert e["name"] == "probs" and {"ours", "litert", "litert-ref", "litert-xnnpack"} <= set(e)

@@ -9,7 +9,7 @@ import executor  # noqa: F401  (registers the numpy executor as nnapi's backend)
 import nnapi
 from nnapi import Memory, NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
 
-from .helpers import SHAPE, add_model, dynamic_add_model, f32
+from tests.nnapi.helpers import SHAPE, add_model, dynamic_add_model, f32
 
 
 def prepared(model=None):

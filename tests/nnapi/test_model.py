@@ -7,7 +7,7 @@ import nnapi
 from nnapi import Lifetime, NnapiError, OperandCode as C, OperandType, OperationCode as Op, ResultCode
 from tests.executor.op_harness import run
 
-from .helpers import SHAPE, add_model, f32
+from tests.nnapi.helpers import SHAPE, add_model, f32
 
 
 def code_of(fn):

@@ -8,7 +8,7 @@ from nnapi import NnapiError, OperandCode as C, OperandType, OperationCode as Op
 from nnapi.serialize import HEADER_SIZE, to_bytes
 from tests.executor.op_harness import run
 
-from .helpers import SHAPE, add_model
+from tests.nnapi.helpers import SHAPE, add_model
 
 
 def rich_model():

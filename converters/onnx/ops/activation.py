@@ -9,7 +9,7 @@ from nnapi import OperandCode as C, OperandType, OperationCode as Op
 
 from ...registry import Reason, Unsupported
 from ..common import MS_DOMAIN_VERSIONS, OPSET_MAX, axis_attr, known_rank, onnx_op
-from ..context import ACTIVATION_OPS
+from ..fusion_context import ACTIVATION_OPS
 from ..fusion import clip_bounds, fuse_code
 from ..quant import data_inputs
 

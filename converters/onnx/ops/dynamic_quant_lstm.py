@@ -14,7 +14,7 @@ onnxruntime's integers:
 What differs is only the activations: onnxruntime evaluates sigmoid and tanh
 with MLAS's rational approximations (MlasComputeLogistic / MlasComputeTanh), a few float32 ulps from the
 functions NNAPI's LOGISTIC and TANH define; the rule and its test are in docs/quantized-arithmetic.md and
-tests/converters/test_onnx_dynamic_quant_lstm.py. onnxruntime with more than one intra-op thread and a batch
+tests/converters/onnx/test_dynamic_quant_lstm.py. onnxruntime with more than one intra-op thread and a batch
 of 2 or more quantizes h per chunk of batch rows; the whole batch here is its one-thread arithmetic (parity's
 reference runs one thread).
 """

@@ -34,17 +34,9 @@ class Window:
 
 def window(ctx, args, in_hw: tuple, filter_hw: tuple) -> Window:
     """The explicit padding as given, or the SAME/VALID padding worked out for this input size. The spec
-    checks constant parameters at finish(); these checks catch the ones fed at run time."""
-    strides, dilations = args.window_strides, args.window_dilations
-    if min(strides) < 1 or min(dilations) < 1:
-        ctx.fail(f"strides {strides} and dilations {dilations} must be positive")
-    try:
-        pads = args.window_pads(in_hw, filter_hw)
-    except ValueError as e:
-        ctx.fail(str(e))
-    if min(pads) < 0:
-        ctx.fail(f"negative padding {pads}")
-    return Window(pads, strides, dilations)
+    checks the parameters and that the window fits: constant ones at finish(), the ones fed at run time
+    before the kernel runs (executor/runtime.py)."""
+    return Window(args.window_pads(in_hw, filter_hw), args.window_strides, args.window_dilations)
 
 
 # -- the grouped correlation -------------------------------------------------------------
@@ -57,8 +49,6 @@ def correlate(ctx, x: np.ndarray, w: np.ndarray, groups: int, win: Window) -> np
     (pt, pb, pl, pr), (sh, sw), (dh, dw) = win.pads, win.strides, win.dilations
     oh = explicit_out_size(h, sh, kh, pt, pb, dh)
     ow = explicit_out_size(wd, sw, kw, pl, pr, dw)
-    if oh <= 0 or ow <= 0:
-        ctx.fail(f"the {kh}x{kw} filter does not fit the padded {h}x{wd} input (output {oh}x{ow})")
     padded = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
     # every window of the dilated filter's extent, then keep the strided origins and dilated taps
     span = ((kh - 1) * dh + 1, (kw - 1) * dw + 1)
@@ -72,41 +62,29 @@ def correlate(ctx, x: np.ndarray, w: np.ndarray, groups: int, win: Window) -> np
 
 
 def _conv(ctx, filters) -> list[np.ndarray]:
-    """Shared body: `filters(ctx, args, flt, channels)` -> (w [O, kh, kw, C/groups], groups)."""
+    """Shared body: `filters(args, flt, channels)` -> (w [O, kh, kw, C/groups], groups). The spec checks the
+    shapes (ranks, channels, bias, groups, depth multiplier)."""
     args = ctx.args
     inp, flt, bias = args.input, args.filter, args.bias
-    if inp.array.ndim != 4 or flt.array.ndim != 4 or bias.array.ndim != 1:
-        ctx.fail(f"input {inp.shape} and filter {flt.shape} must be 4-D, bias {bias.shape} 1-D")
     nchw = args.nchw
     x = to_nhwc(acc_operand(inp), nchw)
-    w, groups = filters(ctx, args, flt, x.shape[-1])
-    if bias.shape[0] != w.shape[0]:
-        ctx.fail(f"bias has {bias.shape[0]} values for {w.shape[0]} output channels")
+    w, groups = filters(args, flt, x.shape[-1])
     if is_quant(inp.code):
         check_exact(ctx, w[0].size)
     acc = correlate(ctx, x, w, groups, window(ctx, args, x.shape[1:3], w.shape[1:3]))
     return [from_nhwc(finish(ctx, acc, inp, flt, bias, args.fuse), nchw)]
 
 
-def _dense_filters(ctx, args, flt, channels):
-    if flt.shape[3] != channels:
-        ctx.fail(f"filter depth {flt.shape[3]} does not match the {channels} input channels")
+def _dense_filters(args, flt, channels):
     return acc_operand(flt), 1
 
 
-def _grouped_filters(ctx, args, flt, channels):
-    groups = args.groups
-    if groups <= 0 or flt.shape[0] % groups or flt.shape[3] * groups != channels:
-        ctx.fail(f"{groups} groups do not split {channels} input channels into filters of depth "
-                 f"{flt.shape[3]} and {flt.shape[0]} outputs")
-    return acc_operand(flt), groups
+def _grouped_filters(args, flt, channels):
+    return acc_operand(flt), args.groups
 
 
-def _depthwise_filters(ctx, args, flt, channels):
+def _depthwise_filters(args, flt, channels):
     """[1, kh, kw, C*M] -> [C*M, kh, kw, 1] with one group per input channel."""
-    multiplier = args.multiplier
-    if flt.shape[0] != 1 or multiplier <= 0 or flt.shape[3] != channels * multiplier:
-        ctx.fail(f"filter {list(flt.shape)} must be [1, h, w, {channels} channels x multiplier {multiplier}]")
     return acc_operand(flt)[0].transpose(2, 0, 1)[..., None], channels
 
 
@@ -129,11 +107,7 @@ def depthwise_conv_2d(ctx):
 def fully_connected(ctx):
     args = ctx.args
     inp, weights, bias = args.input, args.weights, args.bias
-    if weights.array.ndim != 2 or bias.array.ndim != 1 or inp.array.ndim < 2:
-        ctx.fail(f"weights {weights.shape} must be 2-D, bias {bias.shape} 1-D, input {inp.shape} at least 2-D")
-    units, size = weights.shape
-    if size == 0 or inp.array.size % size or bias.shape[0] != units:
-        ctx.fail(f"input {inp.shape} does not flatten to rows of {size}, or bias {bias.shape} is not [{units}]")
+    size = weights.shape[1]   # the spec checks the ranks, the bias and that the input flattens to rows of it
     if is_quant(inp.code):
         check_exact(ctx, size)
     acc = acc_operand(inp).reshape(-1, size) @ acc_operand(weights).T  # [batch, units]
@@ -143,18 +117,11 @@ def fully_connected(ctx):
 # -- BATCH_MATMUL ----------------------------------------------------------------------------
 
 def _matmul_operands(ctx, args):
-    """The two operands with adj_x / adj_y applied (transposing the last two dimensions), after shape checks."""
+    """The two operands with adj_x / adj_y applied (transposing the last two dimensions); the spec checks
+    that they multiply."""
     x, y = args.x.array, args.y.array
-    if x.ndim != y.ndim or not 2 <= x.ndim <= 4:
-        ctx.fail(f"inputs must have the same rank, 2 to 4; got shapes {list(x.shape)} and {list(y.shape)}")
     a = np.swapaxes(x, -1, -2) if args.adj_x else x
     b = np.swapaxes(y, -1, -2) if args.adj_y else y
-    if a.shape[-1] != b.shape[-2]:
-        ctx.fail(f"cannot multiply [..., {a.shape[-2]}, {a.shape[-1]}] by [..., {b.shape[-2]}, {b.shape[-1]}] "
-                 f"matrices (after adj_x/adj_y)")
-    for i, (p, q) in enumerate(zip(a.shape[:-2], b.shape[:-2])):
-        if p != q and 1 not in (p, q):
-            ctx.fail(f"batch dimension {i} differs ({p} vs {q}) and neither is 1")
     return a, b
 
 

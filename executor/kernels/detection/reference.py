@@ -40,12 +40,7 @@ def axis_aligned_bbox_transform(ctx):
     args = ctx.args
     rois, deltas = as_float(args.rois), as_float(args.deltas)
     batches, image = args.batches.array, as_float(args.image_info)
-    n = rois.shape[0]
-    if rois.shape != (n, 4) or deltas.shape[0] != n or deltas.shape[1] % 4 or batches.shape != (n,):
-        ctx.fail(f"rois {list(rois.shape)}, deltas {list(deltas.shape)} and batches {list(batches.shape)} "
-                 f"do not fit [n, 4], [n, 4 * classes], [n]")
-    if image.ndim != 2 or image.shape[1] != 2:
-        ctx.fail(f"image info must be [batches, 2], got {list(image.shape)}")
+    n = rois.shape[0]   # the shapes ([n, 4], [n, 4 * classes], [n], [batches, 2]) are the spec's rules
     if np.any((batches < 0) | (batches >= image.shape[0])):
         ctx.fail(f"batch index out of range [0, {image.shape[0]})")
     if bad_boxes(rois, strict=True):
@@ -80,11 +75,7 @@ def _soft_suppress(scores, boxes, weight, nms_score_threshold):
 def box_with_nms_limit(ctx):
     args = ctx.args
     scores_in, rois_in, batches = args.scores, args.rois, args.batches.array
-    n, classes = scores_in.shape
-    if rois_in.shape != (n, 4 * classes) or batches.shape != (n,):
-        ctx.fail(f"rois {list(rois_in.shape)} / batches {list(batches.shape)} do not fit scores [{n}, {classes}]")
-    if classes < 2:
-        ctx.fail("need at least two classes (class 0 is background)")
+    n, classes = scores_in.shape   # rois [n, 4 * classes], batches [n], classes >= 2: the spec's rules
     score_threshold, max_detections = F32(args.score_threshold), int(args.max_detections)
     weight = _soft_kernel(ctx, int(args.nms_kernel), F32(args.iou_threshold), F32(args.sigma))
     scores = as_float(scores_in).reshape(-1)          # rescaled in place by soft NMS
@@ -135,11 +126,7 @@ def generate_proposals(ctx):
     scores = to_nhwc(as_float(args.scores), nchw)
     deltas = to_nhwc(as_float(args.deltas), nchw)
     anchors, image = as_float(args.anchors), as_float(args.image_info)
-    batches, height, width, num_anchors = scores.shape
-    if deltas.shape != (batches, height, width, 4 * num_anchors) or anchors.shape != (num_anchors, 4) \
-            or image.shape != (batches, 2):
-        ctx.fail(f"scores {list(scores.shape)}, deltas {list(deltas.shape)}, anchors {list(anchors.shape)} and "
-                 f"image info {list(image.shape)} do not fit (layout {'NCHW' if nchw else 'NHWC'})")
+    batches, height, width, num_anchors = scores.shape   # the other shapes fit: the spec's rule
     pre_nms, post_nms = int(args.pre_nms_max), int(args.post_nms_max)
     iou_threshold, min_size = F32(args.iou_threshold), F32(args.min_size)
     grid = _anchor_grid(anchors, height, width, F32(args.height_stride), F32(args.width_stride))

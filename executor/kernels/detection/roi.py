@@ -23,15 +23,8 @@ def _regions(ctx, args):
     """(NHWC feature map as stored, regions in feature cells [n, 4] float32, batch ids, nchw)."""
     nchw = args.nchw
     feature = to_nhwc(args.input.array, nchw)
-    rois, batches = args.rois, args.batches.array
-    n = rois.shape[0]
-    if rois.array.shape != (n, 4) or batches.shape != (n,):
-        ctx.fail(f"rois {list(rois.shape)} / batch indexes {list(batches.shape)} must be [n, 4] / [n]")
-    if args.out_height <= 0 or args.out_width <= 0:
-        ctx.fail(f"output size must be positive, got {args.out_height} x {args.out_width}")
+    rois, batches = args.rois, args.batches.array   # shapes, output size and strides: the spec's rules
     h_stride, w_stride = F32(args.height_stride), F32(args.width_stride)
-    if h_stride <= 0 or w_stride <= 0:
-        ctx.fail(f"strides must be positive, got {h_stride} x {w_stride}")
     scale = np.array([F32(1) / w_stride, F32(1) / h_stride] * 2, F32)
     if is_quant(rois.code):   # the reference scales the stored value first, then applies 0.125
         cells = rois.array.astype(F32) * scale * _BOX_SCALE
@@ -109,9 +102,7 @@ def roi_align(ctx):
     if len(cells) == 0:
         return _empty_output(ctx, args, feature, nchw)
     out_h, out_w = int(args.out_height), int(args.out_width)
-    ratios = (int(args.height_ratio), int(args.width_ratio))
-    if min(ratios) < 0:
-        ctx.fail(f"sampling ratios must be >= 0, got {list(ratios)}")
+    ratios = (int(args.height_ratio), int(args.width_ratio))   # >= 0: the spec's rule
     src, out = args.input, ctx.out_type(0)
     quant = src.zero_point if is_quant(src.code) else None
     results = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from nnapi.codes import OperationCode as Op
-from nnapi.ops.shape import strided_range
+from nnapi.ops.shape_select import strided_range
 
 from ...registry import kernel, prepare
 from ..common import QUANT8, QUANT_RANGE, round_half_away
@@ -56,12 +56,7 @@ def concatenation(ctx):
     args = ctx.args
     values = args.inputs
     rank = values[0].array.ndim
-    axis = norm_axis(ctx, args.axis, rank)
-    base = values[0].shape
-    for k, v in enumerate(values[1:], 1):
-        if v.array.ndim != rank or any(a != b for d, (a, b) in enumerate(zip(v.shape, base)) if d != axis):
-            ctx.fail(f"input {k} has shape {list(v.shape)}, incompatible with input 0 {list(base)} "
-                     f"outside axis {axis}")
+    axis = norm_axis(ctx, args.axis, rank)   # the spec checks the ranks and the extents outside the axis
     return [np.concatenate([_to_output_quant(ctx, v) for v in values], axis=axis)]
 
 
@@ -225,10 +220,7 @@ def _split_index(ctx, shape: tuple) -> list:
     """SPLIT's parts of an input of `shape` as index tuples (each output a view of the input)."""
     args = ctx.args
     axis = norm_axis(ctx, args.axis, len(shape))
-    parts = args.num_splits
-    if parts != len(ctx.outputs) or parts < 1 or shape[axis] % parts:
-        ctx.fail(f"cannot split dimension {axis} of size {shape[axis]} into {parts} equal parts "
-                 f"for {len(ctx.outputs)} outputs")
+    parts = args.num_splits   # equal parts, one per output: the spec's rule
     size = shape[axis] // parts
     return [(slice(None),) * axis + (slice(k * size, (k + 1) * size),) for k in range(parts)]
 
@@ -283,9 +275,7 @@ def channel_shuffle(ctx):
     x = args.input.array
     groups = args.num_groups
     axis = norm_axis(ctx, args.axis, x.ndim)
-    channels = x.shape[axis]
-    if groups < 1 or channels % groups:
-        ctx.fail(f"{channels} channels cannot be divided into {groups} groups")
+    channels = x.shape[axis]   # divided into the groups: the spec's rule
     # view the channels as [groups, group_size] and read them as [group_size, groups]
     moved = np.moveaxis(x, axis, -1)
     size = channels // groups
@@ -352,13 +342,7 @@ def rank(ctx):
 def pack(ctx):
     args = ctx.args
     arrays = [v.array for v in args.inputs]
-    shape = arrays[0].shape
-    if any(a.shape != shape for a in arrays):
-        ctx.fail(f"inputs must have the same shape, got {[list(a.shape) for a in arrays]}")
-    axis = args.axis
-    if not 0 <= axis <= len(shape):
-        ctx.fail(f"axis {axis} is out of range [0, {len(shape)}]")
-    return [np.stack(arrays, axis=axis)]
+    return [np.stack(arrays, axis=args.axis)]   # inputs of one shape, axis in [0, rank]: the spec's rules
 
 
 @kernel(Op.REVERSE)

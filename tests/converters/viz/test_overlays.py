@@ -87,7 +87,7 @@ def test_tflite_coverage_overlay_keys_are_the_adapters_tensor_names(tmp_path):
 
 
 def test_tflite_operators_without_outputs_are_keyed_by_the_adapters_node_id(tmp_path):
-    from tests.converters.tflite_state_models import accumulator
+    from tests.converters.tflite.state_models import accumulator
     path = tmp_path / "acc.tflite"
     path.write_bytes(accumulator())
     status = coverage_files(tmp_path, path)[""]["results"]
