@@ -213,8 +213,13 @@ def shifted_gemm(padded: np.ndarray, taps: np.ndarray, out_hw: tuple, dilations:
 
 
 # a convolution whose zero padding would make its input at least this many times larger (dilated filters
-# on small inputs) is computed tap by tap over only the outputs each tap reads the input for (clipped_taps)
-CLIPPED_MIN_PADDING = 2
+# on small inputs: deeplab's atrous pyramid pads 16x16 to 40x40) is computed tap by tap over only the
+# outputs each tap reads the input for (clipped_taps). Its float sums are grouped differently from the
+# patch GEMM's, as are those of a filter whose padding-only taps are dropped (tap_window): the same
+# convolution written as PAD + unpadded convolution (converters/model_folds.py folds one into the
+# other) then rounds differently, within the float accumulation bound; the threshold keeps that to
+# inputs padded beyond anything a PAD fold usually makes (quantized sums are exact either way)
+CLIPPED_MIN_PADDING = 4
 
 
 def clipped_taps(x: np.ndarray, taps: np.ndarray, pads: tuple, strides: tuple, dilations: tuple,
