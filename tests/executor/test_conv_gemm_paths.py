@@ -51,7 +51,7 @@ CASES = {
     "shifted_dilated_batch": ((2, 56, 54, 48), 24, (1, 1), (2, 2, 1, 1), (2, 1), (True, False, (3, 3), False)),
     "atrous_1x1": ((1, 6, 5, 40), 8, (1, 1), (7, 7, 7, 7), (7, 7), (False, False, (1, 1), False)),
     "atrous_rows": ((1, 5, 9, 12), 8, (1, 1), (6, 6, 1, 1), (6, 1), (False, False, (1, 3), False)),
-    "clipped": ((2, 8, 7, 16), 12, (1, 1), (4, 4, 4, 4), (4, 4), (False, True, (3, 3), False)),
+    "clipped": ((2, 8, 7, 16), 12, (1, 1), (6, 6, 6, 6), (4, 4), (False, True, (3, 3), False)),
     "clipped_strided": ((1, 9, 8, 16), 12, (2, 3), (5, 3, 4, 6), (3, 2), (False, True, (3, 3), False)),
     "pieces": ((1, 100, 98, 12), 24, (1, 1), (1, 1, 1, 1), (1, 1), (False, False, (3, 3), True)),
     "pieces_strided_batch": ((2, 190, 181, 16), 8, (2, 2), (1, 0, 1, 1), (1, 2), (False, False, (3, 3), True)),

@@ -137,19 +137,13 @@ def tap_window(size: int, pad_before: int, stride: int, k: int, dilation: int, o
     The other taps read only padding (a dilated filter larger than its input, as in atrous pyramids): with
     finite weights their products are zeros, which add nothing to a sum (`prune` False keeps every tap; the
     input rows no tap reads are cropped either way)."""
-    used = [i for i in range(k) if _reads_input(size, pad_before - i * dilation, stride, out)]
+    used = [i for i in range(k) if _clip(size, pad_before - i * dilation, stride, out)[1] > 0]
     if not used or not prune:
         used = list(range(k))   # no tap reads the input (every output is the bias): nothing to crop
     first, taps = used[0], used[-1] - used[0] + 1
     before = pad_before - first * dilation
     after = (out - 1) * stride + (taps - 1) * dilation + 1 - before - size
     return first, taps, max(-before, 0), max(-after, 0), max(before, 0), max(after, 0)
-
-
-def _reads_input(size: int, offset: int, stride: int, out: int) -> bool:
-    """Whether some output o in [0, out) reads input index o * stride - offset in [0, size)."""
-    first = max(0, -(-offset // stride))   # the first o with o * stride >= offset
-    return first < out and first * stride - offset < size
 
 
 # unit-stride convolutions whose patch matrix (im2col) would take at least SHIFTED_MIN_BYTES are computed
@@ -219,8 +213,13 @@ def shifted_gemm(padded: np.ndarray, taps: np.ndarray, out_hw: tuple, dilations:
 
 
 # a convolution whose zero padding would make its input at least this many times larger (dilated filters
-# on small inputs) is computed tap by tap over only the outputs each tap reads the input for (clipped_taps)
-CLIPPED_MIN_PADDING = 2
+# on small inputs: deeplab's atrous pyramid pads 16x16 to 40x40) is computed tap by tap over only the
+# outputs each tap reads the input for (clipped_taps). Its float sums are grouped differently from the
+# patch GEMM's, as are those of a filter whose padding-only taps are dropped (tap_window): the same
+# convolution written as PAD + unpadded convolution (converters/model_folds.py folds one into the
+# other) then rounds differently, within the float accumulation bound; the threshold keeps that to
+# inputs padded beyond anything a PAD fold usually makes (quantized sums are exact either way)
+CLIPPED_MIN_PADDING = 4
 
 
 def clipped_taps(x: np.ndarray, taps: np.ndarray, pads: tuple, strides: tuple, dilations: tuple,
@@ -250,10 +249,11 @@ def clipped_taps(x: np.ndarray, taps: np.ndarray, pads: tuple, strides: tuple, d
 
 
 def _clip(size: int, offset: int, stride: int, out: int) -> tuple:
-    """The outputs [first, end) whose input index o * stride - offset lies in [0, size)."""
-    first = max(0, -(-offset // stride))
+    """The outputs [first, end) of [0, out) whose input index o * stride - offset lies in [0, size) (the
+    end is 0 when there are none)."""
+    first = max(0, -(-offset // stride))   # the first o with o * stride >= offset
     end = min(out, (size - 1 + offset) // stride + 1) if size - 1 + offset >= 0 else 0
-    return first, max(first, end)
+    return (first, end) if first < end else (0, 0)
 
 
 def im2col(padded, out_hw, kernel_hw, strides, dilations, scratch: Scratch) -> np.ndarray:

@@ -207,9 +207,9 @@ def test_quantized_conv_fast_path_is_bit_identical(case, qtype):
     if case == "atrous_1x1":   # dilated past the input: only the centre tap reads it (a 1x1 GEMM, unpadded)
         h, w, dil, pads = 5, 6, (5, 6), (5, 5, 6, 6)
     if case == "clipped":   # mostly padding: each tap's GEMM over only the outputs it reads the input for
-        h, w, dil, pads, stride = 6, 7, (3, 2), (3, 2, 2, 3), (2, 1)
+        h, w, dil, pads, stride = 5, 6, (4, 3), (4, 4, 3, 3), (2, 1)
     if case == "pieces":   # a large patch matrix of few channels: im2col and GEMM a few output rows at a time
-        n, h, w, c, o, stride = 1, 200, 180, 8, 2, (1, 2)
+        n, h, w, c, o, stride = 1, 200, 180, 8, 4, (1, 2)
     per_channel = code_t == C.TENSOR_QUANT8_ASYMM_SIGNED
     x_zp = int(RNG.integers(lo, hi)) if case != "worst_case" else lo
     xq = RNG.integers(lo, hi, (n, h, w, c), endpoint=True).astype(dt)
