@@ -20,7 +20,7 @@ model over its target, the peak RSS of `convert` (limit 3x the file + 150 MB)
 and of the executor; in the header the BLAS (and whether OPENBLAS_CORETYPE
 forced its kernel set: unset it and OPENBLAS_L2_SIZE for a true measure, as
 above) and the executor's own overhead per invocation and per operation
-(benchmarks/overhead.py). About 20 minutes on a shared 2-core machine.
+(benchmarks/overhead.py). About 21 minutes on a 2-core machine shared at load 10.
 """
 from __future__ import annotations
 
