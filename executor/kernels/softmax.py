@@ -163,7 +163,7 @@ class PreparedSoftmax:
 
     fresh_outputs = True
 
-    MAX_ROWS = 64   # beyond this many rows the vectorized reciprocal (_many_rows) is cheaper
+    MAX_ROWS = 16   # beyond this many rows the vectorized reciprocal (_many_rows) is cheaper
 
     def __init__(self, pctx, multiplier: int, left_shift: int, axis: int, rank: int):
         self.kernel = pctx.step.kernel
