@@ -471,6 +471,7 @@ class CompiledModel:
             except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError, OverflowError,
                     FloatingPointError, MemoryError, AssertionError) as e:
                 raise op_failed(f"{ctx.where}: {type(e).__name__}: {e}", operation=step.index) from e
+            ctx.inputs = None   # (the kept context must not keep its inputs alive past their frees)
             if len(results) != len(outs):
                 raise op_failed(f"{ctx.where}: kernel produced {len(results)} outputs, expected {len(outs)}",
                                 operation=step.index)

@@ -147,3 +147,25 @@ def test_threads_running_one_compiled_model_do_not_share_buffers():
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_a_freed_intermediate_is_not_kept_alive_by_the_reused_contexts():
+    """Plain kernels make fresh arrays: once its last reader has run, an intermediate is gone, although
+    each step's OpContext is kept for the next run."""
+    import weakref
+    m = nnapi.Model()
+    t = OperandType(C.TENSOR_FLOAT32, (4, 4))
+    ops = [m.add_operand(t) for _ in range(4)]
+    for a, b in zip(ops, ops[1:]):
+        m.add_operation(Op.RELU, [a], [b])
+    m.identify_inputs_and_outputs([ops[0]], [ops[-1]])
+    m.finish()
+    compiled = compile_model(m, fast_paths=False)
+    made = []
+    first = compiled.steps[0]
+    kernel = first.run
+    first.run = lambda ctx: [made.append(weakref.ref(r)) or r for r in kernel(ctx)]
+    for _ in range(2):
+        out = compiled.run([np.ones((4, 4), np.float32)], RunState(2.0))
+        assert out[0].array.shape == (4, 4)
+        assert made[-1]() is None   # the first RELU's output, read by the second only
