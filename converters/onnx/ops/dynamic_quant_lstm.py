@@ -63,14 +63,26 @@ def _exact(parts: list) -> bool:
     return all(255.0 * np.abs(p.weights).sum(axis=1).max() < EXACT_SUM for p in parts)
 
 
-def _product(ctx, rec, q: RuntimeQuantizer, a: int, a_scale: int, part: Integer, rows: int, dims, name: str) -> int:
+def _integer_operands(ctx, rec: Recurrent, part: Integer, name: str) -> tuple:
+    """(weights, zero bias, scale) operands of `part`, made once per node: every unrolled step reads the
+    same ones (one copy of R in the model, not one per time step)."""
+    key = ("integer", id(part))
+    made = rec.constants.get(key)
+    if made is None or made[0] is not part:
+        made = rec.constants[key] = (part, const(ctx, rec, part.weights, f"{name}/w_int"),
+                                     const(ctx, rec, np.zeros(part.weights.shape[0]), f"{name}/zero_bias"),
+                                     const(ctx, rec, part.scale, f"{name}/w_scale"))
+    return made[1:]
+
+
+def _product(ctx, rec, q: RuntimeQuantizer, a: int, a_scale: int, part: Integer, rows: int, dims, name: str,
+             weights_name: str) -> int:
     """float32(acc) * float32(a_scale * w_scale), acc = a @ part.weights^T, of dims ([..., 4 * hidden])."""
     width = part.weights.shape[0]
-    acc = emit(ctx, rec, Op.FULLY_CONNECTED, (rows, width), f"{name}/acc", input=a,
-               weights=const(ctx, rec, part.weights, f"{name}/w_int"),
-               bias=const(ctx, rec, np.zeros(width), f"{name}/zero_bias"), fuse=ctx.i32(0))
+    weights, zero_bias, w_scale = _integer_operands(ctx, rec, part, weights_name)
+    acc = emit(ctx, rec, Op.FULLY_CONNECTED, (rows, width), f"{name}/acc", input=a, weights=weights,
+               bias=zero_bias, fuse=ctx.i32(0))
     rank1 = (1,) * (len(dims) - 1)
-    w_scale = const(ctx, rec, part.scale, f"{name}/w_scale")
     mult = q.op(Op.MUL, a_scale, w_scale, rank1 + (part.scale.size,), f"{name}/multiplier")
     if tuple(dims[:-2]) == rank1[:-1] and dims[-2] == rows:
         # acc [rows, width] times the rank-`dims` multiplier broadcasts to dims itself (no RESHAPE)
@@ -90,7 +102,7 @@ def _direction(ctx, rec: Recurrent, q: RuntimeQuantizer, d: int, xq: tuple, w: I
     step, wide = (1, b, n), (1, b, 4 * n)
     f_act, g_act, h_act = rec.activations[d]
     tag = f"d{d}"
-    px = _product(ctx, rec, q, xq[0], xq[1], w, seq * b, (seq, b, 4 * n), f"{tag}/xW")
+    px = _product(ctx, rec, q, xq[0], xq[1], w, seq * b, (seq, b, 4 * n), f"{tag}/xW", f"{tag}/W")
     if seq > 1:
         steps = [temp(ctx, rec, wide, f"{tag}/xW/t{t}") for t in range(seq)]
         ctx.emit_form(Op.SPLIT, "default", steps, input=px, axis=ctx.i32(0), num_splits=ctx.i32(seq))
@@ -110,7 +122,7 @@ def _direction(ctx, rec: Recurrent, q: RuntimeQuantizer, d: int, xq: tuple, w: I
         pre = px[t]
         if not (k == 0 and skip_first):
             hq, h_scale = q(h, step, f"{s}/h_quant")
-            pre = q.op(Op.ADD, _product(ctx, rec, q, hq, h_scale, r, b, wide, f"{s}/hR"), pre, wide, f"{s}/sum")
+            pre = q.op(Op.ADD, _product(ctx, rec, q, hq, h_scale, r, b, wide, f"{s}/hR", f"{tag}/R"), pre, wide, f"{s}/sum")
         if peep is None and b_all is not None:
             pre = q.op(Op.ADD, pre, b_all, wide, f"{s}/pre")
         if peep is None:
