@@ -35,9 +35,8 @@ from .prepared import Epilogue, gemm_domain, supported
 from .reference import window
 
 # strided depthwise: the windows' einsum (inner loops over C) beats the phase copy and its einsums
-# from this many channels on, for outputs of at most WINDOWS_MAX_OUTPUTS values
-WINDOWS_MIN_CHANNELS = 192
-WINDOWS_MAX_OUTPUTS = 65536
+# (calls, and a temporary) from so many channels on, for outputs of at most so many values
+WINDOWS = ((96, 16384), (192, 65536))
 
 
 def phase_taps(k: int, dilation: int, stride: int) -> list:
@@ -69,7 +68,8 @@ class Plan:
 def _form(n: int, out_hw: tuple, strides: tuple, channels: int) -> str:
     if strides[1] == 1:
         return "rows"
-    if channels >= WINDOWS_MIN_CHANNELS and n * out_hw[0] * out_hw[1] * channels <= WINDOWS_MAX_OUTPUTS:
+    outputs = n * out_hw[0] * out_hw[1] * channels
+    if any(channels >= c and outputs <= most for c, most in WINDOWS):
         return "windows"
     return "phases"
 
