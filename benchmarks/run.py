@@ -3,13 +3,24 @@ reference kernels) and, for ONNX models, onnxruntime and onnx's ReferenceEvaluat
 every model measured side by side in this one process at one thread, medians.
 
     python -m benchmarks.run [--runs N] [--warmup N] [--models-dir DIR] [MODEL ...]
-    python -m benchmarks.run --zoo [--only SUBSTRING] [--runs N] [-o docs/benchmarks.md]
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python -m benchmarks.run --zoo [--only SUBSTRING] [--runs N]
+        [--no-held-out] [-o docs/benchmarks.md]
+    python -m benchmarks.run --held-out [-o FILE]     # only the held-out models (benchmarks/held_out/)
 
 Models: the given paths, else samples/*.tflite and samples/*.onnx plus the
 authored benchmark models (benchmarks/models.py, written to --models). Prints
 one table; ratios are ours / theirs (below 1 means the executor is faster).
-With --zoo: every zoo model against LiteRT built-in, LiteRT XNNPACK and
-onnxruntime, written to docs/benchmarks.md (benchmarks/zoo.py).
+With --zoo: every zoo model, then every held-out model (benchmarks/held_out/,
+made by make_held_out.py and never used for tuning), against LiteRT built-in,
+LiteRT XNNPACK and onnxruntime, written to docs/benchmarks.md (benchmarks/zoo.py
+measures, benchmarks/report.py renders): per model the ratios and the verdict
+against the performance issue's targets (below 1 ms of LiteRT: the overhead
+rule, 15 us + 2.5 us per NNAPI operation over LiteRT), the profile of every
+model over its target, the peak RSS of `convert` (limit 3x the file + 150 MB)
+and of the executor; in the header the BLAS (and whether OPENBLAS_CORETYPE
+forced its kernel set: unset it and OPENBLAS_L2_SIZE for a true measure, as
+above) and the executor's own overhead per invocation and per operation
+(benchmarks/overhead.py). About 20 minutes on a shared 2-core machine.
 """
 from __future__ import annotations
 
@@ -107,13 +118,20 @@ def main(argv=None) -> int:
                     help="where the authored benchmark models are written (default: a temporary folder)")
     ap.add_argument("--zoo", action="store_true", help="time every zoo model (tests/zoo/manifest) and write "
                                                         "the table to --output")
-    ap.add_argument("--only", help="with --zoo: only models whose id contains this")
+    ap.add_argument("--held-out", action="store_true", help="time only the held-out models "
+                                                            "(benchmarks/held_out/manifest) and write them to --output")
+    ap.add_argument("--no-held-out", action="store_true", help="with --zoo: leave the held-out models out")
+    ap.add_argument("--only", help="with --zoo or --held-out: only models whose id contains this")
     ap.add_argument("-o", "--output", type=Path, default=ROOT / "docs" / "benchmarks.md",
-                    help="with --zoo: the markdown file to write (default docs/benchmarks.md)")
+                    help="with --zoo or --held-out: the markdown file to write (default docs/benchmarks.md)")
     args = ap.parse_args(argv)
-    if args.zoo:
+    if args.zoo or args.held_out:
         from .zoo import run_zoo
-        return run_zoo(args.only, args.runs, args.warmup, args.output)
+        command = "python -m benchmarks.run " + " ".join(argv if argv is not None else sys.argv[1:])
+        if "OPENBLAS_CORETYPE" not in os.environ:
+            command = "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE " + command
+        return run_zoo(args.only, args.runs, args.warmup, args.output, zoo=args.zoo,
+                       held_out=args.held_out or not args.no_held_out, command=command)
     paths = args.models or default_models(args.models_dir)
     rows = [measure(p, args.runs, args.warmup) for p in paths]
     print(table(rows))

@@ -2,6 +2,8 @@
 --profile the slowest operations and the time per operation type."""
 from __future__ import annotations
 
+import os
+
 
 def render_text(r: dict, profile: bool = False) -> str:
     text = (f"{r['model']}: ours {r['ours_ms_median']:.3f} ms (IQR {r['ours_ms_spread']:.3f})"
@@ -11,7 +13,9 @@ def render_text(r: dict, profile: bool = False) -> str:
               f"(shared buffers {r['arena_bytes']:,} B), "
               f"peak RSS {r['peak_rss_bytes'] / 2**20:.1f} MiB; executor BLAS {r['blas']['library']} "
               f"{r['blas']['threads']} thread(s)"
-              + (f" ({r['blas']['architecture']} kernels)" if r["blas"].get("architecture") else "")
+              + (f" ({r['blas']['architecture']} kernels"
+                 + (", chosen by OPENBLAS_CORETYPE" if os.environ.get("OPENBLAS_CORETYPE") else "") + ")"
+                 if r["blas"].get("architecture") else "")
               + ("; CPU time" if r["clock"] == "cpu" else ""))
     if r.get("partial"):
         q = r["partial"]

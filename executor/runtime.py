@@ -15,6 +15,7 @@ last time is wrapped without checking it against the declaration again.
 from __future__ import annotations
 
 import math
+import operator
 import threading
 import time
 from typing import Optional, Sequence
@@ -291,8 +292,13 @@ class CompiledModel:
         self._input_slots = tuple(slot(i) for i in model.inputs)
         self._output_slots = tuple(slot(o) for o in model.outputs)
         self._last: list = [None] * n
+        # `_small[o]`: operand o's last Value when its array is small; an output that is the same array
+        # again (a planned buffer, a cached result) takes it instead of a new Value. Values are never
+        # changed, and the array is the same object, so the Value holds for any run and any thread;
+        # only small ones are kept, so no run's large fresh arrays outlive it.
+        self._small: list = [None] * n
         self._program_all = [
-            (step, tuple(slot(i) for i in step.inputs),
+            (step, _gatherer(tuple(slot(i) for i in step.inputs)),
              tuple((o, model.operands[o].channel_quant, model.operands[o].type.dtype, model.operands[o].type.is_tensor)
                    for o in step.outputs),
              tuple(slot(i) for i in step.frees))
@@ -416,9 +422,9 @@ class CompiledModel:
             env[idx] = v
         trace = state.trace
         profile = state.profile.seconds if state.profile is not None and state.profile.root is self else None
-        last = self._last
-        for step, ins, outs, frees in (self._program if trace is None else self._program_all):
-            ctx = OpContext(self, step, [env[i] for i in ins], state)
+        last, small = self._last, self._small
+        for step, gather, outs, frees in (self._program if trace is None else self._program_all):
+            ctx = OpContext(self, step, gather(env), state)
             try:
                 if profile is None:
                     results = step.run(ctx)
@@ -435,10 +441,16 @@ class CompiledModel:
                 raise op_failed(f"{ctx.where}: kernel produced {len(results)} outputs, expected {len(outs)}",
                                 operation=step.index)
             for (o, cq, dt, tensor), arr in zip(outs, results):
-                # the common case: a tensor of the declared dtype and the shape this operand had last time
-                seen = last[o] if tensor and type(arr) is np.ndarray and arr.dtype == dt else None
-                v = env[o] = (Value(arr, seen[1], cq) if seen is not None and seen[0] == arr.shape
-                              else self._wrap_output(ctx, o, arr))
+                kept = small[o]
+                if kept is not None and kept.array is arr:   # the array of an earlier run: its Value too
+                    v = env[o] = kept
+                else:
+                    # the common case: a tensor of the declared dtype and the shape this operand had last time
+                    seen = last[o] if tensor and type(arr) is np.ndarray and arr.dtype == dt else None
+                    v = env[o] = (Value(arr, seen[1], cq) if seen is not None and seen[0] == arr.shape
+                                  else self._wrap_output(ctx, o, arr))
+                    if v is not None and v.array is arr and arr.nbytes <= SMALL_VALUE_BYTES:
+                        small[o] = v
                 if trace is not None:
                     trace[(id(self.model), o)] = v
             for i in frees:
@@ -469,6 +481,20 @@ class CompiledModel:
                 self._last[index] = (arr.shape, shaped)   # one tuple: readers never see a torn pair
             return Value(arr, shaped, opnd.channel_quant)
         return Value(arr.reshape(()), otype, None)
+
+
+SMALL_VALUE_BYTES = 1024   # (a Value costs about a third of the runtime's work on a tiny operation)
+
+
+def _gatherer(slots: tuple):
+    """env -> the tuple of env[i] for i in slots (a step's input Values): operator.itemgetter, which
+    takes a third of a list comprehension's time, with its one-slot form still giving a tuple."""
+    if len(slots) > 1:
+        return operator.itemgetter(*slots)
+    if slots:
+        (i,) = slots
+        return lambda env: (env[i],)
+    return lambda env: ()
 
 
 def compile_model(model, relaxed: Optional[bool] = None, float64: bool = False,

@@ -11,6 +11,8 @@ A binary operation with one constant operand (batch-norm ADD/MUL, PRELU's alpha)
 constant element (ConstantOperandTable); one whose second input is a tabled unary operation of its
 first (swish: x * logistic(x)) is a single table by x (SelfTable).
 
+An operation of constants only (DEQUANTIZE of a hybrid model's weights) is computed once: ConstantResult.
+
 Nothing here changes what a kernel computes; it only tabulates it. The codes
 that also have float/int32 fast paths are registered by elementwise/prepared.py
 (one preparer per code), which asks `unary_table` / `binary_table` first.
@@ -172,7 +174,9 @@ class SelfTable:
         x = ctx.inputs[self.position]
         if x is None or x.array.dtype != self.dtype:
             if x is not None and ctx.inputs[self.other] is None:
-                ctx.inputs[self.other] = self._unary(ctx, x)
+                inputs = list(ctx.inputs)   # (the runtime hands the inputs over as a tuple)
+                inputs[self.other] = self._unary(ctx, x)
+                ctx.inputs = inputs
             return self.kernel(ctx)
         return [np.take(self.table, x.array.view(np.uint8))]
 
@@ -212,4 +216,26 @@ def binary_table(pctx):
     return _self_table(pctx, table) or table
 
 
-prepare(*UNARY_HERE)(unary_table)
+class ConstantResult:
+    """An operation of constants only (a hybrid model's DEQUANTIZE of its int8 weights): the plain
+    kernel's outputs computed once at compilation and handed out on every run (kernels never write
+    into their inputs; an operation writing a model output is not cached, as the caller may)."""
+
+    def __init__(self, pctx):
+        self.results = pctx.run_kernel({})
+
+    def __call__(self, ctx):
+        return self.results
+
+
+def constant_result(pctx):
+    """A ConstantResult when every argument of the operation is a constant (or omitted), else None."""
+    step = pctx.step
+    if step.bound.runtime or any(o in pctx.model.outputs for o in step.outputs):
+        return None
+    return ConstantResult(pctx)
+
+
+@prepare(*UNARY_HERE)
+def prepare_dequantize(pctx):
+    return constant_result(pctx) or unary_table(pctx)

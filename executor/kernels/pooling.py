@@ -16,6 +16,8 @@ from nnapi.codes import OperationCode as Op
 
 from ..registry import kernel, prepare
 from .common import QUANT8, apply_fuse, clip_ufunc, explicit_out_size, from_nhwc, fuse_range, to_nhwc
+from .conv.gemm import pad_hw
+from .scratch import Scratch
 
 
 @dataclass(frozen=True)
@@ -148,6 +150,8 @@ def _l2(x, p: PoolParams, code):
 
 
 _REDUCE = {Op.AVERAGE_POOL_2D: _average, Op.MAX_POOL_2D: _max, Op.L2_POOL_2D: _l2}
+# the dtypes PreparedPool's max pool takes (float16 goes through the kernel's float32)
+_MAX_DTYPES = (np.dtype(np.float32), np.dtype(np.int8), np.dtype(np.uint8))
 
 
 @kernel(*_REDUCE)
@@ -161,10 +165,11 @@ class PreparedPool:
 
     fresh_outputs = True
 
-    def __init__(self, reduce):
+    def __init__(self, reduce, scratch: Scratch = None):
         self.reduce = reduce
         self.params: dict = {}
         self.clamps: dict = {}
+        self.scratch = scratch or Scratch()
 
     def __call__(self, ctx):
         x = ctx.args.input
@@ -176,7 +181,99 @@ class PreparedPool:
         if self.reduce is _average and x.code in QUANT8 and not p.nchw and p.filter == key[1:3] \
                 and not any(p.pads) and key[0] and key[3]:
             return [_global_average_quant(ctx, x, self._clamp(ctx, p.fuse))]
+        windowed = not p.nchw and key[0] and key[3] and (p.filter != key[1:3] or any(p.pads))
+        if windowed and self.reduce is _max and x.array.dtype in _MAX_DTYPES:
+            out = self._max_pool(ctx, x.array, p)
+            if out is not None:
+                return [out]
+        if windowed and self.reduce is _average and x.code in QUANT8:
+            out = self._average_quant(ctx, x.array, p)
+            if out is not None:
+                return [out]
         return _run_pool(ctx, self.reduce, p)
+
+    def _window_taps(self, padded: np.ndarray, p: PoolParams, out_hw: tuple, ufunc, name: str) -> list:
+        """The fh row taps of `ufunc` reduced over each window's columns first (fw - 1 passes over every
+        row the windows use, into a reused buffer); exact for max and integer sums in any order."""
+        (sh, sw), (fh, fw) = p.strides, p.filter
+        (oh, ow), n, c = out_hw, padded.shape[0], padded.shape[3]
+        rows = (oh - 1) * sh + fh
+        cols = [padded[:, :rows, j:j + (ow - 1) * sw + 1:sw] for j in range(fw)]
+        if fw == 1:
+            across = cols[0]
+        else:
+            across = self.scratch.get(name, (n, rows, ow, c), padded.dtype)
+            ufunc(cols[0], cols[1], out=across)
+            for col in cols[2:]:
+                ufunc(across, col, out=across)
+        return [across[:, i:i + (oh - 1) * sh + 1:sh] for i in range(fh)]
+
+    def _average_quant(self, ctx, x: np.ndarray, p: PoolParams):
+        """_average's integer mean (sums over the windows' real elements, rounded half away from zero by
+        their counts) with int32 sums by columns then rows into reused buffers, clamped, cast into output
+        0's buffer; None where the kernel must report a window that does not fit."""
+        n, h, w, c = x.shape
+        (sh, sw), (fh, fw) = p.strides, p.filter
+        top, bottom, left, right = p.pads
+        oh, ow = explicit_out_size(h, sh, fh, top, bottom), explicit_out_size(w, sw, fw, left, right)
+        if oh <= 0 or ow <= 0 or fh * fw > 1 << 20:
+            return None
+        padded = pad_hw(x, p.pads, self.scratch, np.int32)
+        taps = self._window_taps(padded, p, (oh, ow), np.add, "pool_sums")
+        sums = self.scratch.get("pool_mean", (n, oh, ow, c), np.int32)
+        if len(taps) == 1:
+            np.copyto(sums, taps[0])
+        else:
+            np.add(taps[0], taps[1], out=sums)
+            for tap in taps[2:]:
+                sums += tap
+        counts = _counts(h, w, p).astype(np.int32)
+        if x.dtype.kind == "u":   # sums >= 0
+            sums += counts // 2
+            sums //= counts
+        else:
+            negative = sums < 0
+            np.abs(sums, out=sums)
+            sums += counts // 2
+            sums //= counts
+            np.negative(sums, out=sums, where=negative)
+        lo, hi = self._clamp(ctx, p.fuse)
+        clip_ufunc(sums, lo, hi, out=sums)
+        out = ctx.output_buffer(0, sums.shape, x.dtype)
+        np.copyto(out, sums, casting="unsafe")
+        return out
+
+    def _max_pool(self, ctx, x: np.ndarray, p: PoolParams):
+        """_max's tap loop (the same maximum over the same padded taps) with the padding written into a
+        reused buffer and the taps reduced straight into output 0's buffer; None where the kernel must
+        report a window that does not fit."""
+        n, h, w, c = x.shape
+        (sh, sw), (fh, fw) = p.strides, p.filter
+        top, bottom, left, right = p.pads
+        oh, ow = explicit_out_size(h, sh, fh, top, bottom), explicit_out_size(w, sw, fw, left, right)
+        if oh <= 0 or ow <= 0:
+            return None
+        lowest = np.iinfo(x.dtype).min if x.dtype.kind in "iu" else -np.inf
+        padded = pad_hw(x, p.pads, self.scratch, x.dtype, 0, lowest)
+        out = ctx.output_buffer(0, (n, oh, ow, c), x.dtype)
+        if x.dtype.kind in "iu" and fh > 1 and fw > 1:
+            # integers: the window's maximum is the maximum of its rows' maxima (exact, any order):
+            # fh + fw - 2 passes instead of fh * fw - 1 (floats keep the kernel's order: the sign of a
+            # zero maximum depends on it)
+            taps = self._window_taps(padded, p, (oh, ow), np.maximum, "pool_rows")
+        else:
+            taps = [padded[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw]
+                    for i in range(fh) for j in range(fw)]
+        if len(taps) == 1:
+            np.copyto(out, taps[0])
+        else:
+            np.maximum(taps[0], taps[1], out=out)
+            for tap in taps[2:]:
+                np.maximum(out, tap, out=out)
+        lo, hi = self._clamp(ctx, p.fuse)
+        if lo != -np.inf or hi != np.inf:
+            clip_ufunc(out, lo, hi, out=out)
+        return out
 
     def _clamp(self, ctx, fuse: int) -> tuple:
         """The fused activation's range in stored units, worked out once."""
@@ -214,4 +311,4 @@ def prepare_pool(pctx):
     bound = pctx.step.bound
     if bound.runtime != {"input"}:   # the input fed at run time, every window parameter a constant
         return None
-    return PreparedPool(_REDUCE[pctx.step.code])
+    return PreparedPool(_REDUCE[pctx.step.code], pctx.compiled.scratch)

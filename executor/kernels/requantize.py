@@ -15,17 +15,19 @@ inner floor can be taken out, that is one floor:
 
 At compile time the accumulator bound picks the cheapest exact way to evaluate it:
 
+* float32 (before either mode below, for float32 accumulators below 2^24 and 8-bit outputs): multiply,
+  add, clamp, cast (half the float64 passes' memory traffic) where a compile-time check proves it gives
+  the same clamped integers for every accumulator value in the bound (_try_float32: both are monotone,
+  so agreeing on both sides of every output step suffices); with the sign term (a clamp below the zero
+  point) split at the zero point into two such parts -- most channels pass, and one that does not
+  keeps the whole operation on the forms below;
 * "float": every numerator below 2^53, so float64 holds it exactly; the division
   by 2^(31+e) is folded into the constants (scaling by a power of two is exact)
   and the float accumulator is read directly: widen, multiply, add, then (8-bit
   outputs) a truncating cast to int16/int32, the clip there and the cast to the
   output (cheaper than clipping float64 values), over long rows with the
   per-channel constants repeated, the multiplier a float64 scalar when every
-  channel shares it; within it, a float32 form (multiply, add, clamp, cast: half
-  the memory traffic) where a compile-time check proves it gives the same
-  clamped integers for every accumulator value in the bound (_try_float32: both
-  are monotone, so agreeing on both sides of every output step suffices) --
-  often with per-tensor filters, rarely with many per-channel ones;
+  channel shares it;
 * "int": the numerator fits int64: the same formula in in-place int64 passes;
 * "reference": fixedpoint.py as is (a channel shifts left, i.e. multiplier >= 1, or reference=True).
 
@@ -38,12 +40,13 @@ import numpy as np
 
 from .common import clip_ufunc as _clip
 from .fixedpoint import INT32_MAX, INT32_MIN, multiply_by_quantized_multiplier, quantize_multipliers
-from .conv.gemm import ChannelRows
 from .scratch import Scratch
 
 
 # accumulators of at most this many values take the paths with the fewest numpy calls
 SMALL = 4096
+# int8 results are computed offset by 128 (non-negative, so truncating casts floor) and flipped back
+_TOP_BIT = np.uint8(0x80)
 
 
 def _steps_agree(a: np.ndarray, steps: np.ndarray, acc_bound: int, mf: np.ndarray, cf: np.ndarray) -> np.ndarray:
@@ -59,21 +62,43 @@ def _steps_agree(a: np.ndarray, steps: np.ndarray, acc_bound: int, mf: np.ndarra
     return ok.all(axis=-1)
 
 
-def _nudged_constants(a: np.ndarray, steps: np.ndarray, acc_bound: int, mf, cf, top: int):
-    """float32 (mf, cf) within a few rounding units of the given ones that pass _steps_agree for one
-    channel (the closest such pair), or None."""
+def _nudged_constants(parts: list, acc_bound: int, mf, top: int):
+    """float32 (mf, [cf per part]) within a few rounding units of the given ones that pass _steps_agree
+    for one channel, every part (a, steps, cf) with the same mf (the parts share the product), the
+    closest such constants; or None."""
     mfs = np.array([np.float32(mf)], np.float32)
     for _ in range(3):   # mf and its neighbours up to 3 float32 steps away
         mfs = np.unique(np.concatenate([mfs, np.nextafter(mfs, np.float32(0)), np.nextafter(mfs, np.float32(1))]))
+    mfs = mfs[np.argsort(np.abs(mfs - np.float32(mf)), kind="stable")]
     unit = np.spacing(np.float32(top)) / np.float32(4)   # below the rounding unit of the largest g
-    cfs = np.float32(cf) + unit * np.arange(-8, 9, dtype=np.float32)
-    mf_grid, cf_grid = (g.reshape(-1, 1) for g in np.meshgrid(mfs, cfs))
-    ok = _steps_agree(a[None, :], steps, acc_bound, mf_grid, cf_grid)
-    if not ok.any():
-        return None
-    distance = np.abs(mf_grid[:, 0] - np.float32(mf)) / np.float32(mf) + np.abs(cf_grid[:, 0] - np.float32(cf))
-    best = np.flatnonzero(ok)[np.argmin(distance[ok])]
-    return mf_grid[best, 0], cf_grid[best, 0]
+    offsets = unit * np.arange(-8, 9, dtype=np.float32)
+    offsets = offsets[np.argsort(np.abs(offsets), kind="stable")]
+    for mf_try in mfs:
+        found = []
+        for a, steps, cf in parts:
+            cfs = (np.float32(cf) + offsets)[:, None]
+            ok = _steps_agree(a[None, :], steps, acc_bound, np.full(cfs.shape, mf_try, np.float32), cfs)
+            if not ok.any():
+                break
+            found.append(cfs[np.flatnonzero(ok)[0], 0])
+        else:
+            return mf_try, found
+    return None
+
+
+def _exact_steps(m, k, c, sign, threshold, lo: int, hi: int, acc_bound: int) -> np.ndarray:
+    """a[ch, j]: the first accumulator (clipped to [-acc_bound, acc_bound + 1]) where the exact result
+    f(acc) = floor((acc * M + C - sign [acc < threshold]) / 2^k) reaches n = lo + 1 + j, per channel
+    (int64 columns m, k, c, sign, threshold). f is non-decreasing: at the threshold the numerator grows by
+    M + sign. A channel with M = 0 is constant."""
+    steps = np.arange(lo + 1, hi + 1, dtype=np.int64)
+    m1 = np.maximum(m, 1)
+    target = (steps << k) - c
+    plain = -((-target) // m1)                       # ceil((n 2^k - C) / M): the formula above the threshold
+    signed = -((-(target + sign)) // m1)             # ... and below it
+    a = np.where(plain >= threshold, plain, np.minimum(signed, threshold))
+    a = np.where(m > 0, a, np.where((c >> k) >= steps, -acc_bound, acc_bound + 1))
+    return np.clip(a, -acc_bound, acc_bound + 1)
 
 
 class Requantizer:
@@ -90,6 +115,7 @@ class Requantizer:
         x_bound = float(acc_bound) + float(np.abs(self.bias).max(initial=0))
         self.clamp = x_bound > INT32_MAX
         self.mode = "reference"
+        self.f32 = None
         if not reference and not np.any(self.shift > 0):
             self._fold(min(x_bound, 2.0 ** 31), float(acc_bound))
 
@@ -116,7 +142,6 @@ class Requantizer:
             self.mf, self.cf = self.m * scale, np.array(c_float, np.float64) * scale
             self.sf = self.sign * scale
             self.threshold = (self.tau1 - self.bias).astype(np.float64)   # acc < this  <=>  x <= tau
-            self.offset = offset
             # the sign term without a mask (_split): N's constants, t - (sf + Z - 256)
             z = self.zero_point + offset
             self.split_c = self.sf + (z - 256)
@@ -141,48 +166,78 @@ class Requantizer:
                 small_ints = t_bound + 512 < 2.0 ** 15 - 2
                 self.split = (np.dtype(np.int16 if small_ints else np.int32),
                               (z, self.hi + offset), (self.lo + offset - z + 256, 256))
-            self.f32 = None
-            if self.int_dtype is not None and not self.needs_sign and acc_bound < 2.0 ** 24:
-                self._try_float32(c_float, int(acc_bound))
         elif x_bound * m_max + max(abs(v) for v in c) + 2.0 ** 31 < 2.0 ** 62:
             self.mode = "int"
             self.c = np.array(c, np.int64)
+        # an 8-bit output whose clamp, offset included, lies in [0, 255] and accumulators float32 holds
+        # exactly: the proven float32 form (either mode above stays for float64 accumulators)
+        self.offset = offset
+        if self.dtype.itemsize == 1 and self.lo + offset >= 0 and self.hi + offset <= 255 and acc_bound < 2.0 ** 24:
+            self._try_float32(c_float, int(acc_bound))
 
     def _try_float32(self, c_float: list, acc_bound: int) -> None:
         """Use float32 arithmetic, g(acc) = floor(fl32(fl32(acc * mf32) + cf32)), where it provably gives
-        the exact f(acc) = floor((acc * M + C) / 2^k) once both are clamped to [lo, hi] (offset included),
-        for every integer |acc| <= acc_bound (float32 holds those exactly). g is non-decreasing in acc
-        (float rounding is monotone, the multipliers positive), and so is f: they agree everywhere when g
-        steps where f does, i.e. at each f-step a_n = min{acc: f(acc) >= n} inside the clamp,
-        g(a_n) >= n and g(a_n - 1) < n. Those two points per step and channel are checked here. Where
-        the nearest float32 constants miss a step (an exact value within float32 rounding of an integer),
-        constants a few units of rounding away are tried: any that pass the same check are as exact."""
-        if not np.all(self.m > 0):
-            return
-        mf32, cf32 = self.mf.astype(np.float32), self.cf.astype(np.float32)
-        if not (np.all(mf32 > 0) and np.all(np.isfinite(cf32))):
+        the exact f(acc) = floor((acc * M + C - sign [y < 0]) / 2^k) once both are clamped to [lo, hi]
+        (offset included), for every integer |acc| <= acc_bound (float32 holds those exactly). g is
+        non-decreasing in acc (float rounding is monotone, the multipliers non-negative), and so is f:
+        they agree everywhere when g steps where f does, i.e. at each f-step a_n = min{acc: f(acc) >= n}
+        inside the clamp, g(a_n) >= n and g(a_n - 1) < n. Those two points per step and channel are
+        checked here. Where the nearest float32 constants miss a step (an exact value within float32
+        rounding of an integer), constants a few units of rounding away are tried: any that pass the
+        same check are as exact.
+
+        With the sign term (a clamp below the zero point Z, no fused RELU) f is not one affine floor:
+        it is split at Z as in _split, f = clip(f, Z, H) + clip(f, L, Z) - Z, and each part is one
+        (P: steps above Z, computed shifted down by Z; N: steps up to Z, the constant less 2^-e), both
+        from the one product acc * mf32."""
+        if self.clamp or not np.all(self.m >= 0):
             return
         lo, hi = self.lo + self.offset, self.hi + self.offset
+        z = self.zero_point + self.offset
+        if self.needs_sign and not lo <= z <= hi:
+            return
         if max(abs(c) for c in c_float) >= 2 ** 61 or int(self.k.max()) + 8 >= 62:
             return   # the step positions below are computed in int64
+        scale = np.ldexp(1.0, -self.k)
+        mf = self.m * scale
+        cf = np.array(c_float, np.float64) * scale
+        mf32 = mf.astype(np.float32)
+        if not (np.all(np.isfinite(cf.astype(np.float32))) and np.all((mf32 > 0) == (self.m > 0))):
+            return
+        col = (lambda v: np.asarray(v, np.int64)[:, None])
+        threshold = col(self.tau1 - self.bias) if self.needs_sign else np.full((self.m.size, 1), -acc_bound - 1)
+        a = _exact_steps(col(self.m), col(self.k), col(c_float), col(self.sign), threshold, lo, hi, acc_bound)
         steps = np.arange(lo + 1, hi + 1, dtype=np.int64)
-        m, k = self.m.astype(np.int64)[:, None], self.k.astype(np.int64)[:, None]
-        c = np.array(c_float, np.int64)[:, None]
-        # a_n = ceil((n * 2^k - C) / M) per channel and step
-        a = np.clip(-((c - (steps << k)) // m), -acc_bound, acc_bound + 1)
-        agree = _steps_agree(a, steps, acc_bound, mf32[:, None], cf32[:, None])
+        if self.needs_sign:   # (part, steps compared, constants before rounding to float32)
+            parts = [(a[:, z - lo:], steps[z - lo:] - z, cf - z), (a[:, :z - lo], steps[:z - lo], cf - self.sign * scale)]
+        else:
+            parts = [(a, steps, cf)]
+        consts = [p[2].astype(np.float32) for p in parts]
+        agree = np.ones(self.m.size, bool)
+        for (pa, ps, _), c32 in zip(parts, consts):
+            agree &= _steps_agree(pa, ps, acc_bound, mf32[:, None], c32[:, None])
         for ch in np.flatnonzero(~agree):
-            nudged = _nudged_constants(a[ch], steps, acc_bound, mf32[ch], cf32[ch], hi)
+            nudged = _nudged_constants([(pa[ch], ps, c32[ch]) for (pa, ps, _), c32 in zip(parts, consts)],
+                                       acc_bound, mf32[ch], hi)
             if nudged is None:
                 return
-            mf32[ch], cf32[ch] = nudged
+            mf32[ch] = nudged[0]
+            for c32, v in zip(consts, nudged[1]):
+                c32[ch] = v
         scalar = bool(np.all(mf32 == mf32[0]))
-        self.f32 = (ChannelRows(cf32) if scalar else ChannelRows(mf32, cf32), mf32[0] if scalar else None)
+        bounds = [(0.0, float(hi - z)), (float(lo), float(z))] if self.needs_sign else [(float(lo), float(hi))]
+        # (the multiplier, the constants per part, as they broadcast over [..., C]), the clamps
+        self.f32 = ((None, mf32[0] if scalar else mf32, consts), bounds)
+        self.plans32: dict = {}
 
     def __call__(self, acc, out: np.ndarray = None) -> np.ndarray:
         """The requantized acc; written into `out` (acc's shape, the output dtype) when given."""
         if type(acc) is not np.ndarray:
             acc = np.asarray(acc)
+        if self.f32 is not None and acc.dtype == np.float32:
+            if out is None or not out.flags.c_contiguous:
+                out = np.empty(acc.shape, self.dtype)
+            return self._float32(acc, out)
         if self.mode == "float":
             return self._float(acc, out)
         x = self.scratch.get("x", acc.shape, np.int64)
@@ -205,19 +260,60 @@ class Requantizer:
         acc [..., C] is contiguous: numpy then broadcasts long rows instead of C values at a time."""
         return self.tiled(acc)
 
+    def _plan32(self, shape: tuple) -> tuple:
+        """(row shape, multiplier, constants) for contiguous accumulators of `shape`: [rows, L] with the
+        per-channel values repeated to L (gemm.row_length: long rows, which numpy runs several times
+        faster than C values at a time), made once per shape."""
+        flat, _ = self.f32
+        _, mf, consts = flat
+        c = shape[-1] if shape else 0
+        pixels = int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) >= 2 else 0
+        plan = flat
+        if pixels and c == self.m.size:
+            length = row_length(pixels, c)
+            reps = length // c
+            plan = ((-1, length), mf if np.ndim(mf) == 0 else np.tile(mf, reps), [np.tile(k, reps) for k in consts])
+        if len(self.plans32) >= 64:   # (dynamic shapes could otherwise grow it without end)
+            self.plans32.clear()
+        self.plans32[shape] = plan
+        return plan
+
     def _float32(self, acc: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """The proven float32 form (see _try_float32): multiply, add, clamp, truncating cast (the floor:
-        the clamp keeps values non-negative) -- half the memory traffic of the float64 passes."""
-        rows, mf32 = self.f32
-        if mf32 is None:
-            acc2, mf, cf = rows(acc)
+        """The proven float32 form (see _try_float32) into the contiguous `out`: multiply, add, clamp,
+        truncating cast (the floor: the clamp keeps values non-negative) -- half the memory traffic of
+        the float64 passes. Split at the zero point (the sign term): the P and N parts each added and
+        clamped, cast and summed."""
+        if acc.flags.c_contiguous:
+            plan = self.plans32.get(acc.shape)
+            if plan is None:
+                plan = self._plan32(acc.shape)
         else:
-            (acc2, cf), mf = rows(acc), mf32
-        t = self.scratch.get("t32", acc2.shape, np.float32)
-        np.multiply(acc2, mf, out=t)
-        t += cf
-        _clip(t, self.lo + self.offset, self.hi + self.offset, out=t)
-        return self._store(t, out)
+            plan = self.f32[0]
+        rows, mf, consts = plan
+        if rows is not None:
+            acc = acc.reshape(rows)
+        bounds = self.f32[1]
+        scratch = self.scratch
+        t = scratch.get("t32", acc.shape, np.float32)
+        np.multiply(acc, mf, out=t)
+        stored = out.view(np.uint8).reshape(acc.shape)
+        if len(consts) == 1:
+            t += consts[0]
+            _clip(t, *bounds[0], out=t)
+            np.copyto(stored, t, casting="unsafe")
+        else:
+            n = scratch.get("n32", acc.shape, np.float32)
+            np.add(t, consts[1], out=n)
+            t += consts[0]
+            _clip(t, *bounds[0], out=t)
+            _clip(n, *bounds[1], out=n)
+            p8 = scratch.get("p8", acc.shape, np.uint8)
+            np.copyto(p8, t, casting="unsafe")
+            np.copyto(stored, n, casting="unsafe")
+            stored += p8
+        if self.offset:
+            np.bitwise_xor(stored, _TOP_BIT, out=stored)
+        return out
 
     def _store(self, values: np.ndarray, out: np.ndarray) -> np.ndarray:
         """Write clamped non-negative 8-bit values (offset included; floats are truncated, which is their
@@ -229,10 +325,6 @@ class Requantizer:
         return out
 
     def _float(self, acc: np.ndarray, out: np.ndarray = None) -> np.ndarray:
-        if self.f32 is not None and acc.dtype == np.float32:
-            if out is None or not out.flags.c_contiguous:
-                out = np.empty(acc.shape, self.dtype)
-            return self._float32(acc, out)
         shape = acc.shape
         acc, mf, cf, threshold, sf, split_c = self._rows(acc)
         t = self.scratch.get("t", acc.shape, np.float64)
@@ -315,3 +407,7 @@ class Requantizer:
         if neg is not None:
             x += neg
         x >>= self.k
+
+
+# (last: importing conv.gemm runs the conv package, whose kernels import the Requantizer defined above)
+from .conv.gemm import ChannelRows, row_length  # noqa: E402

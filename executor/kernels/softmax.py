@@ -5,7 +5,9 @@ quantized softmax is TFLite's fixed-point algorithm (inputs rescaled to Q5.26,
 gemmlowp exp, sum in Q12.19, fixed-point reciprocal), giving the reference's
 exact stored values with output scale 1/256. Its preparer (beta and axis
 constant) works the per-row reciprocal out in Python integers, bit for bit the
-numpy fixed-point functions, instead of some forty numpy calls per run.
+numpy fixed-point functions, instead of some forty numpy calls per run; with
+many rows (a softmax per pixel) it runs the kernel's vectorized functions on
+the rows laid out [length, rows], so the reductions run along long rows.
 """
 from __future__ import annotations
 
@@ -146,12 +148,13 @@ def reciprocal_of_sum(total: int) -> tuple[int, int]:
 
 class PreparedSoftmax:
     """Quantized SOFTMAX with beta and axis constant: the exp tables (and the exps already divided for
-    the Q12.19 sum) looked up once, the per-row reciprocal in Python integers when rows are few.
+    the Q12.19 sum) looked up once, the per-row reciprocal in Python integers when rows are few
+    (vectorized over rows laid out [length, rows] when many).
     Results are new arrays or output 0's buffer (the plain kernel's are new): never the input."""
 
     fresh_outputs = True
 
-    MAX_ROWS = 64   # beyond this many rows the kernel's vectorized reciprocal is cheaper
+    MAX_ROWS = 64   # beyond this many rows the vectorized reciprocal (_many_rows) is cheaper
 
     def __init__(self, pctx, multiplier: int, left_shift: int, axis: int, rank: int):
         self.kernel = pctx.step.kernel
@@ -174,7 +177,7 @@ class PreparedSoftmax:
             x = np.moveaxis(x, self.axis, -1)
         rows = x.size // x.shape[-1]
         if rows > self.MAX_ROWS:
-            return self.kernel(ctx)
+            return self._many_rows(ctx, x)
         index = x.max(axis=-1, keepdims=True).astype(np.intp) - x
         exps = self.exps[index]
         sums = self.exps12[index].sum(axis=-1, keepdims=True)
@@ -202,6 +205,37 @@ class PreparedSoftmax:
             return [np.moveaxis(exps.astype(self.dtype), -1, self.axis)]
         out = ctx.output_buffer(0, exps.shape, self.dtype)
         np.copyto(out, exps, casting="unsafe")
+        return [out]
+
+
+    def _many_rows(self, ctx, x: np.ndarray):
+        """Many rows (a per-pixel softmax over classes): the kernel's vectorized reciprocal, on the rows
+        laid out [L, rows] so every reduction and table lookup runs along long rows, not L at a time."""
+        length = x.shape[-1]
+        xt = np.ascontiguousarray(x.reshape(-1, length).T)
+        index = np.subtract(xt.max(axis=0), xt, dtype=np.intp)   # max - x, in [0, 255]
+        exps = np.take(self.exps, index)
+        sums = np.take(self.exps12, index).sum(axis=0)
+        headroom = count_leading_zeros32(sums)
+        recips = one_over_one_plus_x((sums << headroom) - (1 << 31))
+        shifts = _ACCUM_INTEGER_BITS - headroom + 31 - 8
+        if recips.min() < 0 or recips.max() > _INT32_MAX or shifts.min() < 3:   # (not for sums >= 1)
+            return self.kernel(ctx)
+        # as in __call__: rounding_divide_by_pot(srdhm(recips, exps), shifts) for these ranges
+        exps *= recips
+        exps += 1 << 30
+        exps >>= 31
+        exps += np.left_shift(1, shifts - 1)
+        exps >>= shifts
+        if self.offset:
+            exps += self.offset
+        np.minimum(exps, self.hi, out=exps)
+        if self.axis != self.rank - 1:
+            out = np.empty(x.shape, self.dtype)
+            np.copyto(out.reshape(-1, length).T, exps, casting="unsafe")
+            return [np.moveaxis(out, -1, self.axis)]
+        out = ctx.output_buffer(0, x.shape, self.dtype)
+        np.copyto(out.reshape(-1, length).T, exps, casting="unsafe")
         return [out]
 
 

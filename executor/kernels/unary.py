@@ -1,14 +1,16 @@
 """Elementwise unary math (FLOOR, ABS, NEG, EXP, LOG, SIN, SQRT, RSQRT), POW, CAST,
 QUANTIZE and DEQUANTIZE; also the small float/requantize helpers the
-activation and compare kernels share."""
+activation and compare kernels share. QUANTIZE of float32 has a preparer
+(PreparedQuantize: the kernel's float32 operations in place)."""
 from __future__ import annotations
 
 import numpy as np
 
 from nnapi.codes import OperandCode as C, OperationCode as Op
 
-from ..registry import kernel
+from ..registry import kernel, prepare
 from .common import QUANT8, QUANT_RANGE, dequantize, requantize, round_half_away
+from .scratch import Scratch
 
 
 # -- shared helpers -------------------------------------------------------------
@@ -105,6 +107,51 @@ def cast(ctx):
 @kernel(Op.QUANTIZE)
 def quantize_op(ctx):
     return [quantize_float32(as_float32(ctx.args.input), ctx.out_type())]
+
+
+class PreparedQuantize:
+    """QUANTIZE of a float32 input: quantize_float32's float32 operations in its order, in place in a
+    reused buffer -- x / scale, round_half_away as floor(|v| + 0.5) with v's sign, + zero point -- then
+    fmin / fmax, which send NaN to the top of the range as its where(isnan) does, cast into output
+    0's buffer."""
+
+    fresh_outputs = True
+
+    def __init__(self, pctx):
+        out = pctx.out_type()
+        self.kernel = pctx.step.kernel
+        self.scale, self.zero_point = np.float32(out.scale), out.zero_point
+        self.lo, self.hi = (np.float32(v) for v in QUANT_RANGE[out.code])
+        self.dtype = out.dtype
+        self.scratch: Scratch = pctx.compiled.scratch
+
+    def __call__(self, ctx):
+        x = ctx.args.input
+        if x is None or x.array.dtype != np.float32:
+            return self.kernel(ctx)
+        x = x.array
+        v = self.scratch.get("quantize_v", x.shape, np.float32)
+        r = self.scratch.get("quantize_r", x.shape, np.float32)
+        with np.errstate(all="ignore"):
+            np.divide(x, self.scale, out=v)
+            np.abs(v, out=r)
+            r += np.float32(0.5)
+            np.floor(r, out=r)
+            np.copysign(r, v, out=r)   # sign(v) * r, v = 0 aside (a signed zero, the same integer)
+            r += np.float32(self.zero_point)
+            np.fmin(r, self.hi, out=r)
+            np.fmax(r, self.lo, out=r)
+        out = ctx.output_buffer(0, x.shape, self.dtype)
+        np.copyto(out, r, casting="unsafe")
+        return [out]
+
+
+@prepare(Op.QUANTIZE)
+def prepare_quantize(pctx):
+    bound = pctx.step.bound
+    if bound.runtime != {"input"} or bound.operand("input").type.code != C.TENSOR_FLOAT32:
+        return None
+    return PreparedQuantize(pctx)
 
 
 @kernel(Op.DEQUANTIZE)

@@ -99,3 +99,16 @@ def assert_fails_at_compute(model, *arrays):
         run(model, *arrays)
     assert e.value.code == nnapi.ResultCode.OP_FAILED
     return e.value
+
+
+def prepared_and_plain(model, *arrays, prepared: str):
+    """(first output prepared, the same on a second run, the plain kernel's) of a one-operation model
+    whose operation must have taken the fast path named `prepared`."""
+    from executor.runtime import RunState, compile_model
+    compiled = compile_model(model)
+    step = compiled.steps[0]
+    assert type(step.run).__name__ == prepared
+    fast = compiled.run(list(arrays), RunState(2.0))[0].array.copy()
+    again = compiled.run(list(arrays), RunState(2.0))[0].array.copy()
+    step.run = step.kernel
+    return fast, again, compiled.run(list(arrays), RunState(2.0))[0].array

@@ -185,7 +185,8 @@ QS8 = (C.TENSOR_QUANT8_ASYMM_SIGNED, -128, 127, np.int8)
 
 
 @pytest.mark.parametrize("case", ["conv", "strided_dilated", "grouped", "depthwise_x2", "depthwise_large",
-                                  "depthwise_large_strided_dilated", "depthwise_strided_many", "worst_case"])
+                                  "depthwise_large_strided_dilated", "depthwise_strided_many", "worst_case",
+                                  "shifted", "atrous_1x1", "clipped", "pieces"])
 @pytest.mark.parametrize("qtype", [Q8, QS8])
 def test_quantized_conv_fast_path_is_bit_identical(case, qtype):
     code_t, lo, hi, dt = qtype
@@ -201,6 +202,14 @@ def test_quantized_conv_fast_path_is_bit_identical(case, qtype):
         stride, dil, pads = (2, 3), (2, 1), (2, 0, 1, 3)
     if case == "grouped":
         groups = 2
+    if case == "shifted":   # a patch matrix above SHIFTED_MIN_BYTES: one GEMM per tap at full width
+        n, h, w, c, o = 1, 48, 46, 64, 16
+    if case == "atrous_1x1":   # dilated past the input: only the centre tap reads it (a 1x1 GEMM, unpadded)
+        h, w, dil, pads = 5, 6, (5, 6), (5, 5, 6, 6)
+    if case == "clipped":   # mostly padding: each tap's GEMM over only the outputs it reads the input for
+        h, w, dil, pads, stride = 6, 7, (3, 2), (3, 2, 2, 3), (2, 1)
+    if case == "pieces":   # a large patch matrix of few channels: im2col and GEMM a few output rows at a time
+        n, h, w, c, o, stride = 1, 200, 180, 8, 2, (1, 2)
     per_channel = code_t == C.TENSOR_QUANT8_ASYMM_SIGNED
     x_zp = int(RNG.integers(lo, hi)) if case != "worst_case" else lo
     xq = RNG.integers(lo, hi, (n, h, w, c), endpoint=True).astype(dt)
@@ -248,8 +257,13 @@ def test_quantized_conv_fast_path_is_bit_identical(case, qtype):
     ow = (w + pads[2] + pads[3] - (k - 1) * dil[1] - 1) // stride[1] + 1
     out_type = OperandType(code_t, (n, oh, ow, o), out_scale, out_zp)
     model = _model(op, x_type, wq, flt_type, bias, scalars, out_type, pc)
-    fast, slow, _ = _run_both(model, xq)
+    fast, slow, prepared = _run_both(model, xq)
     assert fast.dtype == slow.dtype and np.array_equal(fast, slow)
+    plans = list(getattr(prepared[0], "plans", {}).values())
+    assert [(p.shifted, p.clipped, p.kernel_hw, p.chunk > 0) for p in plans] == {
+        "shifted": [(True, False, (3, 3), False)], "atrous_1x1": [(False, False, (1, 1), False)],
+        "clipped": [(False, True, (3, 3), False)], "pieces": [(False, False, (3, 3), True)]}.get(
+        case, [(False, False, (3, 3), False)] if plans else [])
     real = (np.float32(x_scale) * scales).astype(np.float64) / np.float64(np.float32(out_scale))
     # a fused RELU in stored units is [max(qmin, zero point), qmax]
     assert np.array_equal(fast, _requant_ref(acc, real, out_zp, max(lo, out_zp) if fuse else lo, hi))
@@ -437,7 +451,10 @@ def _softmax_model(code_t, shape, scale, zp, beta, axis=None):
 @pytest.mark.parametrize("qtype", [Q8, QS8])
 @pytest.mark.parametrize("shape,axis,scale,beta", [((1, 10), None, 0.1, 1.0), ((3, 256), None, 0.05, 1.0),
                                                    ((2, 5, 7), 1, 0.5, 0.7), ((2, 3, 4, 9), 0, 1.0, 2.0),
-                                                   ((4, 100), -1, 0.01, 1e-3 * 1000)])
+                                                   ((4, 100), -1, 0.01, 1e-3 * 1000),
+                                                   # more rows than MAX_ROWS: the [length, rows] form
+                                                   ((1, 20, 20, 3), None, 0.1, 1.0), ((300, 7), -1, 0.05, 1.0),
+                                                   ((2, 5, 80), 1, 0.5, 0.7), ((70, 256), None, 0.05, 1.0)])
 def test_quantized_softmax_prepared_equals_the_kernel(qtype, shape, axis, scale, beta):
     code_t, lo, hi, dt = qtype
     model = _softmax_model(code_t, shape, scale, (lo + hi) // 2, beta, axis)
@@ -454,11 +471,11 @@ def test_quantized_softmax_prepared_equals_the_kernel(qtype, shape, axis, scale,
         assert fast.dtype == slow.dtype and np.array_equal(fast, slow)
 
 
-def test_quantized_softmax_many_rows_falls_back_to_the_kernel():
+def test_quantized_softmax_many_rows_equals_the_kernel():
     model = _softmax_model(C.TENSOR_QUANT8_ASYMM, (200, 3), 0.1, 128, 1.0)
     x = RNG.integers(0, 256, (200, 3)).astype(np.uint8)
-    fast, slow, _ = _run_both(model, x)
-    assert np.array_equal(fast, slow)
+    fast, slow, prepared = _run_both(model, x)
+    assert np.array_equal(fast, slow) and 200 > prepared[0].MAX_ROWS
 
 
 # -- RESHAPE with a constant shape --------------------------------------------------------------------

@@ -159,3 +159,36 @@ def test_float_binary_with_a_per_channel_constant_equals_the_kernel(code, const_
     xt = np.ascontiguousarray(x.transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3)
     got = compile_model(m).run([xt], RunState(2.0))[0].array
     assert np.array_equal(got.view(np.uint32), slow.view(np.uint32))
+
+
+def _dequantized_weights_model(output_too: bool):
+    """x + DEQUANTIZE(w) with w an int8 constant (a hybrid model's weights); DEQUANTIZE's result also a
+    model output when `output_too`."""
+    m = nnapi.Model()
+    x = m.add_operand(OperandType(C.TENSOR_FLOAT32, (5,)))
+    w = m.add_operand(OperandType(C.TENSOR_QUANT8_SYMM, (5,), 0.25, 0))
+    m.set_operand_value(w, np.array([-128, -3, 0, 7, 127], np.int8))
+    wf = m.add_operand(OperandType(C.TENSOR_FLOAT32, (5,)))
+    fuse = m.add_operand(OperandType(C.INT32))
+    m.set_operand_value(fuse, np.int32(0))
+    out = m.add_operand(OperandType(C.TENSOR_FLOAT32, (5,)))
+    m.add_operation(Op.DEQUANTIZE, [w], [wf])
+    m.add_operation(Op.ADD, [x, wf, fuse], [out])
+    m.identify_inputs_and_outputs([x], [out, wf] if output_too else [out])
+    m.finish()
+    return m
+
+
+@pytest.mark.parametrize("output_too", [False, True])
+def test_dequantize_of_a_constant_is_computed_once(output_too):
+    m = _dequantized_weights_model(output_too)
+    fast, plain = compile_model(m), compile_model(m, fast_paths=False)
+    assert (type(fast.steps[0].run).__name__ == "ConstantResult") != output_too
+    want_w = np.array([-32.0, -0.75, 0.0, 1.75, 31.75], np.float32)   # q * 0.25
+    for x in (np.arange(5, dtype=np.float32), np.full(5, -2.5, np.float32)):
+        got = [v.array for v in fast.run([x], RunState(1.0))]
+        ref = [v.array for v in plain.run([x], RunState(1.0))]
+        assert all(np.array_equal(g, r) for g, r in zip(got, ref))
+        np.testing.assert_array_equal(got[0], x + want_w)
+        if output_too:
+            np.testing.assert_array_equal(got[1], want_w)

@@ -240,6 +240,46 @@ def test_bidirectional_lstm_cross_linked_aux_merged(as_input):
     np.testing.assert_allclose(out.swapaxes(0, 1), np.concatenate([ref_fw, ref_bw], axis=-1), rtol=1e-5, atol=2e-6)
 
 
+@pytest.mark.parametrize("as_input", [False, True], ids=["prepared", "plain"])
+@pytest.mark.parametrize("variant", LSTM_VARIANTS, ids=lambda v: "-".join(v) or "basic")
+def test_bidirectional_lstm_of_one_structure_runs_both_directions_at_once(variant, as_input):
+    """Both directions with the same optional parts (the DirectionPair loop: gate-major lanes,
+    block-diagonal recurrent weights), separate outputs and final states, against the formula."""
+    from executor.kernels.recurrent import lstm as lstm_kernels
+    rng = np.random.default_rng(7 + len(variant))
+    steps, batch, n_in, n = 5, 2, 3, 4
+    n_out = 3 if variant.get("projection") else n
+    cells = [lstm_weights(rng, n_in, n, n_out, **variant) for _ in range(2)]
+    x = rng.uniform(-1, 1, (steps, batch, n_in)).astype(np.float32)
+    states = [rng.uniform(-1, 1, (batch, k)).astype(np.float32) for k in (n_out, n, n_out, n)]
+    model_inputs = [x]
+    ins = [(t([steps, batch, n_in]), None)]
+    for cell in cells:
+        ins += lstm_cell_specs(cell, n_in, n, n_out, as_input, model_inputs)
+    ins += [(t(list(s.shape)), None) for s in states]
+    model_inputs += states
+    ins += [(t([steps, batch, 1]), OMIT)] + [(t([n, 1]), OMIT)] * 8   # no aux input
+    clip = variant.get("clip", 0.0)
+    ins += [scalar(C.INT32, 4), scalar(C.FLOAT32, clip), scalar(C.FLOAT32, clip), scalar(C.BOOL, False),
+            scalar(C.BOOL, True)]
+    ins += [_spec(cell[f"{g}_layer_norm"], [n], as_input, model_inputs) for cell in cells for g in GATES]
+    outs = [t([steps, batch, n_out])] * 2 + [t([batch, k]) for k in (n_out, n, n_out, n)]
+    m = build(Op.BIDIRECTIONAL_SEQUENCE_LSTM, ins, outs)
+    assert _is_prepared(m) != as_input
+    calls = []
+    original = lstm_kernels.run_pair
+    lstm_kernels.run_pair = lambda *a: calls.append(1) or original(*a)
+    try:
+        fw_seq, bw_seq, fw_h, fw_c, bw_h, bw_c = run(m, *model_inputs)
+    finally:
+        lstm_kernels.run_pair = original
+    assert calls   # the paired loop ran
+    ref_fw = reference_lstm(cells[0], x, states[0], states[1])
+    ref_bw = reference_lstm(cells[1], x, states[2], states[3], reverse=True)
+    for got, want in zip((fw_seq, fw_h, fw_c, bw_seq, bw_h, bw_c), ref_fw + ref_bw):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-6)
+
+
 # -- RNN family ---------------------------------------------------------------------------------
 
 def reference_rnn(w, r, b, x, h, act, reverse=False):

@@ -111,6 +111,22 @@ def test_channel_shuffle_and_split():
     assert [o.tolist() for o in outs] == [[0, 1], [2, 3], [4, 5]]
 
 
+@pytest.mark.parametrize("shape,groups,axis", [((2, 5, 4, 12), 3, 3), ((2, 12, 3, 2), 4, 1), ((1, 3, 40), 20, -1),
+                                                ((3, 8), 8, 1)])
+def test_channel_shuffle_moves_every_value_by_the_definition(shape, groups, axis):
+    # out[..., k * groups + g, ...] = in[..., g * size + k, ...] along the axis (a few groups are copied one
+    # group at a time, many in one copy)
+    x = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    m = build(Op.CHANNEL_SHUFFLE, [(OperandType(F32, list(shape)), None), scalar(groups), scalar(axis)],
+              [OperandType(F32, list(shape))])
+    out, = run(m, x)
+    size = shape[axis] // groups
+    moved, got = np.moveaxis(x, axis, -1), np.moveaxis(out, axis, -1)
+    for g in range(groups):
+        for k in range(size):
+            np.testing.assert_array_equal(got[..., k * groups + g], moved[..., g * size + k])
+
+
 def test_validate_reports_a_too_low_feature_level():
     m = build(Op.SQUEEZE, [(OperandType(F32, [1, 3]), None), tensor([0])], [OperandType(F32, [3])])
     assert m.min_feature_level() == 2

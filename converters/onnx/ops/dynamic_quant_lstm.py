@@ -69,14 +69,15 @@ def _product(ctx, rec, q: RuntimeQuantizer, a: int, a_scale: int, part: Integer,
     acc = emit(ctx, rec, Op.FULLY_CONNECTED, (rows, width), f"{name}/acc", input=a,
                weights=const(ctx, rec, part.weights, f"{name}/w_int"),
                bias=const(ctx, rec, np.zeros(width), f"{name}/zero_bias"), fuse=ctx.i32(0))
-    if tuple(dims) != (rows, width):
-        shaped = temp(ctx, rec, dims, f"{name}/acc_shaped")
-        reshape_into(ctx, acc, shaped)
-        acc = shaped
     rank1 = (1,) * (len(dims) - 1)
     w_scale = const(ctx, rec, part.scale, f"{name}/w_scale")
     mult = q.op(Op.MUL, a_scale, w_scale, rank1 + (part.scale.size,), f"{name}/multiplier")
-    return q.op(Op.MUL, acc, mult, dims, name)
+    if tuple(dims[:-2]) == rank1[:-1] and dims[-2] == rows:
+        # acc [rows, width] times the rank-`dims` multiplier broadcasts to dims itself (no RESHAPE)
+        return q.op(Op.MUL, acc, mult, dims, name)
+    shaped = temp(ctx, rec, dims, f"{name}/acc_shaped")
+    reshape_into(ctx, acc, shaped)
+    return q.op(Op.MUL, shaped, mult, dims, name)
 
 
 def _zero_state(ctx, rec: Recurrent, key: str) -> bool:
@@ -112,23 +113,34 @@ def _direction(ctx, rec: Recurrent, q: RuntimeQuantizer, d: int, xq: tuple, w: I
             pre = q.op(Op.ADD, _product(ctx, rec, q, hq, h_scale, r, b, wide, f"{s}/hR"), pre, wide, f"{s}/sum")
         if peep is None and b_all is not None:
             pre = q.op(Op.ADD, pre, b_all, wide, f"{s}/pre")
-        i_pre, o_pre, f_pre, g_pre = split_gates(ctx, rec, pre, 4, s)
+        if peep is None:
+            # no peepholes: every gate's pre-activation is final here; i, o and f share their activation,
+            # applied in one pass over all four gates before the split (g's column of it goes unused)
+            pre = clipped(ctx, rec, pre, wide, f"{s}/pre")
+            i, o, f, _ = split_gates(ctx, rec, activate(ctx, rec, f_act, pre, wide, f"{s}/iof"), 4, f"{s}/act")
+            g = activate(ctx, rec, g_act, split_gates(ctx, rec, pre, 4, s)[3], step, f"{s}/g")
+            if rec.input_forget:
+                f = q.op(Op.SUB, q.c(1.0), i, step, f"{s}/f")
+            c = q.op(Op.ADD, q.op(Op.MUL, c, f, step, f"{s}/cf"), q.op(Op.MUL, i, g, step, f"{s}/ig"), step, f"{s}/c")
+        else:
+            i_pre, o_pre, f_pre, g_pre = split_gates(ctx, rec, pre, 4, s)
 
-        def finish(x, gate: int, p, state, name):   # + peephole, + bias, clip (onnxruntime's order)
-            if peep is not None:
-                x = with_peephole(ctx, rec, x, state, p, step, name)
+            def finish(x, gate: int, p, state, name):   # + peephole, + bias, clip (onnxruntime's order)
+                if p is not None:
+                    x = with_peephole(ctx, rec, x, state, p, step, name)
                 if b_gate is not None:
                     x = q.op(Op.ADD, x, b_gate[gate], step, f"{name}/biased")
-            return clipped(ctx, rec, x, step, name)
+                return clipped(ctx, rec, x, step, name)
 
-        i = activate(ctx, rec, f_act, finish(i_pre, 0, peep and peep[0], c, f"{s}/i"), step, f"{s}/i")
-        if rec.input_forget:
-            f = q.op(Op.SUB, q.c(1.0), i, step, f"{s}/f")
-        else:
-            f = activate(ctx, rec, f_act, finish(f_pre, 2, peep and peep[2], c, f"{s}/f"), step, f"{s}/f")
-        g = activate(ctx, rec, g_act, finish(g_pre, 3, None, c, f"{s}/g"), step, f"{s}/g")
-        c = q.op(Op.ADD, q.op(Op.MUL, c, f, step, f"{s}/cf"), q.op(Op.MUL, i, g, step, f"{s}/ig"), step, f"{s}/c")
-        o = activate(ctx, rec, f_act, finish(o_pre, 1, peep and peep[1], c, f"{s}/o"), step, f"{s}/o")
+            i = activate(ctx, rec, f_act, finish(i_pre, 0, peep[0], c, f"{s}/i"), step, f"{s}/i")
+            if rec.input_forget:
+                f = q.op(Op.SUB, q.c(1.0), i, step, f"{s}/f")
+            else:
+                f = activate(ctx, rec, f_act, finish(f_pre, 2, peep[2], c, f"{s}/f"), step, f"{s}/f")
+            g = activate(ctx, rec, g_act, finish(g_pre, 3, None, c, f"{s}/g"), step, f"{s}/g")
+            c = q.op(Op.ADD, q.op(Op.MUL, c, f, step, f"{s}/cf"), q.op(Op.MUL, i, g, step, f"{s}/ig"), step,
+                     f"{s}/c")
+            o = activate(ctx, rec, f_act, finish(o_pre, 1, peep[1], c, f"{s}/o"), step, f"{s}/o")
         h = q.op(Op.MUL, activate(ctx, rec, h_act, c, step, f"{s}/hc"), o, step, f"{s}/h")
         hs[t] = h
     return hs, h, c

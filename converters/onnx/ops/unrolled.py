@@ -4,7 +4,8 @@ The input sequence is made time-major ([seq, batch, input]) and projected for ev
 FULLY_CONNECTED per direction and gate group, the W and the step-invariant biases folded in, SPLIT into
 [1, batch, width] steps). Each step adds the recurrent FULLY_CONNECTED of the previous hidden state
 (flattened to [batch, hidden]), splits the gates, adds peepholes, clips the pre-activations to
-[-clip, clip] (MINIMUM / MAXIMUM), and applies the node's activations. The steps' hidden states are
+[-clip, clip] (MINIMUM / MAXIMUM), and applies the node's activations (GRU's z and r, which share
+theirs, in one pass before the split). The steps' hidden states are
 concatenated into Y; the last ones are Y_h (and the last cell states Y_c).
 """
 from __future__ import annotations
@@ -183,9 +184,8 @@ def gru_direction(ctx, rec: Recurrent, d: int, x_tm: int, order) -> tuple:
         s = f"{tag}/t{t}"
         zr = binary(ctx, rec, Op.ADD, xzr[t], fully_connected(ctx, rec, h, r_zr, rec.batch, f"{s}/hR_zr"),
                     (1, rec.batch, 2 * n), f"{s}/pre_zr")
-        z_pre, r_pre = split_gates(ctx, rec, zr, 2, s)
-        z = gate(ctx, rec, f_act, z_pre, step, f"{s}/z")
-        r = gate(ctx, rec, f_act, r_pre, step, f"{s}/r")
+        # z and r share their activation: one elementwise pass over both, then the split
+        z, r = split_gates(ctx, rec, gate(ctx, rec, f_act, zr, (1, rec.batch, 2 * n), f"{s}/zr"), 2, s)
         if lbr:   # r (h Rh + Rbh)
             rec_h = binary(ctx, rec, Op.MUL, r, fully_connected(ctx, rec, h, r_h, rec.batch, f"{s}/hR_h"), step,
                            f"{s}/r_hR")

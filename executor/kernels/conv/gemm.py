@@ -76,16 +76,28 @@ FLIP_MIN_SIZE = 4096
 FEW_PLANES = 8
 
 
-def pad_hw(x: np.ndarray, pads: tuple, scratch: Scratch, dtype, zero_point: int = 0) -> np.ndarray:
-    """x (NHWC) - zero_point as `dtype`, zero-padded by (top, bottom, left, right), in a reused buffer:
-    only the interior is written, so the border stays zero from the buffer's creation."""
+def pad_hw(x: np.ndarray, pads: tuple, scratch: Scratch, dtype, zero_point: int = 0, fill: int = 0,
+           contiguous: bool = False) -> np.ndarray:
+    """x (NHWC) - zero_point as `dtype`, padded by (top, bottom, left, right) with `fill`, in a reused
+    buffer: only the interior is written, so the border stays as it was filled at the buffer's creation.
+    With nothing to change x itself is returned, unless `contiguous` asks for a C-contiguous result and x
+    is not."""
     top, bottom, left, right = pads
     n, h, w, c = x.shape
     dtype = np.dtype(dtype)
-    if not (top or bottom or left or right or zero_point) and x.dtype == dtype:
+    if not (top or bottom or left or right or zero_point) and x.dtype == dtype \
+            and (x.flags.c_contiguous or not contiguous):
         return x
-    # keyed by the padding too: the border of a shared buffer must be where this call expects it
-    out = scratch.get(("padded", pads), (n, h + top + bottom, w + left + right, c), dtype)
+    # keyed by the padding and fill too: the border of a shared buffer must be what this call expects
+    shape = (n, h + top + bottom, w + left + right, c)
+    if fill and (top or bottom or left or right):
+        out = scratch.get(("padded", pads, fill), shape, dtype)
+        filled = scratch.get(("padded", pads, fill, shape, dtype), (), np.bool_)   # (per thread, as the buffer)
+        if not filled:
+            out.fill(fill)
+            filled[()] = True
+    else:
+        out = scratch.get(("padded", pads), shape, dtype)
     interior = out[:, top: top + h, left: left + w]
     if c <= FEW_PLANES and x.strides[3] > x.strides[2] and x.size >= FLIP_MIN_SIZE:
         # a channels-first image seen channels last (an NCHW input's transpose): one copy per channel
@@ -117,6 +129,131 @@ def windows(padded: np.ndarray, out_hw: tuple, kernel_hw: tuple, strides: tuple,
     if padded.flags.c_contiguous:  # the same view, without as_strided's per-call overhead
         return np.ndarray(shape, padded.dtype, padded, 0, steps)
     return as_strided(padded, shape, steps, writeable=False)
+
+
+def tap_window(size: int, pad_before: int, stride: int, k: int, dilation: int, out: int, prune: bool = True) -> tuple:
+    """Along one axis: (first tap, taps, crop before, crop after, pad before, pad after) of the filter taps
+    that read the input for at least one output, and the input crop and zero padding that run just them.
+    The other taps read only padding (a dilated filter larger than its input, as in atrous pyramids): with
+    finite weights their products are zeros, which add nothing to a sum (`prune` False keeps every tap; the
+    input rows no tap reads are cropped either way)."""
+    used = [i for i in range(k) if _reads_input(size, pad_before - i * dilation, stride, out)]
+    if not used or not prune:
+        used = list(range(k))   # no tap reads the input (every output is the bias): nothing to crop
+    first, taps = used[0], used[-1] - used[0] + 1
+    before = pad_before - first * dilation
+    after = (out - 1) * stride + (taps - 1) * dilation + 1 - before - size
+    return first, taps, max(-before, 0), max(-after, 0), max(before, 0), max(after, 0)
+
+
+def _reads_input(size: int, offset: int, stride: int, out: int) -> bool:
+    """Whether some output o in [0, out) reads input index o * stride - offset in [0, size)."""
+    first = max(0, -(-offset // stride))   # the first o with o * stride >= offset
+    return first < out and first * stride - offset < size
+
+
+# unit-stride convolutions whose patch matrix (im2col) would take at least SHIFTED_MIN_BYTES are computed
+# as one GEMM per filter tap over the padded input at full width (shifted_gemm) when the input has at least
+# SHIFTED_MIN_CHANNELS channels (each GEMM's depth) and the output at most SHIFTED_MAX_OUT: a patch
+# matrix that large leaves the cache, and BLAS streams it slowly into few output columns (measured 1.6 to
+# 1.9x slower, copy included, on densenet's and PP-OCR's 3x3 convolutions to 24 and 32 channels; about
+# even from 64 output channels); a quarter of junk columns at most
+SHIFTED_MIN_BYTES = 4 << 20
+SHIFTED_MIN_CHANNELS = 32
+SHIFTED_MAX_OUT = 48
+
+
+# otherwise a patch matrix that large is copied and multiplied about PATCH_CHUNK_BYTES at a time (whole
+# output rows): each piece is still in cache when its GEMM reads it (1.1 to 1.5x faster measured on 3x3
+# convolutions of 12 to 96 channels), unless the filter passes PATCH_CHUNK_MAX_FILTER bytes (then every
+# piece's GEMM reads the whole filter again: 1.5x slower on vgg's 512-channel layers)
+PATCH_CHUNK_BYTES = 1 << 20
+PATCH_CHUNK_MAX_FILTER = 512 << 10
+
+
+def patch_chunk_rows(out_hw: tuple, kernel_hw: tuple, channels: int, out_channels: int, itemsize: int) -> int:
+    """Output rows per im2col piece for one image: 0 (all at once) below SHIFTED_MIN_BYTES or above
+    PATCH_CHUNK_MAX_FILTER."""
+    depth = kernel_hw[0] * kernel_hw[1] * channels
+    row = out_hw[1] * depth * itemsize
+    if row * out_hw[0] < SHIFTED_MIN_BYTES or depth * out_channels * itemsize > PATCH_CHUNK_MAX_FILTER:
+        return 0
+    rows = max(1, PATCH_CHUNK_BYTES // row)
+    return rows if rows < out_hw[0] else 0
+
+
+def shifted_gemm_pays(padded_shape: tuple, out_hw: tuple, kernel_hw: tuple, strides: tuple, out_channels: int,
+                      itemsize: int) -> bool:
+    """Whether shifted_gemm is used for this geometry (see SHIFTED_MIN_BYTES)."""
+    n, _, wp, c = padded_shape
+    cols = n * out_hw[0] * out_hw[1] * kernel_hw[0] * kernel_hw[1] * c * itemsize
+    return (strides == (1, 1) and kernel_hw != (1, 1) and c >= SHIFTED_MIN_CHANNELS
+            and out_channels <= SHIFTED_MAX_OUT and cols >= SHIFTED_MIN_BYTES and 4 * wp <= 5 * out_hw[1])
+
+
+def shifted_gemm(padded: np.ndarray, taps: np.ndarray, out_hw: tuple, dilations: tuple, wide: np.ndarray,
+                 scratch: Scratch) -> np.ndarray:
+    """A unit-stride convolution of contiguous `padded` [N, Hp, Wp, C] by taps [kh, kw, C, O] into `wide`
+    [N, OH, Wp, O], computed at full width: output pixel p of an image (flattened, width Wp) is the sum over
+    taps of padded pixel p + i*dh*Wp + j*dw times taps[i, j], so each tap is one GEMM of a contiguous
+    [pixels, C] range; columns OW.. of each row are junk for the caller to drop (and the rows' tail past
+    the last valid pixel is left as it was). No read leaves the image: the last valid output's last tap
+    reads the last padded pixel at most."""
+    kh, kw, c, o = taps.shape
+    oh, ow = out_hw
+    n, _, wp, _ = padded.shape
+    pixels = (oh - 1) * wp + ow
+    tmp = scratch.get("shifted", (pixels, o), wide.dtype)
+    for b in range(n):
+        flat = padded[b].reshape(-1, c)
+        acc = wide[b].reshape(-1, o)[:pixels]
+        for i in range(kh):
+            for j in range(kw):
+                start = i * dilations[0] * wp + j * dilations[1]
+                if i or j:
+                    np.matmul(flat[start:start + pixels], taps[i, j], out=tmp)
+                    acc += tmp
+                else:
+                    np.matmul(flat[:pixels], taps[0, 0], out=acc)
+    return wide
+
+
+# a convolution whose zero padding would make its input at least this many times larger (dilated filters
+# on small inputs) is computed tap by tap over only the outputs each tap reads the input for (clipped_taps)
+CLIPPED_MIN_PADDING = 2
+
+
+def clipped_taps(x: np.ndarray, taps: np.ndarray, pads: tuple, strides: tuple, dilations: tuple,
+                 out: np.ndarray, scratch: Scratch) -> np.ndarray:
+    """out [N, OH, OW, O] = the convolution of the unpadded x [N, H, W, C] by taps [kh, kw, C, O] with zero
+    padding (top, left) = pads: for each tap, one GEMM (batched over output rows) of the rectangle of
+    outputs whose input pixel under that tap is inside x, added into those outputs; the products with
+    padding, zeros, are never formed."""
+    kh, kw, c, o = taps.shape
+    n, h, w, _ = x.shape
+    _, oh, ow, _ = out.shape
+    out.fill(0)
+    tmp = scratch.get("clipped", out.shape[1:], out.dtype)
+    for i in range(kh):
+        r0, r1 = _clip(h, pads[0] - i * dilations[0], strides[0], oh)
+        for j in range(kw):
+            q0, q1 = _clip(w, pads[1] - j * dilations[1], strides[1], ow)
+            if r0 >= r1 or q0 >= q1:
+                continue
+            rows = slice(r0 * strides[0] - pads[0] + i * dilations[0], None, strides[0])
+            cols = slice(q0 * strides[1] - pads[1] + j * dilations[1], None, strides[1])
+            part = tmp[:r1 - r0, :q1 - q0]
+            for b in range(n):
+                np.matmul(x[b, rows, cols][:r1 - r0, :q1 - q0], taps[i, j], out=part)
+                out[b, r0:r1, q0:q1] += part
+    return out
+
+
+def _clip(size: int, offset: int, stride: int, out: int) -> tuple:
+    """The outputs [first, end) whose input index o * stride - offset lies in [0, size)."""
+    first = max(0, -(-offset // stride))
+    end = min(out, (size - 1 + offset) // stride + 1) if size - 1 + offset >= 0 else 0
+    return first, max(first, end)
 
 
 def im2col(padded, out_hw, kernel_hw, strides, dilations, scratch: Scratch) -> np.ndarray:

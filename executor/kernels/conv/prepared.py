@@ -6,7 +6,15 @@ the per-channel fixed-point requantization and the accumulator bound that
 proves a float32 GEMM exact (|partial sums| < 2**24; else float64, exact below
 2**53). Each run is then: subtract the input zero point while casting, pad,
 im2col, GEMM, bias, clamp or requantize. The results equal the plain kernels'
-(reference.py) bit for bit in the quantized case.
+(reference.py) bit for bit in the quantized case. Where it keeps the bound (int8
+inputs), the input zero point is folded into the bias instead (quant_domain):
+a plain cast, padding with the zero point.
+
+CONV_2D and GROUPED_CONV_2D make a plan per input size (GemmPlan): filter taps that read only zero
+padding are dropped (atrous pyramids: a 3x3 filter dilated past a small input is its centre tap),
+convolutions that are mostly padding form only the products with the input (gemm.clipped_taps), and
+large patch matrices are either not made at all (gemm.shifted_gemm: one GEMM per tap over the padded
+input at full width) or made a cache-sized piece at a time; grouped ones are one batched GEMM.
 
 Per-channel constants are applied to long rows (gemm.ChannelRows), which numpy
 does several times faster than C at a time.
@@ -26,7 +34,19 @@ from ...registry import prepare
 from ..common import QUANT8, QUANT_RANGE, clip_ufunc, explicit_out_size, fuse_range
 from .reference import window
 from .quant import real_multipliers
-from .gemm import ChannelRows, abs_row_sums, exact_dtype, im2col, pad_hw
+from .gemm import (
+    ChannelRows,
+    CLIPPED_MIN_PADDING,
+    abs_row_sums,
+    clipped_taps,
+    exact_dtype,
+    im2col,
+    pad_hw,
+    patch_chunk_rows,
+    shifted_gemm,
+    shifted_gemm_pays,
+    tap_window,
+)
 from ..requantize import Requantizer
 from ..scratch import Scratch
 
@@ -37,14 +57,16 @@ class Epilogue:
     """Accumulator [..., O] -> output: + bias and the fuse clamp (float, in place: the accumulator is the
     output), or the requantizer (quantized: the accumulator is scratch, the result goes to `out`)."""
 
-    def __init__(self, pctx, bias, flt, fuse: int, acc_bound: float):
+    def __init__(self, pctx, bias, flt, fuse: int, acc_bound: float, bias_shift=None):
         in_type, out = pctx.step.bound.operand("input").type, pctx.out_type()
         lo, hi = fuse_range(fuse, out.code, out.scale, out.zero_point)
         channels = bias.array.shape[0]
         self.quant = in_type.code in QUANT8
         self.out_dtype = out.dtype
         if self.quant:
-            self.requant = Requantizer(bias.array, real_multipliers(pctx, in_type.scale, flt, channels),
+            # (bias_shift: the input zero point folded in, see folded_domain)
+            total = bias.array.astype(np.int64) + (0 if bias_shift is None else bias_shift)
+            self.requant = Requantizer(total, real_multipliers(pctx, in_type.scale, flt, channels),
                                        out.zero_point, lo, hi, out.dtype, acc_bound, pctx.compiled.scratch)
         else:
             self.bias = bias.array.astype(np.float32)
@@ -95,6 +117,43 @@ def gemm_domain(pctx, filters: np.ndarray) -> tuple[float, np.dtype, int]:
     return bound, dtype, t.zero_point
 
 
+def folded_domain(pctx, filters: np.ndarray, domain: tuple):
+    """The GEMM domain with the input zero point z folded into the bias, given gemm_domain's result:
+    sum (q - z) w = sum q w - z sum w, so the GEMM reads q itself (a plain cast instead of a subtracting
+    one; padding is z) and each output channel's bias is shifted by -z sum w, exactly (integers). Taken
+    for quantized inputs where max |q| <= max |q - z| (the bound does not grow: int8, not a uint8 input
+    centred at 128): (bound, dtype, fill = z, bias shift [O]) or None."""
+    t = pctx.step.bound.operand("input").type
+    if t.code not in QUANT8 or not t.zero_point:
+        return None
+    lo, hi = QUANT_RANGE[t.code]
+    if max(-lo, hi) > max(t.zero_point - lo, hi - t.zero_point):
+        return None
+    bound = float(abs_row_sums(filters).max(initial=0)) * max(-lo, hi)
+    dtype = exact_dtype(bound)
+    if dtype is None or dtype.itemsize > domain[1].itemsize:
+        return None
+    sums = filters.reshape(filters.shape[0], -1).sum(axis=1)   # integers below 2^53: exact
+    return bound, dtype, t.zero_point, -t.zero_point * np.rint(sums).astype(np.int64)
+
+
+def quant_domain(pctx, filters: np.ndarray, bias, flt, fuse: int) -> tuple:
+    """(GEMM dtype, zero point subtracted from the input, padding value, Epilogue) for filters [O, ...]
+    in the accumulation domain: folded_domain's where it applies, unless only gemm_domain's requantizer
+    has the proven float32 form (the fold's bias shift makes the float32 constants larger, and their
+    rounding coarser); otherwise gemm_domain's."""
+    bound, dtype, zero_point = gemm_domain(pctx, filters)
+    folded = folded_domain(pctx, filters, (bound, dtype))
+    if folded is not None:
+        f_bound, f_dtype, fill, shift = folded
+        epilogue = Epilogue(pctx, bias, flt, fuse, f_bound, shift)
+        if epilogue.requant.f32 is not None:
+            return f_dtype, 0, fill, epilogue
+        plain = Epilogue(pctx, bias, flt, fuse, bound)
+        return (dtype, zero_point, 0, plain) if plain.requant.f32 is not None else (f_dtype, 0, fill, epilogue)
+    return dtype, zero_point, 0, Epilogue(pctx, bias, flt, fuse, bound)
+
+
 class PreparedConv:
     """One convolution with its filter laid out: `gemm` [K, O] (one group) or `grouped` [G, K, O/G].
 
@@ -116,14 +175,18 @@ class PreparedConv:
         quant = pctx.step.bound.operand("input").type.code in QUANT8
         with np.errstate(invalid="ignore"):   # a signaling NaN weight stays NaN, quietly
             w = flt.array.astype(np.float64) - (flt.zero_point if quant else 0)
-        bound, self.dtype, self.zero_point = gemm_domain(pctx, w)
+        self.dtype, self.zero_point, self.fill, self.epilogue = quant_domain(pctx, w, args.bias, flt, args.fuse)
         if self.kind == "gemm":
             self.weights = np.ascontiguousarray(w.reshape(o, -1).T, self.dtype)
         else:
             g = self.groups
             self.weights = np.ascontiguousarray(w.reshape(g, o // g, -1).transpose(0, 2, 1), self.dtype)
         self.out_channels = o
-        self.epilogue = Epilogue(pctx, args.bias, flt, args.fuse, bound)
+        # per filter row and column: whether its weights are all finite (only those taps may be dropped
+        # where they read nothing but padding, see gemm.tap_window)
+        finite = np.isfinite(w).all(axis=(0, 3))
+        self.finite_rows, self.finite_cols = finite.all(axis=1), finite.all(axis=0)
+        self.plans: dict = {}
         self.geometry: dict = {}
         self.scratch = pctx.compiled.scratch
 
@@ -138,6 +201,60 @@ class PreparedConv:
             self.geometry[key] = (win.pads, win.strides, win.dilations, out_hw)
         return self.geometry[key]
 
+    def _plan(self, ctx, h: int, w: int) -> "GemmPlan":
+        """The GEMM convolution's plan for an input size, made once per size."""
+        plan = self.plans.get((h, w))
+        if plan is None:
+            plan = self.plans[(h, w)] = GemmPlan(self, ctx, h, w)
+        return plan
+
+    def _gemm_conv(self, ctx, x: np.ndarray, octx) -> list:
+        """CONV_2D and GROUPED_CONV_2D: the taps that read the input, as one GEMM over their patches
+        (im2col), one GEMM per tap (shifted_gemm), or one batched GEMM per group."""
+        n, h, w, c = x.shape
+        plan = self._plan(ctx, h, w)
+        top, bottom, left, right = plan.crop
+        if top or bottom or left or right:
+            x = x[:, top: h - bottom, left: w - right]
+        shape = (n, *plan.out_hw, self.out_channels)
+        epilogue = self.epilogue
+        acc = epilogue.buffer(self.scratch, shape, self.dtype, octx)
+        if plan.clipped:
+            x = pad_hw(x, (0, 0, 0, 0), self.scratch, self.dtype, self.zero_point)   # (x - zero point: no padding)
+            clipped_taps(x, plan.taps, plan.pads[::2], plan.strides, plan.dilations, acc, self.scratch)
+            out = epilogue(acc, epilogue.output(octx, shape))
+            return [out.transpose(0, 3, 1, 2) if self.nchw else out]
+        # (contiguous: a channels-first view is copied a channel plane at a time, about twice as fast as
+        # the element-by-element gather of the patch copy, and shifted_gemm needs it)
+        padded = pad_hw(x, plan.pads, self.scratch, self.dtype, self.zero_point, self.fill, contiguous=True)
+        if plan.shifted:
+            wide = self.scratch.get("wide", (n, plan.out_hw[0], padded.shape[2], shape[-1]), self.dtype)
+            shifted_gemm(padded, plan.taps, plan.out_hw, plan.dilations, wide, self.scratch)
+            np.copyto(acc, wide[:, :, :plan.out_hw[1]])
+        elif plan.chunk:
+            # patch rows made and multiplied a piece of output rows at a time, each piece still in cache
+            (oh, ow), (sh, _), step = plan.out_hw, plan.strides, plan.chunk
+            reach = (plan.kernel_hw[0] - 1) * plan.dilations[0] + 1
+            for b in range(n):
+                for r in range(0, oh, step):
+                    rows = min(step, oh - r)
+                    part = padded[b:b + 1, r * sh: (r + rows - 1) * sh + reach]
+                    cols = im2col(part, (rows, ow), plan.kernel_hw, plan.strides, plan.dilations, self.scratch)
+                    np.matmul(cols, plan.weights, out=acc[b, r:r + rows].reshape(-1, shape[-1]))
+        else:
+            cols = im2col(padded, plan.out_hw, plan.kernel_hw, plan.strides, plan.dilations, self.scratch)
+            if self.kind == "gemm":
+                np.matmul(cols, plan.weights, out=acc.reshape(cols.shape[0], shape[-1]))
+            else:
+                # one batched GEMM over the groups, [G, M, K] x [G, K, O/G], straight into the accumulator
+                # seen as [G, M, O/G]; with one tap the groups' inputs are views of the patch rows
+                g, m = self.groups, cols.shape[0]
+                cols = cols.reshape(m, -1, g, c // g).transpose(2, 0, 1, 3)
+                cols = cols[:, :, 0] if cols.shape[2] == 1 else cols.reshape(g, m, -1)
+                np.matmul(cols, plan.weights, out=acc.reshape(m, g, -1).transpose(1, 0, 2))
+        out = epilogue(acc, epilogue.output(octx, shape))
+        return [out.transpose(0, 3, 1, 2) if self.nchw else out]
+
     def __call__(self, ctx):
         v = ctx.inputs[self.x]
         if v is None or v.array.ndim != 4:
@@ -149,22 +266,52 @@ class PreparedConv:
         pads, strides, dilations, out_hw = self._geometry(ctx, h, w)
         if min(out_hw) <= 0:
             return self.kernel(ctx)
-        padded = pad_hw(x, pads, self.scratch, self.dtype, self.zero_point)
-        shape = (n, *out_hw, self.out_channels)
         # NHWC results are computed straight into output 0's buffer (NCHW ones are a transpose of it)
         octx = None if self.nchw else ctx
-        epilogue = self.epilogue
-        cols = im2col(padded, out_hw, self.kernel_hw, strides, dilations, self.scratch)
-        if self.kind == "gemm":
-            acc = epilogue.buffer(self.scratch, shape, self.dtype, octx)
-            np.matmul(cols, self.weights, out=acc.reshape(cols.shape[0], shape[-1]))
-        else:
-            g = self.groups
-            cols = cols.reshape(cols.shape[0], -1, g, c // g).transpose(2, 0, 1, 3).reshape(g, cols.shape[0], -1)
-            acc = np.matmul(cols, self.weights).transpose(1, 0, 2)
-        acc = acc.reshape(shape)
-        out = epilogue(acc, epilogue.output(octx, shape))
-        return [out.transpose(0, 3, 1, 2) if self.nchw else out]
+        return self._gemm_conv(ctx, x, octx)
+
+
+class GemmPlan:
+    """A GEMM convolution at one input size: the input crop (top, bottom, left, right) and zero padding
+    that run only the filter taps reading the input (gemm.tap_window), those taps' weights ([K, O], or
+    [G, K, O/G] grouped; `taps` [kh, kw, C, O] for shifted_gemm), whether shifted_gemm or clipped_taps
+    runs it, and `chunk`: output rows per im2col piece (0: one piece)."""
+
+    def __init__(self, conv: PreparedConv, ctx, h: int, w: int):
+        (top, _, left, _), self.strides, self.dilations, self.out_hw = conv._geometry(ctx, h, w)
+        kh, kw = conv.kernel_hw
+
+        def windows(prune: bool):
+            return (tap_window(h, top, self.strides[0], kh, self.dilations[0], self.out_hw[0], prune),
+                    tap_window(w, left, self.strides[1], kw, self.dilations[1], self.out_hw[1], prune))
+
+        # taps reading only padding may be dropped where the padding is zero in the GEMM's domain (not with
+        # the input zero point folded into the bias: that padding is the zero point, see quant_domain)
+        (i0, ki, ct, cb, pt, pb), (j0, kj, cl, cr, pl, pr) = windows(not conv.fill)
+        rows, cols = np.ones(kh, bool), np.ones(kw, bool)
+        rows[i0:i0 + ki], cols[j0:j0 + kj] = False, False   # the dropped rows and columns
+        if not (conv.finite_rows[rows].all() and conv.finite_cols[cols].all()):
+            # a dropped tap's inf or NaN weight times the padding's zeros is NaN: keep every tap
+            (i0, ki, ct, cb, pt, pb), (j0, kj, cl, cr, pl, pr) = windows(False)
+        self.crop, self.pads, self.kernel_hw = (ct, cb, cl, cr), (pt, pb, pl, pr), (ki, kj)
+        g, c, o = conv.groups, conv.channels, conv.out_channels
+        taps = conv.weights.reshape(g, kh, kw, c // g, o // g)
+        if (ki, kj) != (kh, kw):
+            taps = np.ascontiguousarray(taps[:, i0:i0 + ki, j0:j0 + kj])   # (else a view: no copy of the weights)
+        self.taps, self.weights = taps, taps.reshape(g, -1, o // g)
+        if conv.kind == "gemm":
+            self.taps, self.weights = self.taps[0], self.weights[0]
+        inner = (h - ct - cb, w - cl - cr)
+        padded = (1, inner[0] + pt + pb, inner[1] + pl + pr, c)
+        # mostly padding: clipped_taps forms only the products with the input (so not with a non-finite weight,
+        # whose products with the padding are NaN)
+        self.clipped = (conv.kind == "gemm" and padded[1] * padded[2] >= CLIPPED_MIN_PADDING * inner[0] * inner[1]
+                        and conv.finite_rows.all() and not conv.fill)
+        self.shifted = conv.kind == "gemm" and shifted_gemm_pays(padded, self.out_hw, self.kernel_hw, self.strides,
+                                                                 o, conv.dtype.itemsize)
+        copies = self.kernel_hw != (1, 1) or self.strides != (1, 1)   # (else im2col is a free reshape)
+        self.chunk = 0 if self.shifted or self.clipped or conv.kind != "gemm" or not copies else \
+            patch_chunk_rows(self.out_hw, self.kernel_hw, c, o, conv.dtype.itemsize)
 
 
 def _prepare(pctx, layout):
@@ -202,10 +349,9 @@ class PreparedFullyConnected:
         quant = bound.operand("input").type.code in QUANT8
         with np.errstate(invalid="ignore"):   # a signaling NaN weight stays NaN, quietly
             w = weights.array.astype(np.float64) - (weights.zero_point if quant else 0)
-        bound, self.dtype, self.zero_point = gemm_domain(pctx, w)
+        self.dtype, self.zero_point, _, self.epilogue = quant_domain(pctx, w, bias, weights, args.fuse)
         self.size = w.shape[1]
         self.weights = np.ascontiguousarray(w.T, self.dtype)
-        self.epilogue = Epilogue(pctx, bias, weights, args.fuse, bound)
         self.scratch = pctx.compiled.scratch
 
     def __call__(self, ctx):
@@ -213,9 +359,13 @@ class PreparedFullyConnected:
         if v is None or v.array.ndim < 2 or v.array.size % self.size or v.array.size == 0:
             return self.kernel(ctx)
         rows = v.array.reshape(-1, self.size)
-        if rows.dtype != self.dtype:
+        if rows.dtype != self.dtype and self.zero_point:
             rows = np.subtract(rows, self.dtype.type(self.zero_point),
                                out=self.scratch.get("rows", rows.shape, self.dtype), casting="unsafe")
+        elif rows.dtype != self.dtype:   # (the zero point folded into the bias: a plain cast)
+            cast = self.scratch.get("rows", rows.shape, self.dtype)
+            np.copyto(cast, rows, casting="unsafe")
+            rows = cast
         shape = (rows.shape[0], self.weights.shape[1])
         acc = np.matmul(rows, self.weights, out=self.epilogue.buffer(self.scratch, shape, self.dtype, ctx))
         return [self.epilogue(acc, self.epilogue.output(ctx, shape))]

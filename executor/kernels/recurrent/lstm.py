@@ -5,7 +5,9 @@ weights (StackedLstm): the input projection of every time step is one GEMM
 before the loop, and each step is one recurrent GEMM into the stacked
 pre-activations followed by in-place ufuncs on slices of it. The plain kernels
 stack per call; prepared.py stacks constant weights once at
-compilation and runs the same functions.
+compilation and runs the same functions. A bidirectional LSTM whose two
+directions have the same structure runs them as one loop (DirectionPair):
+the same number of numpy calls per step as one direction.
 """
 from __future__ import annotations
 
@@ -168,6 +170,7 @@ class StackedLstm:
         self.early_width = (self.gate_index["output"] if self.late_output else self.gate_index["cell"]) * n
         self.proj_w = None if cell.projection_w is None else np.ascontiguousarray(cell.projection_w.T, np.float32)
         self.proj_b = cell.projection_b
+        self.lane_units = (n,)
         self.act = ACTIVATIONS_INTO[cell.activation]
         self.cell_clip = _clip_bounds(cell.cell_clip)
         self.proj_clip = _clip_bounds(cell.proj_clip)
@@ -191,11 +194,12 @@ class StackedLstm:
         return xp.reshape(steps, batch, self.width)
 
 
-def run_lstm(p: StackedLstm, xp, h, c, seq, reverse=False):
+def run_lstm(p, xp, h, c, seq, reverse=False):
     """The LSTM loop over input projections xp [time, batch, G*units] (StackedLstm.input_projection).
-    h [batch, output size]: the initial output state (read only); c [batch, units]: the cell state,
-    updated in place; seq [time, batch, output size] (C-contiguous) receives each step's output.
-    Returns the last output (a view of seq).
+    h [batch, output size]: the initial output state (read only); c [batch, *lane units]: the cell
+    state, updated in place; seq [time, batch, output size] (C-contiguous) receives each step's
+    output. Returns the last output (a view of seq). A DirectionPair runs its two directions as two
+    lanes: its units and output size are per lane (`lane_units` is [2, units], else [units]).
 
     Per step: pre = h R^T + xp[t] (negated for the sigmoid gates, see StackedLstm); i, f (, o) +=
     peephole * c; [layer norm + bias per gate]; sigmoid/activation in place; c = f*c + i*g; clip;
@@ -203,17 +207,17 @@ def run_lstm(p: StackedLstm, xp, h, c, seq, reverse=False):
     the views below alias `pre`, `work` and `c`. Ufuncs get `out` positionally: on arrays this small
     the call is most of the cost, and the keyword parsing is a tenth of it."""
     steps, batch = xp.shape[:2]
-    n = p.units
+    lane_units = p.lane_units
     pre = np.empty((batch, p.width), np.float32)
-    gate = {name: pre[:, k * n:(k + 1) * n] for name, k in p.gate_index.items()}
+    by_gate = pre.reshape((batch, len(p.gate_index)) + lane_units)
+    gate = {name: by_gate[:, k] for name, k in p.gate_index.items()}
     forget, cell, out_gate = gate["forget"], gate["cell"], gate["output"]
     in_gate = gate.get("input")
-    work = np.empty((batch, n), np.float32)
+    work = np.empty((batch,) + lane_units, np.float32)
     early = pre[:, :p.early_width]   # the sigmoid gates activated before the new cell state
     # peepholes on the old cell state: input and forget in one pass when both exist (adjacent in pre)
     if p.peep_if is not None:
-        early_peeps = [(pre[:, :2 * n].reshape(batch, 2, n), p.peep_if, c[:, None, :],
-                        np.empty((batch, 2, n), np.float32))]
+        early_peeps = [(by_gate[:, :2], p.peep_if, c[:, None], np.empty((batch, 2) + lane_units, np.float32))]
     else:
         early_peeps = [(gate[name], p.peephole[name], c, work) for name in ("input", "forget")
                        if p.peephole.get(name) is not None]
@@ -223,6 +227,9 @@ def run_lstm(p: StackedLstm, xp, h, c, seq, reverse=False):
     act, r, proj_w, proj_b = p.act, p.r, p.proj_w, p.proj_b
     cell_clip, proj_clip = p.cell_clip, p.proj_clip
     h = np.ascontiguousarray(h, np.float32)
+    # each step's output as the elementwise operations see it (lanes apart) when it is o * act(c)
+    seq_lanes = seq.reshape((steps, batch) + lane_units) if proj_w is None else None
+    flat_work = work.reshape(batch, -1)
     for t in time_steps(steps, reverse):
         np.dot(h, r, pre)
         np.add(pre, xp[t], pre)
@@ -252,17 +259,86 @@ def run_lstm(p: StackedLstm, xp, h, c, seq, reverse=False):
             sigmoid_of_negated(out_gate)
         h = seq[t]
         if proj_w is None:
-            act(c, h)
-            np.multiply(h, out_gate, h)
+            h_lanes = seq_lanes[t]
+            act(c, h_lanes)
+            np.multiply(h_lanes, out_gate, h_lanes)
         else:
             act(c, work)
             np.multiply(work, out_gate, work)
-            np.dot(work, proj_w, h)
+            np.dot(flat_work, proj_w, h)
             if proj_b is not None:
                 np.add(h, proj_b, h)
             if proj_clip is not None:
                 clip_ufunc(h, *proj_clip, h)
     return h
+
+
+class DirectionPair:
+    """A bidirectional LSTM's two StackedLstm of the same structure run as one loop of two lanes:
+    the pre-activations laid out gate by gate, each gate [fw units | bw units], so every elementwise
+    pass covers both directions; the recurrent (and projection) weights block-diagonal, so one GEMM
+    of [fw h | bw h] makes both directions' products (the other blocks' zeros add nothing); the
+    backward direction's steps fed in reverse order. Per-gate vectors are [2, units]."""
+
+    KEYS = ("units", "cifg", "gate_index", "layer_norm", "late_output", "act", "cell_clip", "proj_clip")
+
+    def __init__(self, fw: StackedLstm, bw: StackedLstm):
+        for k in self.KEYS:
+            setattr(self, k, getattr(fw, k))
+        n, gates = fw.units, len(fw.gate_index)
+        self.lane_units = (2, n)
+        self.width, self.early_width = 2 * fw.width, 2 * fw.early_width
+        self.output_size = 2 * fw.output_size
+        self.r = _block_diagonal(fw.r, bw.r, gates)
+        self.proj_w = None if fw.proj_w is None else _block_diagonal(fw.proj_w, bw.proj_w, 1)
+        self.proj_b = None if fw.proj_b is None else np.concatenate([fw.proj_b, bw.proj_b]).astype(np.float32)
+        self.peep_if = None if fw.peep_if is None else np.stack([fw.peep_if, bw.peep_if], axis=1)
+        self.peephole = {g: _lanes(w, bw.peephole[g]) for g, w in fw.peephole.items()}
+        self.ln = {g: _lanes(w, bw.ln[g]) for g, w in fw.ln.items()}
+        self.gate_bias = {g: _lanes(b, bw.gate_bias[g]) for g, b in fw.gate_bias.items()}
+
+    @staticmethod
+    def fits(fw: StackedLstm, bw: StackedLstm) -> bool:
+        """The two directions have the same structure (sizes, gates and optional parts)."""
+        def parts(p):
+            return ([getattr(p, k) for k in DirectionPair.KEYS + ("output_size", "width")]
+                    + [x is None for x in (p.proj_w, p.proj_b, p.peep_if)]
+                    + [(g, w is None) for g, w in sorted(p.peephole.items())]
+                    + [(g, w is None) for g, w in sorted(p.ln.items())])
+        return parts(fw) == parts(bw)
+
+    def lanes(self, fw_cols: np.ndarray, bw_cols: np.ndarray) -> np.ndarray:
+        """[..., G*units] of each direction -> [..., G*2*units] in the pair's gate-major layout."""
+        lead, gates = fw_cols.shape[:-1], len(self.gate_index)
+        return np.stack([fw_cols.reshape(lead + (gates, self.units)), bw_cols.reshape(lead + (gates, self.units))],
+                        axis=-2).reshape(lead + (self.width,))
+
+
+def _lanes(a, b):
+    return None if a is None else np.stack([a, b])
+
+
+def _block_diagonal(fw: np.ndarray, bw: np.ndarray, gates: int) -> np.ndarray:
+    """[rows, G*n] weights of each direction -> [2*rows, G*2*n]: fw rows feed the fw lane of every
+    gate, bw rows the bw lane, zeros elsewhere."""
+    rows, cols = fw.shape
+    n = cols // gates
+    out = np.zeros((2, rows, gates, 2, n), np.float32)
+    out[0, :, :, 0] = fw.reshape(rows, gates, n)
+    out[1, :, :, 1] = bw.reshape(rows, gates, n)
+    return out.reshape(2 * rows, gates * 2 * n)
+
+
+def run_pair(pair: DirectionPair, fw_xp, bw_xp, fw_h, fw_c, bw_h, bw_c):
+    """Both directions in one loop: (fw sequence, bw sequence, fw last h, bw last h, fw c, bw c), the
+    sequences [time, batch, output size] in time order."""
+    steps, batch = fw_xp.shape[:2]
+    xp = pair.lanes(fw_xp, bw_xp[::-1])   # bw runs from the end
+    c = np.stack([fw_c, bw_c], axis=1)    # [batch, 2, units]
+    seq = np.empty((steps, batch, pair.output_size), np.float32)
+    last = run_lstm(pair, xp, np.concatenate([fw_h, bw_h], axis=-1), c, seq)
+    half = pair.output_size // 2
+    return seq[:, :, :half], seq[::-1, :, half:], last[:, :half], last[:, half:], c[:, 0], c[:, 1]
 
 
 def _cell_state(ctx, k, c0) -> np.ndarray:
@@ -300,19 +376,24 @@ def unidirectional_lstm_outputs(ctx, p: StackedLstm, x, h, c, time_major: bool):
     return results
 
 
-def bidirectional_lstm_outputs(ctx, fw: StackedLstm, bw: StackedLstm, x, aux, states, time_major, merge):
+def bidirectional_lstm_outputs(ctx, fw: StackedLstm, bw: StackedLstm, x, aux, states, time_major, merge,
+                               pair: Optional[DirectionPair] = None):
     """x, aux as given (batch-major unless time_major), aux None when omitted; states: the initial
-    (fw h, fw c, bw h, bw c)."""
+    (fw h, fw c, bw h, bw c). With `pair` (fw and bw as a DirectionPair) both run in one loop."""
     x = time_major_view(x, time_major)
     aux = None if aux is None else time_major_view(aux, time_major)
     bw_x, fw_aux, bw_aux = link_aux(x, aux, fw.aux_w is not None or bw.aux_w is not None)
     steps, batch = x.shape[:2]
     fw_h, fw_c, bw_h, bw_c = states
+    fw_xp, bw_xp = fw.input_projection(x, fw_aux), bw.input_projection(bw_x, bw_aux)
+    if pair is not None:
+        fw_seq, bw_seq, fw_h, bw_h, fw_c, bw_c = run_pair(pair, fw_xp, bw_xp, fw_h, fw_c, bw_h, bw_c)
+        return bidirectional_results(ctx, fw_seq, bw_seq, [fw_h, fw_c], [bw_h, bw_c], merge, time_major)
     fw_c, bw_c = fw_c.copy(), bw_c.copy()
     fw_seq = np.empty((steps, batch, fw.output_size), np.float32)
     bw_seq = np.empty((steps, batch, bw.output_size), np.float32)
-    fw_h = run_lstm(fw, fw.input_projection(x, fw_aux), fw_h, fw_c, fw_seq)
-    bw_h = run_lstm(bw, bw.input_projection(bw_x, bw_aux), bw_h, bw_c, bw_seq, reverse=True)
+    fw_h = run_lstm(fw, fw_xp, fw_h, fw_c, fw_seq)
+    bw_h = run_lstm(bw, bw_xp, bw_h, bw_c, bw_seq, reverse=True)
     return bidirectional_results(ctx, fw_seq, bw_seq, [fw_h, fw_c], [bw_h, bw_c], merge, time_major)
 
 
@@ -354,4 +435,5 @@ def bidirectional_sequence_lstm(ctx):
     bw_x = link_aux(x_tm, None if aux is None else time_major_view(aux, time_major), has_aux_w)[0]
     fw_p, bw_p = _checked_stack(ctx, fw, x_tm, "fw_"), _checked_stack(ctx, bw, bw_x, "bw_")
     states = [*lstm_state(args, "fw_")[1:], *lstm_state(args, "bw_")[1:]]
-    return bidirectional_lstm_outputs(ctx, fw_p, bw_p, x, aux, states, time_major, merge)
+    pair = DirectionPair(fw_p, bw_p) if DirectionPair.fits(fw_p, bw_p) else None
+    return bidirectional_lstm_outputs(ctx, fw_p, bw_p, x, aux, states, time_major, merge, pair)

@@ -1,4 +1,5 @@
-"""Compiled float RNNs and LSTMs: the weights stacked once.
+"""Compiled float RNNs and LSTMs: the weights stacked once; the integer LSTM (QUANTIZED_LSTM)
+compiled and its activations tabulated (PreparedQuantizedLstm).
 
 When every weight, bias and parameter of a float32 RNN or LSTM operation is a
 constant (the usual case), the preparers read and check them once and build
@@ -12,11 +13,14 @@ Nothing registers a kernel here.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from nnapi.codes import OperandCode as C
 from nnapi.codes import OperationCode as Op
 
 from ...registry import prepare
 from .lstm import (
+    DirectionPair,
     StackedLstm,
     check_lstm,
     bidirectional_lstm_outputs,
@@ -24,6 +28,7 @@ from .lstm import (
     read_lstm_cell,
     unidirectional_lstm_outputs,
 )
+from .quant import QLstmCell, gate_logistic, gate_tanh, int16_table, qlstm_activations, qlstm_results
 from .rnn import (
     StackedRnn,
     bidirectional_rnn_outputs,
@@ -115,6 +120,7 @@ class PreparedBidirectionalLstm(_Prepared):
         super().__init__(pctx)
         self.fw = _stacked_lstm(pctx, "fw_")
         self.bw = _stacked_lstm(pctx, "bw_")
+        self.pair = DirectionPair(self.fw, self.bw) if DirectionPair.fits(self.fw, self.bw) else None
         args = pctx.args
         self.merge, self.time_major = bool(args.get("merge_outputs")), bool(args.get("time_major"))
 
@@ -128,7 +134,7 @@ class PreparedBidirectionalLstm(_Prepared):
         bw_x, fw_aux, bw_aux = link_aux(x_tm, aux_tm, self.fw.aux_w is not None or self.bw.aux_w is not None)
         if not (self.fw.fits(x_tm, *states[:2], fw_aux) and self.bw.fits(bw_x, *states[2:], bw_aux)):
             return self.kernel(ctx)
-        return bidirectional_lstm_outputs(ctx, self.fw, self.bw, x, aux, states, tm, self.merge)
+        return bidirectional_lstm_outputs(ctx, self.fw, self.bw, x, aux, states, tm, self.merge, self.pair)
 
 
 class PreparedRnn(_Prepared):
@@ -183,6 +189,49 @@ class PreparedBidirectionalRnn(_Prepared):
         return bidirectional_rnn_outputs(ctx, self.fw, self.bw, x, aux, fw_h, bw_h, tm, self.merge)
 
 
+class PreparedQuantizedLstm(_Prepared):
+    """QUANTIZED_LSTM with constant weights: the QLstmCell built once (its requantizations compiled),
+    and its activations (functions of an int16 raw) tabulated over every int16 value, so a step is
+    the plain step with table lookups for the fixed-point logistic and tanh: one lookup for all the
+    stacked gates (the logistic and the gate tanh tables end to end, each column offset into its own)."""
+
+    RUNTIME = ("input", "output_state_in", "cell_state_in")
+    _tables: dict = {}   # cell_shift -> (gate logistic and tanh tables joined, cell tanh table), shared
+
+    def __init__(self, pctx):
+        super().__init__(pctx)
+        bound = pctx.step.bound
+        self.cell = cell = QLstmCell(pctx.args, *(bound.operand(n).type for n in self.RUNTIME), _refuse, compiled=True)
+        shift = cell.cell_shift
+        if shift not in self._tables:
+            tanh_cell = qlstm_activations(shift)[2]
+            self._tables[shift] = (np.concatenate([int16_table(gate_logistic), int16_table(gate_tanh)]),
+                                   int16_table(tanh_cell))
+        joined, cell_table = self._tables[shift]
+        offsets = 32768 + 65536 * cell.tanh_columns.astype(np.int64)
+        self.acts = (lambda a, _: np.take(joined, a + offsets), _lookup(joined), _lookup(cell_table))
+        self.dtypes = tuple(bound.operand(n).type.dtype for n in self.RUNTIME)
+
+    def __call__(self, ctx):
+        inputs = ctx.inputs
+        vals = [None if p is None else inputs[p] for p in self.at]
+        if any(v is None or v.array.dtype != dt for v, dt in zip(vals, self.dtypes)):
+            return self.kernel(ctx)
+        x, h, c = (v.array.astype(np.int64) for v in vals)
+        if not self.cell.fits(x, h, c):
+            return self.kernel(ctx)
+        return qlstm_results(*self.cell.step(x, h, c, *self.acts))
+
+
+def _refuse(message):
+    """A constant operand QLstmCell rejects: no preparation (the plain kernel reports it at run time)."""
+    raise ValueError(message)
+
+
+def _lookup(table):
+    return lambda a: np.take(table, a + 32768)
+
+
 # (operation, prepared class: its RUNTIME names the run-time arguments it takes)
 _PREPARED = (
     (Op.LSTM, PreparedLstm),
@@ -192,6 +241,11 @@ _PREPARED = (
     (Op.UNIDIRECTIONAL_SEQUENCE_RNN, PreparedUnidirectionalRnn),
     (Op.BIDIRECTIONAL_SEQUENCE_RNN, PreparedBidirectionalRnn),
 )
+
+
+@prepare(Op.QUANTIZED_LSTM)
+def prepare_quantized_lstm(pctx):
+    return PreparedQuantizedLstm(pctx) if pctx.step.bound.runtime <= set(PreparedQuantizedLstm.RUNTIME) else None
 
 
 def _register(code, cls):

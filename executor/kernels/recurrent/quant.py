@@ -17,8 +17,11 @@ import numpy as np
 from nnapi.codes import OperationCode as Op
 
 from ...registry import kernel
+from ..common import clip_ufunc
 from ..fixedpoint import (
     EXP_BARREL,
+    INT32_MAX,
+    INT32_MIN,
     inv_sqrt_multiplier,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
@@ -43,7 +46,7 @@ def _wrap(x):
 
 
 def _sat(x):
-    return np.clip(x, _I16_MIN, _I16_MAX)
+    return clip_ufunc(x, _I16_MIN, _I16_MAX)
 
 
 def _mul(a, b):
@@ -177,6 +180,8 @@ def quantized_16bit_lstm(ctx):
 # -- QUANTIZED_LSTM (int8 activations, int16 gates and cell state) ---------------------
 
 _GATES = ("input", "forget", "cell", "output")
+# the stacked gate order: the sigmoid gates first (input and forget activate together), cell last
+_STACK = ("input", "forget", "output", "cell")
 _LAYER_NORM_GUARD = 1 << 20  # the reference's variance overflow guard
 
 
@@ -209,125 +214,209 @@ def _layer_norm(gate, weights, bias, scale: float, variance_limit: int):
 
 
 def _q(v):
-    """An argument's Value as int64 raw values, or None when omitted."""
+    """An argument's Value as int64 raw values, or None when omitted (or fed at run time to a preparer)."""
     return None if v is None or v.array.size == 0 else v.array.astype(np.int64)
 
 
-def _per_gate(args, pattern, gates=_GATES):
-    """{gate: (int64 values, scale)} of the arguments `pattern`.format(gate); (None, None) when omitted."""
-    out = {g: (None, None) for g in _GATES}
-    for g in gates:
-        v = getattr(args, pattern.format(g))
-        out[g] = (_q(v), None if _q(v) is None else v.scale)
-    return out
+def _int_matmul(a, b_t) -> np.ndarray:
+    """a @ b_t of integer-valued arrays, exactly, as float64 (BLAS): every int8 x int8 sum this op
+    can form is far below 2^53."""
+    return np.dot(a.astype(np.float64), b_t)
 
 
-class _QLstm:
-    """The operands of one QUANTIZED_LSTM step, by gate, and the shared quantization facts."""
+class QLstmCell:
+    """A QUANTIZED_LSTM's constant part, checked and laid out once: the present gates' weights
+    stacked in _STACK order (transposed, float64 for the exact GEMM), the activations' zero points
+    folded into per-column biases, each gate's requantization multipliers per column, the
+    peepholes, layer norms, projection and the output requantization.
 
-    def __init__(self, ctx):
-        args = ctx.args
-        self.x, self.h, self.c = _q(args.input), _q(args.output_state_in), _q(args.cell_state_in)
-        self.x_q, self.h_q, self.c_q = args.input, args.output_state_in, args.cell_state_in
-        self.w_in, self.w_rec = _per_gate(args, "input_to_{}_weights"), _per_gate(args, "recurrent_to_{}_weights")
-        self.peep = _per_gate(args, "cell_to_{}_weights", ("input", "forget", "output"))
-        self.bias = {g: v for g, (v, _) in _per_gate(args, "{}_gate_bias").items()}
-        self.ln = _per_gate(args, "{}_layer_norm_weights")
-        self.inter_scale = {g: getattr(args, f"{g}_intermediate_scale") for g in _GATES}
+    `args` are the operation's arguments; `x_q`, `h_q`, `c_q` the input, output state and cell state
+    operands' quantization (anything with .scale and .zero_point); `fail(message)` raises. The
+    requantizations are the reference fixed-point ones, or with `compiled` their compiled form
+    (requantize.Requantizer: proven equal, it reads the float64 GEMM results directly)."""
+
+    def __init__(self, args, x_q, h_q, c_q, fail, compiled: bool = False):
+        w_in = {g: _q(getattr(args, f"input_to_{g}_weights")) for g in _GATES}
+        w_rec = {g: _q(getattr(args, f"recurrent_to_{g}_weights")) for g in _GATES}
+        bias = {g: _q(getattr(args, f"{g}_gate_bias")) for g in _GATES}
+        ln = {g: _q(getattr(args, f"{g}_layer_norm_weights")) for g in _GATES}
+        peep = {g: _q(getattr(args, f"cell_to_{g}_weights")) for g in ("input", "forget", "output")}
+        proj_w, proj_b = _q(args.projection_weights), _q(args.projection_bias)
+        for name, table in (("input_to", w_in), ("recurrent_to", w_rec)):
+            for g in ("forget", "cell", "output"):
+                if table[g] is None:
+                    fail(f"{name}_{g}_weights is required")
+        self.cifg = w_in["input"] is None
+        self.units, self.n_in = w_in["forget"].shape
+        self.n_out = w_rec["forget"].shape[1]
+        n = self.units
+        shapes = [("projection_weights", proj_w, (self.n_out, n)), ("projection_bias", proj_b, (self.n_out,))]
+        for g in _GATES:
+            shapes += [(f"input_to_{g}_weights", w_in[g], (n, self.n_in)),
+                       (f"recurrent_to_{g}_weights", w_rec[g], (n, self.n_out)),
+                       (f"{g}_gate_bias", bias[g], (n,)), (f"{g}_layer_norm_weights", ln[g], (n,)),
+                       (f"cell_to_{g}_weights", peep.get(g), (n,))]
+        for name, arr, shape in shapes:
+            if arr is not None and arr.shape != shape:
+                fail(f"{name} has shape {list(arr.shape)}, expected {list(shape)}")
+        if proj_w is None and self.n_out != n:
+            fail(f"without projection the output size {self.n_out} must equal the number of units {n}")
+        if self.cifg and (w_rec["input"] is not None or bias["input"] is not None):
+            fail("CIFG: input gate weights and bias must all be omitted together")
+        if not self.cifg and (w_rec["input"] is None or bias["input"] is None):
+            fail("the input gate needs input and recurrent weights and a bias (or none of them: CIFG)")
         # the cell state scale must be (within 1e-3 in log2, like the reference) a power of two
-        log2 = np.log2(self.c_q.scale)
+        log2 = np.log2(c_q.scale)
         self.cell_shift = int(np.round(log2))
         if abs(log2 - self.cell_shift) >= 1e-3 or self.cell_shift > -9:
-            ctx.fail(f"cell state scale {self.c_q.scale} must be a power of two at most 2^-9")
+            fail(f"cell state scale {c_q.scale} must be a power of two at most 2^-9")
 
-    @property
-    def cifg(self) -> bool:
-        return self.w_in["input"][0] is None
+        gates = [g for g in _STACK if not (self.cifg and g == "input")]
+        self.at = {g: slice(k * n, (k + 1) * n) for k, g in enumerate(gates)}
+        self.tanh_columns = np.repeat([g == "cell" for g in gates], n)
+        inter = {g: float(getattr(args, f"{g}_intermediate_scale")) for g in gates}
+        weight_scale = {g: getattr(args, f"input_to_{g}_weights").scale for g in gates}
+        rec_scale = {g: getattr(args, f"recurrent_to_{g}_weights").scale for g in gates}
+        # [x | h] @ both products side by side: the input weights [n_in, G*n] in the upper left block,
+        # the recurrent ones [n_out, G*n] in the lower right, zeros elsewhere (adding nothing)
+        self.width = len(gates) * n
+        self.w = np.zeros((self.n_in + self.n_out, 2 * self.width), np.float64)
+        self.w[:self.n_in, :self.width] = np.concatenate([w_in[g] for g in gates]).T
+        self.w[self.n_in:, self.width:] = np.concatenate([w_rec[g] for g in gates]).T
+        # weights are symmetric: the activations' zero points fold into a per-row bias; without layer
+        # norm the gate bias joins the input matmul's
+        x_bias = [-x_q.zero_point * w_in[g].sum(axis=1) + (bias[g] if ln[g] is None and bias[g] is not None else 0)
+                  for g in gates]
+        h_bias = [-h_q.zero_point * w_rec[g].sum(axis=1) for g in gates]
+        x_real = np.repeat([_f32_scale(weight_scale[g], x_q.scale, divide_by=inter[g]) for g in gates], n)
+        h_real = np.repeat([_f32_scale(rec_scale[g], h_q.scale, divide_by=inter[g]) for g in gates], n)
+        # (imported here: requantize.py's own imports reach the conv package, which imports it back)
+        from ..requantize import Requantizer
+        # both parts requantized side by side (int32 range); the input part then saturates to int16,
+        # and the recurrent part is added to it before saturating again
+        reference = not compiled
+        self.req = Requantizer(np.concatenate(x_bias + h_bias), np.concatenate([x_real, h_real]), 0, INT32_MIN,
+                               INT32_MAX, np.int64, acc_bound=128 * 128 * max(self.n_in, self.n_out),
+                               reference=reference)
+        # peepholes: (weights, (multiplier, shift)) per gate that has one
+        self.peep = {g: (peep[g], quantize_multiplier(_f32_scale(2.0 ** self.cell_shift,
+                                                                 getattr(args, f"cell_to_{g}_weights").scale,
+                                                                 divide_by=inter[g])))
+                     for g in ("input", "forget", "output") if g in gates and peep[g] is not None}
+        # layer norms: (weights, bias, scale, variance floor) per gate that has one; the reference's
+        # floor for an all-equal row is min(1, int(10000 * scale))
+        self.ln = {}
+        for g in gates:
+            if ln[g] is not None:
+                s = getattr(args, f"{g}_layer_norm_weights").scale
+                self.ln[g] = (ln[g], bias[g], s, min(1, int(10000 * s)))
+        self.late_output = "output" in self.peep or "output" in self.ln
+        clip = float(args.get("cell_clip", 0.0))
+        self.cell_clip = (int(min(max(np.float32(clip) / np.float32(c_q.scale), -32768.0), 32767.0))
+                          if clip > 0 else None)
+        # hidden = output gate * tanh(cell), requantized to the hidden state's int8 scale
+        self.hidden_zp, hidden_scale = int(args.hidden_state_zero_point), float(args.hidden_state_scale)
+        hidden_real = float(np.float32(2.0 ** -15 / float(np.float32(hidden_scale)) * 2.0 ** -15))
+        self.hidden_req = Requantizer(np.zeros(n, np.int64), np.full(n, hidden_real), self.hidden_zp, -128, 127,
+                                      np.int64, acc_bound=1 << 30, reference=reference)
+        self.proj = None
+        if proj_w is not None:
+            proj_bias = -self.hidden_zp * proj_w.sum(axis=1) + (0 if proj_b is None else proj_b)
+            mult = quantize_multiplier(_f32_scale(args.projection_weights.scale, hidden_scale, divide_by=h_q.scale))
+            pclip = float(args.get("proj_clip", 0.0))
+            qclip = int(min(max(np.float32(pclip) / np.float32(h_q.scale), -128.0), 127.0)) if pclip > 0 else None
+            self.proj = (np.ascontiguousarray(proj_w.T, np.float64), proj_bias, mult, h_q.zero_point, qclip)
 
-    def gate(self, name, cell_state):
-        """int16 pre-activation of one gate: input and recurrent matmuls, peephole, layer norm."""
-        inter = self.inter_scale[name]
-        (w, w_scale), (r, r_scale) = self.w_in[name], self.w_rec[name]
-        ln, ln_scale = self.ln[name]
-        # weights are symmetric: the activations' zero points fold into a per-row bias
-        x_bias = -self.x_q.zero_point * w.sum(axis=1)
-        if ln is None and self.bias[name] is not None:
-            x_bias = x_bias + self.bias[name]  # without layer norm the gate bias joins the matmul
-        acc = _sat(_requant(self.x @ w.T + x_bias, _f32_scale(w_scale, self.x_q.scale, divide_by=inter)))
-        rec = self.h @ r.T - self.h_q.zero_point * r.sum(axis=1)
-        acc = _sat(_requant(rec, _f32_scale(r_scale, self.h_q.scale, divide_by=inter)) + acc)
-        peep, peep_scale = self.peep[name]
-        if peep is not None:
-            scale = _f32_scale(2.0 ** self.cell_shift, peep_scale, divide_by=inter)
-            acc = _sat(_requant(peep * cell_state, scale) + acc)
-        if ln is not None:
-            # the reference's variance floor for an all-equal row: min(1, int(10000 * scale))
-            acc = _layer_norm(acc, ln, self.bias[name], ln_scale, min(1, int(10000 * ln_scale)))
-        return acc
+    def fits(self, x, h, c) -> bool:
+        """x [batch, input], h [batch, output size], c [batch, units] are what this cell takes."""
+        return (x.ndim == 2 and x.shape[1] == self.n_in and h.shape == (x.shape[0], self.n_out)
+                and c.shape == (x.shape[0], self.units))
+
+    def _peephole(self, acc, g, cell_state):
+        if g in self.peep:
+            w, (m, s) = self.peep[g]
+            acc[:, self.at[g]] = _sat(multiply_by_quantized_multiplier(w * cell_state, m, s) + acc[:, self.at[g]])
+
+    def _layer_norm(self, acc, g):
+        if g in self.ln:
+            w, b, s, floor = self.ln[g]
+            acc[:, self.at[g]] = _layer_norm(acc[:, self.at[g]], w, b, s, floor)
+
+    def step(self, x, h, c, gates, logistic, tanh_cell):
+        """One step on int64 raws x, h, c: (output state, new cell state) as int64 raws.
+        `gates(acc, tanh_columns)`: the activations of the stacked gates' int16 raws (3 integer bits),
+        tanh in the columns where tanh_columns is set (the cell gate), logistic in the others;
+        `logistic`: one gate's; `tanh_cell`: tanh of the cell state's raws (cell_shift + 15 integer
+        bits)."""
+        both = self.req(_int_matmul(np.concatenate([x, h], axis=1), self.w))
+        acc = _sat(both[:, self.width:] + _sat(both[:, :self.width]))
+        at = self.at
+        for g in ("input", "forget", "cell"):
+            if g in at:
+                self._peephole(acc, g, c)
+                self._layer_norm(acc, g)
+        act = gates(acc, self.tanh_columns)   # (the output gate's column is final unless late_output)
+        forget, cell_in = act[:, at["forget"]], act[:, at["cell"]]
+        in_gate = _I16_MAX - forget if self.cifg else act[:, at["input"]]
+        # new cell state, in the cell state's scale 2^cell_shift: the sum of two int16 terms (C int16
+        # arithmetic wraps them; |gate x int16| < 2^30, so a term divided by 2^15 or more never wraps)
+        added = rounding_divide_by_pot(in_gate * cell_in, 30 + self.cell_shift)
+        cell = _sat(rounding_divide_by_pot(forget * c, 15) + (added if self.cell_shift >= -15 else _wrap(added)))
+        if self.cell_clip is not None:
+            cell = np.clip(cell, -self.cell_clip, self.cell_clip)
+        if self.late_output:   # its peephole reads the new cell state; its layer norm follows that
+            self._peephole(acc, "output", cell)
+            self._layer_norm(acc, "output")
+            out_gate = logistic(acc[:, at["output"]])
+        else:
+            out_gate = act[:, at["output"]]
+        hidden = self.hidden_req(out_gate * tanh_cell(cell))
+        return self._projection(hidden), cell
+
+    def _projection(self, hidden):
+        """Optional projection of the int8 hidden state to the output state's quantization."""
+        if self.proj is None:
+            return hidden
+        w, bias, (m, s), out_zp, qclip = self.proj
+        acc = _int_matmul(hidden, w).astype(np.int64) + bias
+        out = np.clip(multiply_by_quantized_multiplier(acc, m, s) + out_zp, -128, 127)
+        return out if qclip is None else np.clip(out, -qclip, qclip)
 
 
-def _check_qlstm(ctx, q: _QLstm):
-    batch, n_in = q.x.shape
-    units, n_out = q.w_rec["forget"][0].shape
-    shapes = [("output_state_in", q.h, (batch, n_out)), ("cell_state_in", q.c, (batch, units))]
-    for g in _GATES:
-        shapes += [(f"input_to_{g}_weights", q.w_in[g][0], (units, n_in)),
-                   (f"recurrent_to_{g}_weights", q.w_rec[g][0], (units, n_out)),
-                   (f"{g}_gate_bias", q.bias[g], (units,)), (f"{g}_layer_norm_weights", q.ln[g][0], (units,)),
-                   (f"cell_to_{g}_weights", q.peep[g][0], (units,))]
-    proj_w, proj_b = _q(ctx.args.projection_weights), _q(ctx.args.projection_bias)
-    shapes += [("projection_weights", proj_w, (n_out, units)), ("projection_bias", proj_b, (n_out,))]
-    for name, arr, shape in shapes:
-        if arr is not None and arr.shape != shape:
-            ctx.fail(f"{name} has shape {list(arr.shape)}, expected {list(shape)}")
-    if proj_w is None and n_out != units:
-        ctx.fail(f"without projection the output size {n_out} must equal the number of units {units}")
-    if q.cifg and (q.w_rec["input"][0] is not None or q.bias["input"] is not None):
-        ctx.fail("CIFG: input gate weights and bias must all be omitted together")
-    if not q.cifg and (q.w_rec["input"][0] is None or q.bias["input"] is None):
-        ctx.fail("the input gate needs input and recurrent weights and a bias (or none of them: CIFG)")
+def int16_table(fn) -> np.ndarray:
+    """fn on every int16 raw value, indexed by raw + 32768: an elementwise fixed-point function
+    tabulated (the gate activations take saturated int16 raws only)."""
+    return np.asarray(fn(np.arange(_I16_MIN, _I16_MAX + 1, dtype=np.int64)), np.int64)
+
+
+def gate_logistic(a):
+    return fixed_logistic(a, _GATE_INTEGER_BITS)
+
+
+def gate_tanh(a):
+    return fixed_tanh(a, _GATE_INTEGER_BITS)
+
+
+def qlstm_activations(cell_shift: int) -> tuple:
+    """The plain activations QLstmCell.step takes: the stacked gates', one gate's logistic, the cell's tanh."""
+    return (lambda a, tanh_columns: np.where(tanh_columns, gate_tanh(a), gate_logistic(a)), gate_logistic,
+            lambda a: fixed_tanh(a, cell_shift + 15))
+
+
+def qlstm_results(out, cell) -> list:
+    """QUANTIZED_LSTM's outputs: output state, cell state, output."""
+    return [out.astype(np.int8), cell.astype(np.int16), out.astype(np.int8)]
 
 
 @kernel(Op.QUANTIZED_LSTM)
 def quantized_lstm(ctx):
-    q = _QLstm(ctx)
-    _check_qlstm(ctx, q)
-    forget = fixed_logistic(q.gate("forget", q.c), 3)
-    cell_in = fixed_tanh(q.gate("cell", q.c), 3)
-    in_gate = _I16_MAX - forget if q.cifg else fixed_logistic(q.gate("input", q.c), 3)
-
-    # new cell state, in the cell state's scale 2^cell_shift
-    cell = _sat(_wrap(rounding_divide_by_pot(forget * q.c, 15))
-                + _wrap(rounding_divide_by_pot(in_gate * cell_in, 30 + q.cell_shift)))
     args = ctx.args
-    clip = args.get("cell_clip", 0.0)
-    if clip > 0:
-        qclip = int(min(max(np.float32(clip) / np.float32(q.c_q.scale), -32768.0), 32767.0))
-        cell = np.clip(cell, -qclip, qclip)
-    out_gate = fixed_logistic(q.gate("output", cell), 3)
-
-    # hidden = output gate * tanh(cell), requantized to the hidden state's int8 scale
-    hidden_zp, hidden_scale = args.hidden_state_zero_point, args.hidden_state_scale
-    hidden_mult = float(np.float32(2.0 ** -15 / float(np.float32(hidden_scale)) * 2.0 ** -15))
-    hidden = _requant(out_gate * fixed_tanh(cell, q.cell_shift + 15), hidden_mult) + hidden_zp
-    hidden = np.clip(hidden, -128, 127)
-    out = _projection(ctx, q, hidden, hidden_zp, hidden_scale)
-    return [out.astype(np.int8), cell.astype(np.int16), out.astype(np.int8)]
-
-
-def _projection(ctx, q, hidden, hidden_zp, hidden_scale):
-    """Optional projection of the int8 hidden state to the output state's quantization."""
-    args = ctx.args
-    proj_w = _q(args.projection_weights)
-    if proj_w is None:
-        return hidden
-    bias = _q(args.projection_bias)
-    acc = hidden @ proj_w.T - hidden_zp * proj_w.sum(axis=1) + (0 if bias is None else bias)
-    out_zp = q.h_q.zero_point
-    out = np.clip(_requant(acc, _f32_scale(args.projection_weights.scale, hidden_scale, divide_by=q.h_q.scale)) + out_zp,
-                  -128, 127)
-    clip = args.get("proj_clip", 0.0)
-    if clip > 0:
-        qclip = int(min(max(np.float32(clip) / np.float32(q.h_q.scale), -128.0), 127.0))
-        out = np.clip(out, -qclip, qclip)
-    return out
+    x_q, h_q, c_q = args.input, args.output_state_in, args.cell_state_in
+    q = QLstmCell(args, x_q, h_q, c_q, ctx.fail)
+    x, h, c = _q(x_q), _q(h_q), _q(c_q)
+    for name, arr, shape in (("output_state_in", h, (x.shape[0], q.n_out)),
+                             ("cell_state_in", c, (x.shape[0], q.units))):
+        if arr.shape != shape:
+            ctx.fail(f"{name} has shape {list(arr.shape)}, expected {list(shape)}")
+    out, cell = q.step(x, h, c, *qlstm_activations(q.cell_shift))
+    return qlstm_results(out, cell)

@@ -1,0 +1,111 @@
+"""The requantizer's proven float32 forms (executor/kernels/requantize.py _try_float32) against
+fixedpoint.py's MultiplyByQuantizedMultiplier (itself checked against the Python-integer definitions in
+test_perf_paths.py), on every accumulator value up to the bound:
+
+* the split form, for a clamp below the zero point (no fused RELU: RoundingDivideByPOT's sign term);
+* the plain form with a fused RELU / RELU6 clamp;
+* per-tensor (one multiplier) and per-channel multipliers, int8 and uint8 outputs;
+* extreme multipliers: a q31 multiplier of exactly 2^30, tiny and near-one reals, a zero channel;
+* accumulator bounds past float64's 2^53 numerator limit (the "int" mode), where float32 still holds
+  the accumulators and the step check still proves the constants.
+
+Each test also asserts which form was chosen, so it fails if the form it checks is not the one run.
+"""
+import numpy as np
+import pytest
+
+from executor.kernels import fixedpoint as fp
+from executor.kernels.requantize import Requantizer
+
+RNG = np.random.default_rng(2024)
+
+
+def _want(acc: np.ndarray, bias, reals, zp: int, lo: int, hi: int) -> np.ndarray:
+    m, s = fp.quantize_multipliers(reals)
+    x = np.clip(acc[:, None] + np.asarray(bias, np.int64), fp.INT32_MIN, fp.INT32_MAX)
+    return np.clip(fp.multiply_by_quantized_multiplier(x, m, s) + zp, lo, hi)
+
+
+def _every_value(r: Requantizer, bound: int, channels: int) -> tuple[np.ndarray, np.ndarray]:
+    acc = np.arange(-bound, bound + 1, dtype=np.int64)
+    acc32 = np.repeat(acc[:, None], channels, axis=1).astype(np.float32)
+    return acc, r(acc32, np.empty(acc32.shape, r.dtype))
+
+
+# (dtype, zero point, lo, hi): clamps below the zero point (the sign term) and above it (RELU, RELU6)
+SIGNED = [(np.uint8, 128, 0, 255), (np.uint8, 3, 0, 255), (np.int8, -3, -128, 127), (np.int8, 5, -100, 90),
+          (np.int8, 120, -128, 127)]
+RELU = [(np.uint8, 7, 7, 255), (np.int8, -128, -128, 127), (np.int8, -20, -20, 100), (np.uint8, 0, 0, 255)]
+
+
+@pytest.mark.parametrize("dtype,zp,lo,hi", SIGNED)
+@pytest.mark.parametrize("reals", [[0.00731] * 4, [0.0041, 0.0123, 0.0078125, 0.031]])
+def test_split_float32_form_on_every_accumulator_value(dtype, zp, lo, hi, reals):
+    bound = 1 << 16
+    bias = np.array([1234, -4321, 0, 77])
+    r = Requantizer(bias, np.array(reals), zp, lo, hi, dtype, bound)
+    assert r.needs_sign and r.f32 is not None and len(r.f32[1]) == 2   # the split float32 form
+    acc, got = _every_value(r, bound, 4)
+    assert got.dtype == np.dtype(dtype) and np.array_equal(got, _want(acc, bias, reals, zp, lo, hi))
+
+
+@pytest.mark.parametrize("dtype,zp,lo,hi", RELU)
+@pytest.mark.parametrize("reals", [[0.0052] * 3, [0.0052, 0.0191, 0.00391]])
+def test_relu_float32_form_on_every_accumulator_value(dtype, zp, lo, hi, reals):
+    bound = 1 << 16
+    bias = np.array([-999, 31337, 5])
+    r = Requantizer(bias, np.array(reals), zp, lo, hi, dtype, bound)
+    assert not r.needs_sign and r.f32 is not None and len(r.f32[1]) == 1
+    acc, got = _every_value(r, bound, 3)
+    assert np.array_equal(got, _want(acc, bias, reals, zp, lo, hi))
+
+
+@pytest.mark.parametrize("dtype,zp,lo,hi", SIGNED[:3] + RELU[:2])
+def test_extreme_multipliers(dtype, zp, lo, hi):
+    """A real of exactly 2^-8 (q31 multiplier 2^30), one just below a power of two (multiplier near
+    2^31), a tiny one (a shift of 21), a near-one real (no shift, so no sign term) and a zero channel."""
+    reals = np.array([2.0 ** -8, 0.0078124, 3e-7, 0.9993, 0.0])
+    bound = 1 << 14
+    bias = np.array([100, -100, 1 << 20, 3, 17])
+    r = Requantizer(bias, reals, zp, lo, hi, dtype, bound)
+    acc, got = _every_value(r, bound, len(reals))
+    assert np.array_equal(got, _want(acc, bias, reals, zp, lo, hi))
+    assert r.f32 is not None
+
+
+@pytest.mark.parametrize("dtype,zp,lo,hi", [(np.int8, -2, -128, 127), (np.uint8, 0, 0, 255)])
+def test_float32_form_past_the_float64_numerator_limit(dtype, zp, lo, hi):
+    """A bound of 1.5 * 2^22 with a multiplier near 2^31: the float64 form's numerators pass 2^53 (the
+    int64 mode otherwise); float32 holds every accumulator and the step check proves the constants.
+    Checked on every accumulator where the output is not saturated (and well beyond), the extremes and
+    a random spread over the whole bound."""
+    bound, reals, bias = 3 << 21, np.array([0.0077999]), np.array([-5000])
+    r = Requantizer(bias, reals, zp, lo, hi, dtype, bound)
+    assert r.mode == "int" and r.f32 is not None
+    unsaturated = int(300 / reals[0])
+    acc = np.concatenate([np.arange(-unsaturated, unsaturated + 1) - bias[0], [-bound, bound, -bound + 1, bound - 1],
+                          RNG.integers(-bound, bound, 100000, endpoint=True)]).astype(np.int64)
+    want = _want(acc, bias, reals, zp, lo, hi)
+    assert len(np.unique(want)) == hi - lo + 1
+    assert np.array_equal(r(acc[:, None].astype(np.float32)), want)
+    # a float64 accumulator (a GEMM past float32's exact range) takes the int64 mode, equally exact
+    assert np.array_equal(r(acc[:, None].astype(np.float64)), want)
+
+
+@pytest.mark.parametrize("dtype,zp,lo,hi", [SIGNED[0], SIGNED[2], RELU[1]])
+def test_float32_form_used_only_where_proven(dtype, zp, lo, hi):
+    """Random requantizers (bounds up to 2^20, two channels below 2^18): whichever form each one picks equals the
+    definition on every accumulator value; both the float32 form and the fallback must occur."""
+    rng = np.random.default_rng(99)
+    chosen = refused = 0
+    for _ in range(10):
+        bound = int(rng.integers(1000, 1 << 20))
+        channels = 1 + (bound < 1 << 18)
+        reals = rng.uniform(0.3, 3.0, channels) * 255 / bound
+        bias = rng.integers(-bound // 4, bound // 4, channels)
+        r = Requantizer(bias, reals, zp, lo, hi, dtype, bound)
+        chosen += r.f32 is not None
+        refused += r.f32 is None
+        acc, got = _every_value(r, bound, channels)
+        assert np.array_equal(got, _want(acc, bias, reals, zp, lo, hi))
+    assert chosen >= 3 and refused >= 1
