@@ -102,8 +102,9 @@ QUANT_CASES = ["3x3", "7x7", "3x3 height stride", "3x3 stride 2", "5x5 stride 2"
 @pytest.mark.parametrize("per_channel", [True, False])
 @pytest.mark.parametrize("name", QUANT_CASES)
 def test_quantized_depthwise_is_bit_identical(name, per_channel, zero_point):
-    """Per-channel int8 filters with int8 activations, or per-tensor uint8 ones with uint8 activations;
-    the input zero point -128 / 128 on inputs of at least FLIP_MIN_SIZE values takes the top-bit flip."""
+    """Per-channel int8 filters with int8 activations (the input zero point folded into the bias: a
+    plain cast, padding with the zero point), or per-tensor uint8 ones with uint8 activations (the zero
+    point subtracted; 128 on inputs of at least FLIP_MIN_SIZE values takes the top-bit flip)."""
     case = CASES[name]
     n, h, w, c, k, strides, dil, m, pads, form = case
     if zero_point == "flip":   # enough values for the flip (FLIP_MIN_SIZE)
@@ -133,7 +134,8 @@ def test_quantized_depthwise_is_bit_identical(name, per_channel, zero_point):
     for nchw in (False, True):
         model, xin = _build(code, xq, wq, flt_type, bias, case, nchw, (((x_scale, x_zp)), (out_scale, out_zp)), pc)
         assert _forms(model, xin) == {form}
-        fast, slow, _ = _run_both(model, xin)
+        fast, slow, prepared = _run_both(model, xin)
+        assert prepared[0].fill in ((x_zp, 0) if per_channel else (0,))   # (quant_domain may keep it unfolded)
         assert fast.dtype == slow.dtype == dt and np.array_equal(fast, slow)
         got = fast.transpose(0, 2, 3, 1) if nchw else fast
         real = (np.float32(x_scale) * scales).astype(np.float64) / np.float64(np.float32(out_scale))

@@ -1,9 +1,11 @@
 """Compiled DEPTHWISE_CONV_2D (every filter size, stride, dilation and multiplier; float and quantized).
 
 The filter is laid out once as taps [kh, kw, C*M] in the accumulation domain of conv/prepared.py
-(gemm_domain: float32, or for a quantized operation the cheapest float type whose sums are exact).
-Each run copies the input once, the zero point subtracted while casting and the padding around it
-(not at all when there is nothing to pad, subtract or cast), then sums the taps with one einsum per column phase ("rows", "phases") or over the strided windows
+(quant_domain: float32, or for a quantized operation the cheapest float type whose sums are exact,
+with the input zero point folded into the bias where that keeps the bound: a plain cast, padding
+with the zero point). Each run copies the input once, cast (the zero point subtracted where it is not
+folded) with the padding around it (not at all when there is nothing to pad or cast), then sums the
+taps with one einsum per column phase ("rows", "phases") or over the strided windows
 ("windows"), into the output buffer (float) or a scratch accumulator (quantized), and applies
 prepared.Epilogue. Integer sums below the exactness bound do not depend on their order, so quantized
 results equal the plain kernel's bit for bit; float sums may round differently (within
@@ -30,14 +32,13 @@ from nnapi.codes import OperationCode as Op
 
 from ...registry import prepare
 from ..common import QUANT8, explicit_out_size
-from .gemm import _FLIP_TOP_BIT, FLIP_MIN_SIZE, pad_hw, windows
-from .prepared import Epilogue, gemm_domain, supported
+from .gemm import _FLIP_TOP_BIT, FLIP_MIN_SIZE, filled_buffer, pad_hw, windows
+from .prepared import quant_domain, supported
 from .reference import window
 
 # strided depthwise: the windows' einsum (inner loops over C) beats the phase copy and its einsums
-# from this many channels on, for outputs of at most WINDOWS_MAX_OUTPUTS values
-WINDOWS_MIN_CHANNELS = 192
-WINDOWS_MAX_OUTPUTS = 65536
+# (calls, and a temporary) from so many channels on, for outputs of at most so many values
+WINDOWS = ((96, 16384), (192, 65536))
 
 
 def phase_taps(k: int, dilation: int, stride: int) -> list:
@@ -69,7 +70,8 @@ class Plan:
 def _form(n: int, out_hw: tuple, strides: tuple, channels: int) -> str:
     if strides[1] == 1:
         return "rows"
-    if channels >= WINDOWS_MIN_CHANNELS and n * out_hw[0] * out_hw[1] * channels <= WINDOWS_MAX_OUTPUTS:
+    outputs = n * out_hw[0] * out_hw[1] * channels
+    if any(channels >= c and outputs <= most for c, most in WINDOWS):
         return "windows"
     return "phases"
 
@@ -94,9 +96,10 @@ class PreparedDepthwise:
         quant = pctx.step.bound.operand("input").type.code in QUANT8
         with np.errstate(invalid="ignore"):   # a signaling NaN weight stays NaN, quietly
             w = flt.array[0].astype(np.float64) - (flt.zero_point if quant else 0)   # [kh, kw, O]
-        bound, self.dtype, self.zero_point = gemm_domain(pctx, w.transpose(2, 0, 1))
+        # (fill: the padding value, the input zero point when it is folded into the bias)
+        self.dtype, self.zero_point, self.fill, self.epilogue = quant_domain(pctx, w.transpose(2, 0, 1), args.bias,
+                                                                             flt, args.fuse)
         self.weights = np.ascontiguousarray(w, self.dtype)
-        self.epilogue = Epilogue(pctx, args.bias, flt, args.fuse, bound)
         self.scratch = pctx.compiled.scratch
         self.plans: dict = {}
 
@@ -171,12 +174,12 @@ class PreparedDepthwise:
     def _copy(self, x: np.ndarray, plan: Plan) -> np.ndarray:
         """x - zero point, padded, split into its sw column phases: [N, Hp, sw, Wq, C*M], phase b column
         q holding padded column b + sw*q, each input channel repeated `multiplier` times. Only the
-        input's places are written: the padding stays zero from the buffer's creation (its key, the
-        padding and the input shape, fixes those places)."""
+        input's places are written: the padding keeps the fill value it got at the buffer's creation
+        (its key, the padding and the input shape, fixes those places)."""
         top, _, left, _ = plan.pads
         sw = plan.strides[1]
         n, h, w, _ = x.shape
-        copy = self.scratch.get(("dw-copy", plan.pads, x.shape), plan.copy_shape, self.dtype)
+        copy = filled_buffer(self.scratch, ("dw-copy", plan.pads, x.shape), plan.copy_shape, self.dtype, self.fill)
         flipped = self._flipped(x)
         src = x if flipped is None else flipped
         for b in range(sw):
@@ -189,16 +192,15 @@ class PreparedDepthwise:
         return copy
 
     def _padded(self, x: np.ndarray, plan: Plan) -> np.ndarray:
-        """x - zero point, padded, as a contiguous [N, Hp, Wp, C*M] array (channels repeated)."""
+        """x - zero point, padded with the fill value, as a contiguous [N, Hp, Wp, C*M] array (channels
+        repeated)."""
         if self.multiplier == 1:
-            padded = pad_hw(x, plan.pads, self.scratch, self.dtype, self.zero_point)
-            if padded.flags.c_contiguous:
-                return padded
+            return pad_hw(x, plan.pads, self.scratch, self.dtype, self.zero_point, self.fill, contiguous=True)
         n, h, w, _ = x.shape
         top, bottom, left, right = plan.pads
         # (keyed by the padding too: the border of a shared buffer must be where this call expects it)
-        padded = self.scratch.get(("dw-padded", plan.pads), (n, h + top + bottom, w + left + right, self.out_channels),
-                                  self.dtype)
+        padded = filled_buffer(self.scratch, ("dw-padded", plan.pads),
+                               (n, h + top + bottom, w + left + right, self.out_channels), self.dtype, self.fill)
         self._fill(padded[:, top: top + h, left: left + w], x)
         return padded
 

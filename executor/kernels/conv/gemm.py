@@ -76,6 +76,19 @@ FLIP_MIN_SIZE = 4096
 FEW_PLANES = 8
 
 
+def filled_buffer(scratch: Scratch, name, shape: tuple, dtype, fill: int = 0) -> np.ndarray:
+    """The scratch array (name, fill) of `shape`, filled with `fill` when it was made (zero: as Scratch
+    makes it): what its users leave unwritten, padding, keeps that value."""
+    if not fill:
+        return scratch.get(name, shape, dtype)
+    out = scratch.get((name, fill), shape, dtype)
+    filled = scratch.get((name, fill, shape, dtype), (), np.bool_)   # (per thread, as the buffer)
+    if not filled:
+        out.fill(fill)
+        filled[()] = True
+    return out
+
+
 def pad_hw(x: np.ndarray, pads: tuple, scratch: Scratch, dtype, zero_point: int = 0, fill: int = 0,
            contiguous: bool = False) -> np.ndarray:
     """x (NHWC) - zero_point as `dtype`, padded by (top, bottom, left, right) with `fill`, in a reused
@@ -90,14 +103,7 @@ def pad_hw(x: np.ndarray, pads: tuple, scratch: Scratch, dtype, zero_point: int 
         return x
     # keyed by the padding and fill too: the border of a shared buffer must be what this call expects
     shape = (n, h + top + bottom, w + left + right, c)
-    if fill and (top or bottom or left or right):
-        out = scratch.get(("padded", pads, fill), shape, dtype)
-        filled = scratch.get(("padded", pads, fill, shape, dtype), (), np.bool_)   # (per thread, as the buffer)
-        if not filled:
-            out.fill(fill)
-            filled[()] = True
-    else:
-        out = scratch.get(("padded", pads), shape, dtype)
+    out = filled_buffer(scratch, ("padded", pads), shape, dtype, fill if (top or bottom or left or right) else 0)
     interior = out[:, top: top + h, left: left + w]
     if c <= FEW_PLANES and x.strides[3] > x.strides[2] and x.size >= FLIP_MIN_SIZE:
         # a channels-first image seen channels last (an NCHW input's transpose): one copy per channel
