@@ -9,7 +9,7 @@ import pytest
 import nnapi
 from executor.runtime import RunState, compile_model
 from nnapi import OperandCode as C, OperandType, OperationCode as Op
-from tests.executor.test_elementwise_prepared import assert_same_bits, model_of, run_both
+from tests.executor.kernels.test_elementwise_prepared import assert_same_bits, model_of, run_both
 
 RNG = np.random.default_rng(22)
 F32, F16 = C.TENSOR_FLOAT32, C.TENSOR_FLOAT16

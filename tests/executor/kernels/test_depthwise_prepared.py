@@ -16,7 +16,7 @@ from nnapi import OperandCode as C
 from nnapi import OperandType
 from nnapi import OperationCode as Op
 from tests.executor.test_fast_paths_agree import _cases_by_op, _check_case
-from tests.executor.test_perf_paths import _int64_conv, _model, _requant_ref, _run_both
+from tests.executor.kernels.test_fast_path_arithmetic import _int64_conv, _model, _requant_ref, _run_both
 
 RNG = np.random.default_rng(2207)
 

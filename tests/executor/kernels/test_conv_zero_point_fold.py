@@ -11,7 +11,7 @@ from executor.kernels.requantize import Requantizer
 from nnapi import OperandCode as C
 from nnapi import OperandType
 from nnapi import OperationCode as Op
-from tests.executor.test_perf_paths import _int64_conv, _model, _requant_ref, _run_both
+from tests.executor.kernels.test_fast_path_arithmetic import _int64_conv, _model, _requant_ref, _run_both
 
 RNG = np.random.default_rng(77)
 

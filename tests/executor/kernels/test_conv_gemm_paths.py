@@ -11,7 +11,7 @@ from executor.kernels.conv.quant import float_accumulation_bound
 from nnapi import OperandCode as C
 from nnapi import OperandType
 from nnapi import OperationCode as Op
-from tests.executor.test_perf_paths import _model, _run_both
+from tests.executor.kernels.test_fast_path_arithmetic import _model, _run_both
 
 RNG = np.random.default_rng(2211)
 
