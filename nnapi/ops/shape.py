@@ -179,6 +179,25 @@ def _squeezed_rank(v):
     return max(1, want)
 
 
+def _squeezes_unit_axes(v):
+    """SQUEEZE's constant axes name dimensions of size 1 (where the input's extents are known)."""
+    d = v.dims("input")
+    axes = const_ints(v, "axes") if v.has("axes") else None
+    if not d or not axes:
+        return
+    for a in axes:
+        if -len(d) <= a < len(d) and d[a] not in (0, 1):
+            yield f"cannot squeeze dimension {a % len(d)} of size {d[a]}"
+
+
+def _perm_is_permutation(v):
+    """TRANSPOSE's constant perm, when given, lists each dimension of the input once."""
+    perm = const_ints(v, "perm") if v.has("perm") else None
+    rank = known_rank(v.input("input"))
+    if perm and rank is not None and len(perm) == rank and sorted(perm) != list(range(rank)):
+        yield f"perm {perm} is not a permutation of 0..{rank - 1}"
+
+
 # -- shape inference ------------------------------------------------------------------
 # Output shapes from the inputs' known dimensions and constant parameters (0 = unknown extent,
 # None = unknown rank). Parameters given at run time leave the extents they set unknown.
@@ -306,7 +325,7 @@ shape_op(Op.RESHAPE, [arg("input", "T"), arg("shape", I32)], shape_types(1, i32=
     infer=_infer_reshape, runtime="shape")
 
 shape_op(Op.SQUEEZE, [arg("input", "T"), opt("axes", I32, omittable=True)], shape_types(2),
-    rules=[*rank_limits("input", max_rank=4), *vectors("axes"), axes_in_range("input", "axes"),
+    rules=[*rank_limits("input", max_rank=4), *vectors("axes"), axes_in_range("input", "axes"), _squeezes_unit_axes,
            output_rank("output", _squeezed_rank), *keeps_quant()],
     doc="drops the listed size-1 dimensions (all of them when axes is omitted or empty)",
     infer=_infer_squeeze, runtime="axes")
@@ -317,8 +336,8 @@ shape_op(Op.EXPAND_DIMS, [arg("input", "T"), arg("axis", C.INT32)], shape_types(
     infer=_infer_expand_dims)
 
 shape_op(Op.TRANSPOSE, [arg("input", "T"), opt("perm", I32, omittable=True)], shape_types(2),
-    rules=[*rank_limits("input", "output", max_rank=4), *vectors("perm"), length_is_rank("perm"), OUTPUT_KEEPS_RANK,
-           *keeps_quant()],
+    rules=[*rank_limits("input", "output", max_rank=4), *vectors("perm"), length_is_rank("perm"), _perm_is_permutation,
+           OUTPUT_KEEPS_RANK, *keeps_quant()],
     doc="permutes dimensions (reverses them when perm is omitted)",
     infer=_infer_transpose, runtime="perm")
 

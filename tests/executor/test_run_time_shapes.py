@@ -181,3 +181,20 @@ def test_parts_that_do_not_divide_the_run_time_extent(code, params, message):
     assert _fails(m, np.ones((2, 3), np.float32)) == f"operation 0 ({code.name}): {message}"
     expected = [(2, 2), (2, 2)] if code == Op.SPLIT else [(2, 4)]
     assert [o.shape for o in run(m, np.ones((2, 4), np.float32))] == expected
+
+
+def test_constant_transpose_perm_and_squeeze_axes_are_checked_at_finish():
+    """TRANSPOSE's constant perm must list each dimension once, SQUEEZE's constant axes must name size-1
+    dimensions: BAD_DATA at finish(), naming the perm or the dimension (run-time values: the kernel)."""
+    bad_perm = build(Op.TRANSPOSE, [(t(F32, (2, 3, 4)), None), (t(C.TENSOR_INT32, (3,)), [0, 0, 1])],
+                     [t(F32, (2, 2, 3))], finish=False)
+    assert "perm [0, 0, 1] is not a permutation of 0..2" in assert_bad_data(bad_perm.finish).message
+    bad_axes = build(Op.SQUEEZE, [(t(F32, (1, 3, 1)), None), (t(C.TENSOR_INT32, (1,)), [1])],
+                     [t(F32, (1, 1))], finish=False)
+    assert "cannot squeeze dimension 1 of size 3" in assert_bad_data(bad_axes.finish).message
+    # the same operations with valid parameters finish and compute what numpy does
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    ok = build(Op.TRANSPOSE, [(t(F32, (2, 3, 4)), None), (t(C.TENSOR_INT32, (3,)), [2, 0, 1])], [t(F32, (4, 2, 3))])
+    np.testing.assert_array_equal(run_one(ok, x), x.transpose(2, 0, 1))
+    squeeze = build(Op.SQUEEZE, [(t(F32, (1, 3, 1)), None), (t(C.TENSOR_INT32, (1,)), [-1])], [t(F32, (1, 3))])
+    np.testing.assert_array_equal(run_one(squeeze, np.ones((1, 3, 1), np.float32)), np.ones((1, 3)))
