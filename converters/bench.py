@@ -4,7 +4,7 @@ JSON fields (stable): model, ours_ms_median, ours_ms_spread, reference, referenc
 reference_ms_spread, ratio (ours / reference), macs, gflops (achieved by the executor), operations (the
 NNAPI operations timed, over every partition of a partial model),
 planned_peak_bytes (the executor's peak of live intermediate bytes), arena_bytes (the buffers the plan
-shares among intermediates), peak_rss_bytes, threads (both sides), blas ({"library", "version", "architecture" (the kernel set OpenBLAS chose),
+shares among intermediates), peak_rss_bytes, threads (both sides), blas ({"library", "version", "architecture" (the kernel set OpenBLAS chose), "coretype_env" (OPENBLAS_CORETYPE when set: it chose the set),
 "threads"}: the executor's BLAS as threadpoolctl reports it, held to `threads` while timing), clock
 ("wall", or "cpu": the thread's CPU time, for a loaded machine).
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import resource
 import time
+import os
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
@@ -65,7 +66,8 @@ def blas_threads(threads: int):
         yield {"library": info[0].get("internal_api") if info else None,
                "version": info[0].get("version") if info else None,
                "threads": info[0].get("num_threads") if info else None,
-               "architecture": info[0].get("architecture") if info else None}
+               "architecture": info[0].get("architecture") if info else None,
+               "coretype_env": os.environ.get("OPENBLAS_CORETYPE")}
 
 
 def bench(path: str, vs: Optional[str] = None, threads: int = 1, runs: int = 20, warmup: int = 3,

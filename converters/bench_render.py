@@ -2,8 +2,6 @@
 --profile the slowest operations and the time per operation type."""
 from __future__ import annotations
 
-import os
-
 
 def render_text(r: dict, profile: bool = False) -> str:
     text = (f"{r['model']}: ours {r['ours_ms_median']:.3f} ms (IQR {r['ours_ms_spread']:.3f})"
@@ -14,7 +12,7 @@ def render_text(r: dict, profile: bool = False) -> str:
               f"peak RSS {r['peak_rss_bytes'] / 2**20:.1f} MiB; executor BLAS {r['blas']['library']} "
               f"{r['blas']['threads']} thread(s)"
               + (f" ({r['blas']['architecture']} kernels"
-                 + (", chosen by OPENBLAS_CORETYPE" if os.environ.get("OPENBLAS_CORETYPE") else "") + ")"
+                 + (", chosen by OPENBLAS_CORETYPE" if r["blas"].get("coretype_env") else "") + ")"
                  if r["blas"].get("architecture") else "")
               + ("; CPU time" if r["clock"] == "cpu" else ""))
     if r.get("partial"):

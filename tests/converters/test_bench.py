@@ -1,5 +1,6 @@
 """nnapi bench: the JSON fields exist and are consistent (no timing assertions)."""
 import json
+import os
 
 from converters.cli import main
 
@@ -59,7 +60,8 @@ def test_bench_holds_the_executor_blas_to_the_thread_count(tmp_path):
         assert main(["bench", str(src), "--threads", str(threads), "--runs", "2", "--format", "json",
                      "-o", str(out)]) == 0
         r = json.loads(out.read_text())
-        assert r["threads"] == threads and r["blas"]["threads"] == threads and r["blas"]["library"] and "architecture" in r["blas"]
+        assert r["threads"] == threads and r["blas"]["threads"] == threads and r["blas"]["library"] and "architecture" in r["blas"] \
+            and r["blas"]["coretype_env"] == os.environ.get("OPENBLAS_CORETYPE")
     # the limit is lifted afterwards
     assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] == before
     assert main(["bench", str(src), "--threads", "0"]) == 3
