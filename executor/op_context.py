@@ -145,14 +145,16 @@ class OpContext:
 
 
 class PrepareContext(OpContext):
-    """What a preparer sees at compilation: constant inputs as Values, run-time and absent inputs as
+    """What a preparer sees at compilation: constant inputs as Values (also the outputs of earlier
+    operations on constants only, CompiledModel.folded), run-time and absent inputs as
     None (the step's binding, `step.bound`, names which arguments are fed at run time), and every
     input's declared operand."""
 
     __slots__ = ()
 
     def __init__(self, compiled: "CompiledModel", step: Step):
-        super().__init__(compiled, step, [compiled.constants.get(i) for i in step.inputs], None)
+        constants, folded = compiled.constants, compiled.folded
+        super().__init__(compiled, step, [constants.get(i) or folded.get(i) for i in step.inputs], None)
 
     def operand(self, i: int) -> Operand:
         return self.model.operands[self.step.inputs[i]]

@@ -112,9 +112,17 @@ class CompiledModel:
         for sub in model.referenced_models:
             self.subgraph(sub)
         known = infer_shapes(model)
+        # outputs of operations on constants only (a hybrid model's DEQUANTIZE of its int8 weights), computed
+        # once by their preparer (lut.ConstantResult): later preparers see them as constants
+        self.folded: dict[int, Value] = {}
         for step in self.steps:
             step.checked = step.bound.checks_at_run_time(lambda i: known[i] if i in known else declared_shape(model, i))
+            if self.folded:
+                step.bound = step.bound.with_constants(self.folded)
             step.run = (self._prepared(step) if self.fast_paths else None) or step.kernel
+            for o, opnd, arr in zip(step.outputs, step.output_operands, getattr(step.run, "constant_outputs", ())):
+                if isinstance(arr, np.ndarray):
+                    self.folded[o] = Value(arr, opnd.type.with_dimensions(arr.shape), opnd.channel_quant)
         # free each temporary after its last use; place intermediates in shared buffers by lifetime
         self.plan = plan(model, self.steps, [bool(getattr(s.run, "fresh_outputs", False)) for s in self.steps])
         for step, f in zip(self.steps, self.plan.frees):
@@ -140,6 +148,8 @@ class CompiledModel:
         env = [None] * (n + 1)
         for i, v in self.constants.items():
             env[i] = v
+        for i, v in self.folded.items():   # (their operations are left out of the program below)
+            env[i] = v
         self._env0 = env
         self._input_slots = tuple(slot(i) for i in model.inputs)
         self._output_slots = tuple(slot(o) for o in model.outputs)
@@ -164,16 +174,19 @@ class CompiledModel:
         self._program = [p for p, skip in zip(self._program_all, skipped) if not skip]
 
     def _skipped_steps(self) -> list:
-        """Per step, whether its outputs are read, but by no one who uses them: a prepared callable may
-        list in `unused_inputs` the input positions it does not read (lut.SelfTable, whose table already
-        holds its second input's values). Operations nobody reads at all still run, as before."""
+        """Per step, whether it can be left out of a run: its outputs were computed at compile time
+        (CompiledModel.folded, already in the environment), or they are read, but by no one who uses
+        them: a prepared callable may list in `unused_inputs` the input positions it does not read
+        (lut.SelfTable, whose table already holds its second input's values). Operations nobody reads
+        at all still run, as before."""
         used, ignored = set(self.model.outputs), set()
+        folded = [bool(s.outputs) and all(o in self.folded for o in s.outputs) for s in self.steps]
         for step in self.steps:
             unused = getattr(step.run, "unused_inputs", ())
             for k, i in enumerate(step.inputs):
                 (ignored if k in unused else used).add(i)
-        return [all(o in ignored and o not in used for o in step.outputs) and bool(step.outputs)
-                for step in self.steps]
+        return [f or (all(o in ignored and o not in used for o in step.outputs) and bool(step.outputs))
+                for step, f in zip(self.steps, folded)]
 
     def _prepared(self, step: Step):
         """The preparer's specialized callable for `step`, or None. A preparer that fails leaves the

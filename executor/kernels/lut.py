@@ -224,6 +224,11 @@ class ConstantResult:
     def __init__(self, pctx):
         self.results = pctx.run_kernel({})
 
+    @property
+    def constant_outputs(self) -> list:
+        """The outputs, which later operations' preparers may treat as constants (executor/runtime.py)."""
+        return self.results
+
     def __call__(self, ctx):
         return self.results
 

@@ -11,6 +11,7 @@ time, for the operations whose shapes compilation could not know (`checks_at_run
 """
 from __future__ import annotations
 
+import copy
 from typing import Optional
 
 import numpy as np
@@ -132,6 +133,18 @@ class Bound:
         """Whether every named scalar argument is known at compile time (a constant, or absent with a
         default): what a preparer needs to specialize on its value."""
         return all(n in self.consts for n in names)
+
+    def with_constants(self, values: dict) -> "Bound":
+        """This binding, with the arguments whose every operand is a key of `values` (operands the
+        executor computed at compile time from constants only) no longer counted as fed at run time."""
+        _, in_map, _ = self._match
+        names = {n for n in self.runtime
+                 if all(i in values for i in (in_map[n] if isinstance(in_map[n], list) else [in_map[n]]))}
+        if not names:
+            return self
+        other = copy.copy(self)
+        other.runtime = self.runtime - names
+        return other
 
     @property
     def where(self) -> str:
