@@ -97,8 +97,8 @@ def profile_section(row) -> list[str]:
     """The top operations of a model over its target and the per-type summary line."""
     v = verdict(row)
     lines = [f'<a id="{anchor(row["model"])}"></a>', "", f"### {row['model']}", "",
-             f"{v.text}; `nnapi bench --profile`, per-operation medians of elapsed time, the profiler's clock (sum "
-             f"{row.get('profile_total_ms', 0):.3f} ms, against ours {_cell(row['ours'])} ms of CPU time):", "",
+             f"{v.text}; `nnapi bench --profile`, per-operation medians of the thread's CPU time (sum "
+             f"{row.get('profile_total_ms', 0):.3f} ms, against ours {_cell(row['ours'])} ms per invocation):", "",
              "| op index | NNAPI op | source node | output shape | ms | share |", "|---|---|---|---|---|---|"]
     for p in row["profile"][:PROFILE_TOP]:
         node = (p["source_node"] or "-").replace("|", "/")
@@ -116,8 +116,8 @@ def profiles(rows) -> list[str]:
     return ["## Operations holding models back", "",
             f"Every model over its target: its {PROFILE_TOP} slowest NNAPI operations (index in the converted "
             "model, the source node it came from, its output shape, its median time and share of the profiled "
-            "sum) and the time per operation type. The profiler times each operation in elapsed time, which a "
-            "loaded machine stretches; the shares are what to read.", ""] + [line for r in over for line in profile_section(r)]
+            "sum) and the time per operation type. The profiler times each operation on the clock the model is "
+            "timed with (the thread's CPU time); the sum leaves out the run loop's own cost between operations.", ""] + [line for r in over for line in profile_section(r)]
 
 
 def _mb(b) -> str:

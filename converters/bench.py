@@ -109,7 +109,7 @@ def _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile
            "planned_peak_bytes": planned_peak_bytes(compiled), "arena_bytes": compiled.plan.arena_bytes, "runs": runs, "warmup": warmup,
            "threads": threads, "operations": len(model.operations)}
     if profile:
-        out.update(_profile(compiled, nn_ins, runs, warmup, result, source))
+        out.update(_profile(compiled, nn_ins, runs, warmup, result, source, clock))
     if vs and source is not None:
         ref = _reference_fn(fmt, path, vs, ins, threads)
         rt = timeit_ms(ref, runs, warmup, clock)
@@ -267,10 +267,11 @@ def _bench_partial(path, fmt, vs, threads, runs, warmup, source, result, ins, cl
     return out
 
 
-def _profile(compiled, nn_ins, runs: int, warmup: int, result, source) -> dict:
-    """Per-operation medians over profiled runs (separate from the timed runs: timing each step costs a little)."""
+def _profile(compiled, nn_ins, runs: int, warmup: int, result, source, clock=time.perf_counter) -> dict:
+    """Per-operation medians over profiled runs (separate from the timed runs: timing each step costs a
+    little), on the clock the model is timed with."""
     from .running import Profile, RunState
-    prof = Profile(compiled)
+    prof = Profile(compiled, clock)
     state = RunState(nnapi.DEFAULT_LOOP_TIMEOUT_S)
     for _ in range(warmup):
         compiled.run(nn_ins, state)

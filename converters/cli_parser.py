@@ -219,8 +219,8 @@ def build_parser(handlers: dict) -> argparse.ArgumentParser:
                    help="what is timed: elapsed time (default), or the thread's CPU time, which other work on a "
                         "loaded machine stretches far less (one thread only)")
     s.add_argument("--profile", action="store_true",
-                   help="also time every NNAPI operation (over --runs separate runs) and list the slowest, with a "
-                        "summary per operation type; JSON fields profile, by_op, profile_total_ms")
+                   help="also time every NNAPI operation (over --runs separate runs, on the --clock) and list the slowest, "
+                        "with a summary per operation type; JSON fields profile, by_op, profile_total_ms")
     s.add_argument("--warmup", type=int, default=3, metavar="W", help="untimed warm-up runs (default 3)")
     _shape_pins(s)
     s.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")

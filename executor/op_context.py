@@ -4,6 +4,8 @@ compilation: constants only), RunState and Profile (per-execution settings), and
 Float64Type. executor/runtime.py compiles and runs models with them."""
 from __future__ import annotations
 
+import time
+
 from typing import TYPE_CHECKING, Optional, Sequence
 
 import numpy as np
@@ -62,10 +64,13 @@ class RunState:
 
 
 class Profile:
-    """Per-operation wall time of one compiled model's runs: seconds[operation index] = [s, s, ...]."""
+    """Per-operation times of one compiled model's runs on `clock` (elapsed time unless told, e.g.
+    time.thread_time for the CPU clock `nnapi bench --clock cpu` times with): seconds[operation index] =
+    [s, s, ...]."""
 
-    def __init__(self, compiled: "CompiledModel"):
+    def __init__(self, compiled: "CompiledModel", clock=time.perf_counter):
         self.root = compiled
+        self.clock = clock
         self.seconds: dict = {}
 
 

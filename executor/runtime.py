@@ -294,6 +294,7 @@ class CompiledModel:
             env[idx] = v
         trace = state.trace
         profile = state.profile.seconds if state.profile is not None and state.profile.root is self else None
+        clock = state.profile.clock if profile is not None else None
         last, held = self._last, self._held
         # this thread's contexts, one per step, taken for the run (a nested run of this model on the
         # thread finds none and makes its own) and given back at its end
@@ -311,9 +312,9 @@ class CompiledModel:
                 if profile is None:
                     results = step.run(ctx)
                 else:
-                    t0 = time.perf_counter()
+                    t0 = clock()
                     results = step.run(ctx)
-                    profile.setdefault(step.index, []).append(time.perf_counter() - t0)
+                    profile.setdefault(step.index, []).append(clock() - t0)
             except NnapiError:
                 raise
             except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError, OverflowError,

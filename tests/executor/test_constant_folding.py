@@ -94,3 +94,4 @@ def test_hybrid_fully_connected_weights_are_prepared_once():
     x = RNG.standard_normal((4, 8)).astype(np.float32)
     want = x.astype(np.float64) @ (q.astype(np.float64) * SCALES.reshape(3, 1)).T
     np.testing.assert_allclose(fast.run([x], RunState(1.0))[0].array, want, rtol=1e-5, atol=1e-5)
+
