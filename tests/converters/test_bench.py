@@ -67,7 +67,7 @@ def test_bench_holds_the_executor_blas_to_the_thread_count(tmp_path):
     assert main(["bench", str(src), "--threads", "0"]) == 3
 
 
-def test_bench_cpu_clock(tmp_path):
+def test_bench_cpu_clock(tmp_path, capsys):
     src = tmp_path / "m.tflite"
     three_op_model(src)
     out = tmp_path / "bench.json"
@@ -75,4 +75,6 @@ def test_bench_cpu_clock(tmp_path):
                  "--format", "json", "-o", str(out)]) == 0
     r = json.loads(out.read_text())
     assert r["clock"] == "cpu" and r["ours_ms_median"] > 0 and r["reference_ms_median"] > 0
+    capsys.readouterr()
     assert main(["bench", str(src), "--clock", "cpu", "--threads", "2", "--runs", "1"]) == 3   # one thread only
+    assert "--clock cpu times the calling thread only: use it with --threads 1, not 2" in capsys.readouterr().err
