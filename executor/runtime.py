@@ -30,6 +30,7 @@ from nnapi.operand import Operand, OperandType
 from nnapi.shapes import infer_shapes
 from nnapi.validate import execution_order
 
+from .folding import constant_result
 from .kernels.scratch import Scratch
 from .op_context import (  # noqa: F401  (Value, RunState, Profile, OpContext: runtime's public names too)
     _FLOAT_CODES, OpContext, PrepareContext, Profile, RunState, Value)
@@ -113,7 +114,7 @@ class CompiledModel:
             self.subgraph(sub)
         known = infer_shapes(model)
         # outputs of operations on constants only (a hybrid model's DEQUANTIZE of its int8 weights), computed
-        # once by their preparer (lut.ConstantResult): later preparers see them as constants
+        # once (executor/folding.py): later preparers see them as constants
         self.folded: dict[int, Value] = {}
         for step in self.steps:
             step.checked = step.bound.checks_at_run_time(lambda i: known[i] if i in known else declared_shape(model, i))
@@ -189,13 +190,16 @@ class CompiledModel:
                 for step, f in zip(self.steps, folded)]
 
     def _prepared(self, step: Step):
-        """The preparer's specialized callable for `step`, or None. A preparer that fails leaves the
-        operation to its kernel, which reports any problem when the model runs."""
+        """The operation's outputs computed now when it has constants only (executor/folding.py), else its
+        preparer's specialized callable, or None. A preparer that fails leaves the operation to its
+        kernel, which reports any problem when the model runs."""
         preparer = PREPARERS.get(step.code)
-        if preparer is None:
-            return None
         try:
-            return preparer(PrepareContext(self, step))
+            pctx = PrepareContext(self, step)
+            folded = constant_result(pctx)
+            if folded is not None or preparer is None:
+                return folded
+            return preparer(pctx)
         except Exception:  # noqa: BLE001  (the plain kernel reports the problem at run time)
             return None
 

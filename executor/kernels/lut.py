@@ -11,8 +11,6 @@ A binary operation with one constant operand (batch-norm ADD/MUL, PRELU's alpha)
 constant element (ConstantOperandTable); one whose second input is a tabled unary operation of its
 first (swish: x * logistic(x)) is a single table by x (SelfTable).
 
-An operation of constants only (DEQUANTIZE of a hybrid model's weights) is computed once: ConstantResult.
-
 Nothing here changes what a kernel computes; it only tabulates it. The codes
 that also have float/int32 fast paths are registered by elementwise/prepared.py
 (one preparer per code), which asks `unary_table` / `binary_table` first.
@@ -216,31 +214,6 @@ def binary_table(pctx):
     return _self_table(pctx, table) or table
 
 
-class ConstantResult:
-    """An operation of constants only (a hybrid model's DEQUANTIZE of its int8 weights): the plain
-    kernel's outputs computed once at compilation and handed out on every run (kernels never write
-    into their inputs; an operation writing a model output is not cached, as the caller may)."""
-
-    def __init__(self, pctx):
-        self.results = pctx.run_kernel({})
-
-    @property
-    def constant_outputs(self) -> list:
-        """The outputs, which later operations' preparers may treat as constants (executor/runtime.py)."""
-        return self.results
-
-    def __call__(self, ctx):
-        return self.results
-
-
-def constant_result(pctx):
-    """A ConstantResult when every argument of the operation is a constant (or omitted), else None."""
-    step = pctx.step
-    if step.bound.runtime or any(o in pctx.model.outputs for o in step.outputs):
-        return None
-    return ConstantResult(pctx)
-
-
 @prepare(*UNARY_HERE)
 def prepare_dequantize(pctx):
-    return constant_result(pctx) or unary_table(pctx)
+    return unary_table(pctx)

@@ -95,3 +95,57 @@ def test_hybrid_fully_connected_weights_are_prepared_once():
     want = x.astype(np.float64) @ (q.astype(np.float64) * SCALES.reshape(3, 1)).T
     np.testing.assert_allclose(fast.run([x], RunState(1.0))[0].array, want, rtol=1e-5, atol=1e-5)
 
+
+
+def test_a_chain_of_constant_operations_folds_into_the_filter():
+    """FULLY_CONNECTED's weights made by DEQUANTIZE then TRANSPOSE of a constant: both fold, in order, and
+    the FC is prepared on the result."""
+    q = RNG.integers(-127, 128, (8, 3)).astype(np.int8)   # [in, out]: the transpose makes it [out, in]
+    m = nnapi.Model()
+    x = m.add_operand(OperandType(C.TENSOR_FLOAT32, (2, 8)))
+    w = m.add_operand(OperandType(C.TENSOR_QUANT8_SYMM, (8, 3), 0.125, 0))
+    m.set_operand_value(w, q)
+    wf = m.add_operand(OperandType(C.TENSOR_FLOAT32, (8, 3)))
+    m.add_operation(Op.DEQUANTIZE, [w], [wf])
+    perm = m.add_operand(OperandType(C.TENSOR_INT32, (2,)))
+    m.set_operand_value(perm, np.array([1, 0], np.int32))
+    wt = m.add_operand(OperandType(C.TENSOR_FLOAT32, (3, 8)))
+    m.add_operation(Op.TRANSPOSE, [wf, perm], [wt])
+    b = m.add_operand(OperandType(C.TENSOR_FLOAT32, (3,)))
+    m.set_operand_value(b, np.array([1.0, 0.0, -1.0], np.float32))
+    out = m.add_operand(OperandType(C.TENSOR_FLOAT32, (2, 3)))
+    m.add_operation(Op.FULLY_CONNECTED, [x, wt, b, _scalar(m, C.INT32, 0)], [out])
+    m.identify_inputs_and_outputs([x], [out])
+    m.finish()
+    fast = compile_model(m)
+    assert set(fast.folded) == {wf, wt} and len(fast._program) == 1
+    fc = fast.steps[2]
+    assert fc.run is not fc.kernel
+    x = RNG.standard_normal((2, 8)).astype(np.float32)
+    want = x.astype(np.float64) @ (q.astype(np.float64) * 0.125) + [1.0, 0.0, -1.0]
+    np.testing.assert_allclose(fast.run([x], RunState(1.0))[0].array, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_constant_operation_that_fails_still_fails_when_the_model_runs():
+    """GATHER of a constant with an index out of range: not folded; running reports the kernel's error,
+    as without fast paths."""
+    m = nnapi.Model()
+    table = m.add_operand(OperandType(C.TENSOR_FLOAT32, (3,)))
+    m.set_operand_value(table, np.array([1.0, 2.0, 3.0], np.float32))
+    idx = m.add_operand(OperandType(C.TENSOR_INT32, (1,)))
+    m.set_operand_value(idx, np.array([7], np.int32))
+    g = m.add_operand(OperandType(C.TENSOR_FLOAT32, (1,)))
+    m.add_operation(Op.GATHER, [table, _scalar(m, C.INT32, 0), idx], [g])
+    x = m.add_operand(OperandType(C.TENSOR_FLOAT32, (1,)))
+    out = m.add_operand(OperandType(C.TENSOR_FLOAT32, (1,)))
+    m.add_operation(Op.ADD, [x, g, _scalar(m, C.INT32, 0)], [out])
+    m.identify_inputs_and_outputs([x], [out])
+    m.finish()
+    errors = []
+    for fast_paths in (True, False):
+        compiled = compile_model(m, fast_paths=fast_paths)
+        assert not compiled.folded
+        with pytest.raises(nnapi.NnapiError) as e:
+            compiled.run([np.ones(1, np.float32)], RunState(1.0))
+        errors.append((e.value.code, str(e.value)))
+    assert errors[0] == errors[1] and errors[0][0] == nnapi.ResultCode.OP_FAILED
