@@ -26,6 +26,7 @@ MIN_REFERENCE_MS = 1.0
 OVERHEAD_BASE_US = 15.0
 OVERHEAD_PER_OP_US = 2.5
 PROFILE_TOP = 5
+_CONTROL_FLOW = ("IF", "WHILE")   # their time is their subgraphs' operations (row "subgraph_by_op")
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,11 @@ def target_cell(row) -> str:
     if not row.get("by_op"):
         return v.text + " (no profile)"
     top = row["by_op"][0]
-    return f"[{v.text}: {top['nnapi_op']} {100 * top['share']:.0f}% ({top['count']} ops)](#{anchor(row['model'])})"
+    held = f"{top['nnapi_op']} {100 * top['share']:.0f}% ({top['count']} ops)"
+    if top["nnapi_op"] in _CONTROL_FLOW and row.get("subgraph_by_op"):   # name what runs inside it
+        inner = row["subgraph_by_op"][0]
+        held += f", inside it {inner['nnapi_op']} {100 * inner['share']:.0f}% ({inner['count']} ops)"
+    return f"[{v.text}: {held}](#{anchor(row['model'])})"
 
 
 def _cell(v, ratio=False) -> str:
@@ -104,9 +109,19 @@ def profile_section(row) -> list[str]:
         node = (p["source_node"] or "-").replace("|", "/")
         lines.append(f"| {p['operation_index']} | {p['nnapi_op']} | {node} | {_shape(p['output_shape'])} | "
                      f"{p['ms']:.3f} | {100 * p['share']:.1f}% |")
-    by_op = ", ".join(f"{e['nnapi_op']} {100 * e['share']:.0f}% ({e['count']} ops, {e['ms']:.3f} ms)"
-                      for e in row["by_op"])
-    return lines + ["", f"By type: {by_op}.", ""]
+    lines += ["", f"By type: {_types(row['by_op'])}.", ""]
+    inside = row.get("subgraph_profile")
+    if inside:
+        lines += ["Inside the subgraphs IF/WHILE run (part of their rows above; ms per invocation):", "",
+                  "| subgraph | op index | NNAPI op | output shape | ms | share |", "|---|---|---|---|---|---|"]
+        lines += [f"| {p['subgraph']} | {p['operation_index']} | {p['nnapi_op']} | {_shape(p['output_shape'])} | "
+                  f"{p['ms']:.3f} | {100 * p['share']:.1f}% |" for p in inside[:PROFILE_TOP]]
+        lines += ["", f"By type inside: {_types(row['subgraph_by_op'])}.", ""]
+    return lines
+
+
+def _types(by_op) -> str:
+    return ", ".join(f"{e['nnapi_op']} {100 * e['share']:.0f}% ({e['count']} ops, {e['ms']:.3f} ms)" for e in by_op)
 
 
 def profiles(rows) -> list[str]:

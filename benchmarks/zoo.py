@@ -116,7 +116,8 @@ def measure_entry(entry: Entry, runs: int, warmup: int) -> tuple[dict, dict | No
         try:
             prof = bench(str(entry.path), threads=1, runs=max(5, runs // 3), warmup=1, input_shapes=entry.shapes,
                          profile=True, clock="cpu")
-            row.update(profile=prof["profile"], by_op=prof["by_op"], profile_total_ms=prof["profile_total_ms"])
+            row.update(profile=prof["profile"], by_op=prof["by_op"], profile_total_ms=prof["profile_total_ms"],
+                       subgraph_profile=prof.get("subgraph_profile"), subgraph_by_op=prof.get("subgraph_by_op"))
         except Exception as e:  # noqa: BLE001  (a partial model has no whole-model profile)
             row["notes"].append(f"no profile: {_one_line(e, 120)}")
     row["notes"] = list(dict.fromkeys(row["notes"]))

@@ -11,7 +11,10 @@ shares among intermediates), peak_rss_bytes, threads (both sides), blas ({"libra
 With profile=True: profile [{"operation_index", "nnapi_op", "source_node", "output_shape", "ms", "share",
 "cumulative_share", "macs"}] (slowest first; ms is the median over the profiled runs), by_op
 [{"nnapi_op", "count", "ms", "share"}] and profile_total_ms (the sum of the per-operation medians, to
-set against ours_ms_median).
+set against ours_ms_median). A model with IF or WHILE also gets subgraph_profile [{"subgraph" (its
+index among the model's referenced models), "operation_index", "nnapi_op", "output_shape", "ms" (per
+invocation of the model, summed over its calls), "calls" (per invocation), "share" (of
+profile_total_ms)}] and subgraph_by_op: the operations inside, whose time is part of their IF/WHILE row.
 
 A partial model (some nodes stay on the CPU) is timed as partial_pipeline runs it; field partial
 {"partitions", "fallback_segments", "fallback_nodes", "framework", "nnapi_ms_median", "framework_ms_median"}."""
@@ -306,14 +309,40 @@ def _profile(compiled, nn_ins, runs: int, warmup: int, result, source, clock=tim
         r["share"] = r["ms"] / total
         cumulative += r["share"]
         r["cumulative_share"] = cumulative
+    out = {"profile": rows, "by_op": _by_type(rows), "profile_total_ms": sum(r["ms"] for r in rows)}
+    if prof.nested:
+        inside = _subgraph_rows(compiled, prof, runs, total)
+        out.update(subgraph_profile=inside, subgraph_by_op=_by_type(inside))
+    return out
+
+
+def _subgraph_rows(compiled, prof, runs: int, total_ms: float) -> list[dict]:
+    """The operations of the subgraphs IF and WHILE ran, slowest first: per operation its time per
+    invocation of the model (the sum over its calls / runs: a WHILE body runs many times), the calls per
+    invocation, and its share of the main model's profiled sum (their time is inside their IF/WHILE's)."""
+    referenced = list(compiled.model.referenced_models)
+    rows = []
+    for sub, seconds in prof.nested.values():
+        for k, op in enumerate(sub.model.operations):
+            times = seconds.get(k, [])
+            ms = 1e3 * sum(times) / runs
+            rows.append({"subgraph": referenced.index(sub.model) if sub.model in referenced else -1,
+                         "operation_index": k, "nnapi_op": op.code.name,
+                         "output_shape": list(sub.model.operands[op.outputs[0]].type.dimensions or [])
+                         if op.outputs else [],
+                         "ms": ms, "calls": len(times) / runs, "share": ms / total_ms})
+    return sorted(rows, key=lambda r: -r["ms"])
+
+
+def _by_type(rows: list[dict]) -> list[dict]:
+    """Count, time and share per NNAPI operation type, slowest first."""
     by_op: dict = {}
     for r in rows:
         e = by_op.setdefault(r["nnapi_op"], {"nnapi_op": r["nnapi_op"], "count": 0, "ms": 0.0, "share": 0.0})
         e["count"] += 1
         e["ms"] += r["ms"]
         e["share"] += r["share"]
-    return {"profile": rows, "by_op": sorted(by_op.values(), key=lambda e: -e["ms"]),
-            "profile_total_ms": sum(r["ms"] for r in rows)}
+    return sorted(by_op.values(), key=lambda e: -e["ms"])
 
 
 # NNAPI operations that do a source node's multiply-accumulates

@@ -37,4 +37,16 @@ def profile_text(r: dict, top: int = 15) -> str:
     lines.append("per operation type:")
     for e in r["by_op"]:
         lines.append(f"  {e['ms']:9.4f} {e['share']:6.1%}  {e['count']:>4} x {e['nnapi_op']}")
+    inside = r.get("subgraph_profile")
+    if inside:
+        lines.append("inside the subgraphs IF/WHILE run (their time is part of those rows; ms per invocation):")
+        lines.append(f"  {'ms':>9} {'share':>6}  {'sub':>3} {'#':>4} {'operation':<24} {'output':<20} calls")
+        for e in inside[:top]:
+            lines.append(f"  {e['ms']:9.4f} {e['share']:6.1%}  {e['subgraph']:>3} {e['operation_index']:>4} "
+                         f"{e['nnapi_op']:<24} {str(e['output_shape']):<20} {e['calls']:g}")
+        if len(inside) > top:
+            lines.append(f"  ... {len(inside) - top} more operations")
+        lines.append("per operation type inside the subgraphs:")
+        for e in r["subgraph_by_op"]:
+            lines.append(f"  {e['ms']:9.4f} {e['share']:6.1%}  {e['count']:>4} x {e['nnapi_op']}")
     return "\n".join(lines)

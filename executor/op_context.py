@@ -66,12 +66,23 @@ class RunState:
 class Profile:
     """Per-operation times of one compiled model's runs on `clock` (elapsed time unless told, e.g.
     time.thread_time for the CPU clock `nnapi bench --clock cpu` times with): seconds[operation index] =
-    [s, s, ...]."""
+    [s, s, ...]; the operations of the subgraphs its IF and WHILE operations run are in `nested`."""
 
     def __init__(self, compiled: "CompiledModel", clock=time.perf_counter):
         self.root = compiled
         self.clock = clock
         self.seconds: dict = {}
+        # the operations of the subgraphs IF and WHILE run: id(compiled subgraph) -> (it, {index: [s, ...]})
+        self.nested: dict = {}
+
+    def times_of(self, compiled: "CompiledModel") -> dict:
+        """Where the runs of `compiled` (the root model, or a subgraph it runs) record their operations."""
+        if compiled is self.root:
+            return self.seconds
+        entry = self.nested.get(id(compiled))
+        if entry is None:
+            entry = self.nested[id(compiled)] = (compiled, {})
+        return entry[1]
 
 
 class OpContext:

@@ -297,7 +297,7 @@ class CompiledModel:
         for idx, v in zip(self._input_slots, inputs):
             env[idx] = v
         trace = state.trace
-        profile = state.profile.seconds if state.profile is not None and state.profile.root is self else None
+        profile = state.profile.times_of(self) if state.profile is not None else None
         clock = state.profile.clock if profile is not None else None
         last, held = self._last, self._held
         # this thread's contexts, one per step, taken for the run (a nested run of this model on the

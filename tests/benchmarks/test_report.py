@@ -68,6 +68,27 @@ def test_profile_section_lists_the_five_slowest_operations_and_the_per_type_line
     assert "By type: CONV_2D 55% (2 ops, 5.500 ms), DEPTHWISE_CONV_2D 20% (1 ops, 2.000 ms)." in text
 
 
+IF_BY_OP = [{"nnapi_op": "IF", "count": 1, "ms": 9.0, "share": 0.9}, {"nnapi_op": "GATHER", "count": 1, "ms": 1.0,
+                                                                        "share": 0.1}]
+INSIDE = [{"subgraph": 1, "operation_index": 3, "nnapi_op": "CONV_2D", "output_shape": [1, 1, 7, 128], "ms": 6.0,
+           "calls": 1.0, "share": 0.6},
+          {"subgraph": 1, "operation_index": 0, "nnapi_op": "MIRROR_PAD", "output_shape": [1, 544], "ms": 2.0,
+           "calls": 1.0, "share": 0.2}]
+INSIDE_BY_OP = [{"nnapi_op": "CONV_2D", "count": 1, "ms": 6.0, "share": 0.6},
+                {"nnapi_op": "MIRROR_PAD", "count": 1, "ms": 2.0, "share": 0.2}]
+
+
+def test_a_model_held_back_by_if_names_the_type_inside_and_lists_the_subgraph_operations():
+    r = row("onnx-float", ours=10.0, onnxruntime=2.0, profile=PROFILE[:1], by_op=IF_BY_OP, profile_total_ms=10.0,
+            subgraph_profile=INSIDE, subgraph_by_op=INSIDE_BY_OP)
+    assert target_cell(r) == (f"[over 2x: IF 90% (1 ops), inside it CONV_2D 60% (1 ops)](#{anchor(r['model'])})")
+    text = "\n".join(profile_section(r))
+    assert "| 1 | 3 | CONV_2D | [1, 1, 7, 128] | 6.000 | 60.0% |" in text
+    assert "By type inside: CONV_2D 60% (1 ops, 6.000 ms), MIRROR_PAD 20% (1 ops, 2.000 ms)." in text
+    # without the subgraph rows (a profile from before they existed) the cell names IF alone
+    assert target_cell(dict(r, subgraph_by_op=None)).startswith("[over 2x: IF 90% (1 ops)](")
+
+
 def test_document_has_profiles_only_for_models_over_their_target_and_the_memory_table():
     over = row(ours=20.0, litert=10.0, profile=PROFILE, by_op=BY_OP, profile_total_ms=10.0,
                memory={"file_bytes": 10 << 20, "convert_peak_rss_bytes": 100 << 20, "operations": 7})

@@ -2,6 +2,8 @@
 import json
 import os
 
+import numpy as np
+
 from converters.cli import main
 
 from tests.converters.test_parity import three_op_model
@@ -78,3 +80,30 @@ def test_bench_cpu_clock(tmp_path, capsys):
     capsys.readouterr()
     assert main(["bench", str(src), "--clock", "cpu", "--threads", "2", "--runs", "1"]) == 3   # one thread only
     assert "--clock cpu times the calling thread only: use it with --threads 1, not 2" in capsys.readouterr().err
+
+
+def test_bench_profile_times_the_operations_inside_if(tmp_path):
+    """An ONNX If becomes NNAPI IF: the profile lists the operations of the branch that ran (once per
+    invocation), with their subgraph, and their per-type summary; the IF row holds their time."""
+    import onnx
+    from onnx import TensorProto as TP, helper as h
+    from converters.onnx.authoring import make_model
+    out_info = [h.make_tensor_value_info("t", TP.FLOAT, [1, 4])]
+    then_g = h.make_graph([h.make_node("Add", ["x", "k"], ["t"])], "then", [], out_info)
+    else_g = h.make_graph([h.make_node("Mul", ["x", "s"], ["t"])], "else", [], out_info)
+    nodes = [h.make_node("ReduceSum", ["x"], ["s"], keepdims=0), h.make_node("Greater", ["s", "zero"], ["c"]),
+             h.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)]
+    src = tmp_path / "if.onnx"
+    src.write_bytes(make_model(nodes, [("x", np.float32, [1, 4])], ["y"],
+                               {"zero": np.float32(0.0), "k": np.ones((1, 4), np.float32)}, opset=13))
+    out = tmp_path / "bench.json"
+    assert main(["bench", str(src), "--profile", "--runs", "4", "--warmup", "1", "--format", "json", "-o", str(out)]) == 0
+    r = json.loads(out.read_text())
+    assert "IF" in [e["nnapi_op"] for e in r["by_op"]]
+    inside = r["subgraph_profile"]
+    assert len(inside) == 1 and inside[0]["nnapi_op"] in ("ADD", "MUL") and inside[0]["calls"] == 1.0
+    assert inside[0]["subgraph"] in (0, 1) and inside[0]["ms"] > 0
+    assert r["subgraph_by_op"] == [{"nnapi_op": inside[0]["nnapi_op"], "count": 1, "ms": inside[0]["ms"],
+                                    "share": inside[0]["share"]}]
+    if_row = next(e for e in r["profile"] if e["nnapi_op"] == "IF")
+    assert if_row["ms"] >= inside[0]["ms"] * 0.5   # (medians against a mean: the IF holds the branch's time)
