@@ -12,7 +12,8 @@ the preparers specialize on constant weights), it is also run with every input b
 constant of the case's value. A preparer that none of the spread exercises is tried on its
 operation's other cases, and on each with its quantized outputs requantized (another scale and zero
 point), until one takes the fast path. Operations the CTS has no vectors for (BATCH_MATMUL, feature
-level 6) get authored cases in the same form (AUTHORED: each is run on its given and random inputs).
+level 6; MIRROR_PAD, feature level 7) get authored cases in the same form (AUTHORED: each is run on its
+given and random inputs).
 
 Float bound: a fast path may evaluate in float32 where the plain kernel accumulates in float64 (the
 convolutions' GEMMs) or in another order. Agreement is |fast - plain| <= FLOAT_BOUND[dtype] x (1 +
@@ -69,7 +70,25 @@ def _batch_matmul_case(x_dims, y_dims, out_dims, adj_x=False, adj_y=False, trans
             "inputs": [rng.standard_normal(int(np.prod(d))).astype(np.float32).tolist() for d in (x_dims, y_in)]}
 
 
+def _mirror_pad_case(dims, pads, mode: int) -> dict:
+    """A float32 MIRROR_PAD case with constant paddings (mode 0 REFLECT, 1 SYMMETRIC)."""
+    rng = np.random.default_rng(sum(dims) * 10 + mode)
+    f32 = "TENSOR_FLOAT32"
+    out_dims = [n + a + b for n, (a, b) in zip(dims, pads)]
+    operands = [_operand(f32, dims, "SUBGRAPH_INPUT"),
+                _operand("TENSOR_INT32", [len(dims), 2], "CONSTANT_COPY", [v for row in pads for v in row]),
+                _operand("INT32", [], "CONSTANT_COPY", [mode]), _operand(f32, out_dims, "SUBGRAPH_OUTPUT")]
+    return {"id": f"authored/mirror_pad {dims} {pads} mode {mode}", "operationTypes": ["MIRROR_PAD"],
+            "referenced": [],
+            "main": {"operands": operands, "operations": [{"type": "MIRROR_PAD", "inputs": [0, 1, 2], "outputs": [3]}],
+                     "inputIndexes": [0], "outputIndexes": [3]},
+            "inputs": [rng.standard_normal(int(np.prod(dims))).astype(np.float32).tolist()]}
+
+
 AUTHORED = [
+    _mirror_pad_case([1, 512], [[0, 0], [16, 16]], 0),
+    _mirror_pad_case([2, 3, 4], [[1, 1], [0, 2], [3, 0]], 1),
+    _mirror_pad_case([1, 4, 5, 2], [[0, 0], [3, 3], [4, 1], [0, 0]], 0),
     _batch_matmul_case([2, 3, 4], [2, 4, 5], [2, 3, 5]),
     _batch_matmul_case([1, 4, 8, 6], [1, 4, 8, 6], [1, 4, 8, 8], adj_y=True),
     _batch_matmul_case([3, 5, 2], [3, 5, 4], [3, 2, 4], adj_x=True),

@@ -1,7 +1,7 @@
 """Padding and spatial rearrangement kernels: PAD, PAD_V2, MIRROR_PAD, DEPTH_TO_SPACE,
 SPACE_TO_DEPTH, BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND.
 
-PAD and PAD_V2 with constant paddings are compiled (PreparedPad). The 4-D ones work in NHWC and honour the optional NCHW layout flag through
+PAD and PAD_V2 (PreparedPad) and MIRROR_PAD (PreparedMirrorPad) with constant paddings are compiled. The 4-D ones work in NHWC and honour the optional NCHW layout flag through
 common.to_nhwc/from_nhwc. Each rearrangement is one reshape-transpose-reshape.
 """
 from __future__ import annotations
@@ -150,6 +150,62 @@ def mirror_pad(ctx):
                  f"{'REFLECT' if mode == _REFLECT else 'SYMMETRIC'} mode and input shape {list(x.shape)}")
     index = [_mirror_index(n, int(p[0]), int(p[1]), mode) for n, p in zip(x.shape, pads)]
     return [x[np.ix_(*index)]]
+
+
+class PreparedMirrorPad:
+    """MIRROR_PAD with constant paddings and mode: per input shape, the source index along each padded
+    dimension worked out once (the kernel's _mirror_index, checked against the kernel's limits), and each
+    run gathers with np.take along those dimensions only, the last gather into output 0's buffer."""
+
+    fresh_outputs = True
+
+    def __init__(self, pctx, pads: np.ndarray, mode: int):
+        self.kernel = pctx.step.kernel
+        self.pads = [(int(a), int(b)) for a, b in pads]
+        self.mode = mode
+        self.plans: dict = {}
+
+    def _plan(self, shape: tuple):
+        """(output shape, [(axis, source index)]) for an input shape, or None when the paddings do not
+        fit it (the kernel reports that)."""
+        plan = self.plans.get(shape)
+        if plan is None:
+            edge = 1 if self.mode == _REFLECT else 0
+            if any(max(a, b) > n - edge for n, (a, b) in zip(shape, self.pads) if a or b):
+                return None
+            out = tuple(n + a + b for n, (a, b) in zip(shape, self.pads))
+            gathers = [(axis, _mirror_index(n, a, b, self.mode)) for axis, (n, (a, b))
+                       in enumerate(zip(shape, self.pads)) if a or b]
+            plan = self.plans[shape] = (out, gathers)
+        return plan
+
+    def __call__(self, ctx):
+        x = ctx.args.input.array
+        plan = self._plan(x.shape) if x.ndim == len(self.pads) else None
+        if plan is None:
+            return self.kernel(ctx)
+        out_shape, gathers = plan
+        if not gathers:
+            return [x.copy()]
+        for axis, index in gathers[:-1]:
+            x = np.take(x, index, axis=axis)
+        axis, index = gathers[-1]
+        out = ctx.output_buffer(0, out_shape, x.dtype)
+        np.take(x, index, axis=axis, out=out)
+        return [out]
+
+
+@prepare(Op.MIRROR_PAD)
+def prepare_mirror_pad(pctx):
+    bound = pctx.step.bound
+    pads = pctx.args.paddings
+    if bound.runtime != {"input"} or pads is None or not bound.constant("mode"):
+        return None
+    pads, mode = pads.array.astype(np.int64), pctx.args.mode
+    rank = len(bound.operand("input").type.dimensions or ())
+    if mode not in (_REFLECT, _SYMMETRIC) or pads.shape != (rank, 2) or (pads < 0).any():
+        return None   # the plain kernel reports it
+    return PreparedMirrorPad(pctx, pads, mode)
 
 
 # -- depth <-> space (square blocks) ------------------------------------------------------
