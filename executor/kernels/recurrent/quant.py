@@ -241,7 +241,7 @@ def _int_matmul(a, b_t) -> np.ndarray:
 
 class QLstmCell:
     """A QUANTIZED_LSTM's constant part, checked and laid out once: the present gates' weights
-    stacked in _STACK order (transposed, float64 for the exact GEMM), the activations' zero points
+    stacked in _STACK order (transposed, float32 or float64 for the exact GEMM), the activations' zero points
     folded into per-column biases, each gate's requantization multipliers per column, the
     peepholes, layer norms, projection and the output requantization.
 
@@ -295,7 +295,10 @@ class QLstmCell:
         # [x | h] @ both products side by side: the input weights [n_in, G*n] in the upper left block,
         # the recurrent ones [n_out, G*n] in the lower right, zeros elsewhere (adding nothing)
         self.width = len(gates) * n
-        self.w = np.zeros((self.n_in + self.n_out, 2 * self.width), np.float64)
+        # float32 holds every partial sum exactly (integers below 2^24: |x w| <= 128 * 128 per term) when
+        # the longer block is short enough; else float64 (below 2^53 for any size this op takes)
+        exact32 = 128 * 128 * max(self.n_in, self.n_out) < 2 ** 24
+        self.w = np.zeros((self.n_in + self.n_out, 2 * self.width), np.float32 if exact32 else np.float64)
         self.w[:self.n_in, :self.width] = np.concatenate([w_in[g] for g in gates]).T
         self.w[self.n_in:, self.width:] = np.concatenate([w_rec[g] for g in gates]).T
         # weights are symmetric: the activations' zero points fold into a per-row bias; without layer
@@ -370,7 +373,7 @@ class QLstmCell:
         tanh in the columns where tanh_columns is set (the cell gate), logistic in the others;
         `logistic`: one gate's; `tanh_cell`: tanh of the cell state's raws (cell_shift + 15 integer
         bits)."""
-        both = self.req(_int_matmul(np.concatenate([x, h], axis=1), self.w))
+        both = self.req(np.dot(np.concatenate([x, h], axis=1, dtype=self.w.dtype), self.w))
         acc = _sat(both[:, self.width:] + _sat(both[:, :self.width]))
         at = self.at
         for g in ("input", "forget", "cell"):
