@@ -205,15 +205,30 @@ def run_lstm(p, xp, h, c, seq, reverse=False):
     peephole * c; [layer norm + bias per gate]; sigmoid/activation in place; c = f*c + i*g; clip;
     o += peephole * c_new; h = o * act(c) [@ P^T + b, clip]. Every array is made before the loop:
     the views below alias `pre`, `work` and `c`. Ufuncs get `out` positionally: on arrays this small
-    the call is most of the cost, and the keyword parsing is a tenth of it."""
+    the call is most of the cost, and the keyword parsing is a tenth of it.
+
+    For a batch of 1 the gates and the cell state share one buffer, [input (CIFG: 1 - forget), forget,
+    output, cell gate, cell state], so that c f and i g are one multiply of [g, c] by [i, f] (the same
+    products) and the new state one add: a call less per step."""
     steps, batch = xp.shape[:2]
     lane_units = p.lane_units
-    pre = np.empty((batch, p.width), np.float32)
-    by_gate = pre.reshape((batch, len(p.gate_index)) + lane_units)
+    gates = len(p.gate_index)
+    paired = batch == 1   # (a larger batch would leave the GEMM's rows strided in the shared buffer)
+    if paired:
+        slots = np.empty((batch, 5) + lane_units, np.float32)
+        width = slots[0, 0].size
+        pre = slots.reshape(batch, -1)[:, (4 - gates) * width:4 * width]   # the stacked gates end at slot 4
+        c_out, c = c, slots[:, 4]
+        np.copyto(c, c_out)
+        state_pair, gate_pair = slots[:, 3:5], slots[:, 0:2]
+    else:
+        pre = np.empty((batch, p.width), np.float32)
+    by_gate = pre.reshape((batch, gates) + lane_units)
     gate = {name: by_gate[:, k] for name, k in p.gate_index.items()}
     forget, cell, out_gate = gate["forget"], gate["cell"], gate["output"]
-    in_gate = gate.get("input")
     work = np.empty((batch,) + lane_units, np.float32)
+    # the input gate, or where CIFG's 1 - forget goes
+    in_gate = slots[:, 0] if paired else gate.get("input", work)
     early = pre[:, :p.early_width]   # the sigmoid gates activated before the new cell state
     # peepholes on the old cell state: input and forget in one pass when both exist (adjacent in pre)
     if p.peep_if is not None:
@@ -241,12 +256,13 @@ def run_lstm(p, xp, h, c, seq, reverse=False):
                 _layer_norm_into(view, weights, bias)
         sigmoid_of_negated(early)
         act(cell, cell)
-        if in_gate is None:   # CIFG: input gate = 1 - forget gate
-            np.subtract(ONE, forget, work)
-            np.multiply(cell, work, cell)
+        if p.cifg:   # input gate = 1 - forget gate
+            np.subtract(ONE, forget, in_gate)
+        if paired:
+            np.multiply(state_pair, gate_pair, state_pair)   # [g, c] *= [i, f]
         else:
             np.multiply(cell, in_gate, cell)
-        np.multiply(c, forget, c)
+            np.multiply(c, forget, c)
         np.add(c, cell, c)
         if cell_clip is not None:
             clip_ufunc(c, *cell_clip, c)
@@ -270,6 +286,8 @@ def run_lstm(p, xp, h, c, seq, reverse=False):
                 np.add(h, proj_b, h)
             if proj_clip is not None:
                 clip_ufunc(h, *proj_clip, h)
+    if paired:
+        np.copyto(c_out, c)
     return h
 
 

@@ -59,6 +59,21 @@ def _shift_sat(x, exponent: int):
     return saturating_multiply_by_pot(x, exponent, bits=15)
 
 
+def _rdbp(x, exponent: int):
+    """RoundingDivideByPOT by a constant exponent >= 0 (fixedpoint.rounding_divide_by_pot's values, in
+    fewer numpy calls): (x + half - [x < 0]) >> exponent, the arithmetic shift x >> 63 giving -[x < 0].
+    For x >= 0 that is floor((x + half) / d), d = 2^e; for x < 0, floor((x + half - 1) / d) =
+    -floor((-x + half) / d) (for integers, -floor(a / d) = floor((d - 1 - a) / d), and d - half = half):
+    both round half away from zero."""
+    if exponent <= 0:
+        return rounding_divide_by_pot(x, exponent)
+    t = np.right_shift(x, 63)
+    t += x
+    t += 1 << (exponent - 1)
+    t >>= exponent
+    return t
+
+
 def _const(q31: int) -> int:
     """gemmlowp's int32 fixed-point constants, rescaled to int16 with rounding."""
     return int(rounding_divide_by_pot(np.int64(q31), 16))
@@ -226,7 +241,7 @@ def _int_matmul(a, b_t) -> np.ndarray:
 
 class QLstmCell:
     """A QUANTIZED_LSTM's constant part, checked and laid out once: the present gates' weights
-    stacked in _STACK order (transposed, float64 for the exact GEMM), the activations' zero points
+    stacked in _STACK order (transposed, float32 or float64 for the exact GEMM), the activations' zero points
     folded into per-column biases, each gate's requantization multipliers per column, the
     peepholes, layer norms, projection and the output requantization.
 
@@ -280,7 +295,10 @@ class QLstmCell:
         # [x | h] @ both products side by side: the input weights [n_in, G*n] in the upper left block,
         # the recurrent ones [n_out, G*n] in the lower right, zeros elsewhere (adding nothing)
         self.width = len(gates) * n
-        self.w = np.zeros((self.n_in + self.n_out, 2 * self.width), np.float64)
+        # float32 holds every partial sum exactly (integers below 2^24: |x w| <= 128 * 128 per term) when
+        # the longer block is short enough; else float64 (below 2^53 for any size this op takes)
+        exact32 = 128 * 128 * max(self.n_in, self.n_out) < 2 ** 24
+        self.w = np.zeros((self.n_in + self.n_out, 2 * self.width), np.float32 if exact32 else np.float64)
         self.w[:self.n_in, :self.width] = np.concatenate([w_in[g] for g in gates]).T
         self.w[self.n_in:, self.width:] = np.concatenate([w_rec[g] for g in gates]).T
         # weights are symmetric: the activations' zero points fold into a per-row bias; without layer
@@ -314,11 +332,18 @@ class QLstmCell:
         clip = float(args.get("cell_clip", 0.0))
         self.cell_clip = (int(min(max(np.float32(clip) / np.float32(c_q.scale), -32768.0), 32767.0))
                           if clip > 0 else None)
+        # saturating to int16 then clipping to [-clip, clip] is clipping to their intersection
+        self.cell_range = ((_I16_MIN, _I16_MAX) if self.cell_clip is None else
+                           (max(_I16_MIN, -self.cell_clip), min(_I16_MAX, self.cell_clip)))
         # hidden = output gate * tanh(cell), requantized to the hidden state's int8 scale
         self.hidden_zp, hidden_scale = int(args.hidden_state_zero_point), float(args.hidden_state_scale)
         hidden_real = float(np.float32(2.0 ** -15 / float(np.float32(hidden_scale)) * 2.0 ** -15))
         self.hidden_req = Requantizer(np.zeros(n, np.int64), np.full(n, hidden_real), self.hidden_zp, -128, 127,
                                       np.int64, acc_bound=1 << 30, reference=reference)
+        if compiled:   # one multiplier for every unit: the requantization is a step function of o * tanh(c)
+            one = Requantizer(np.zeros(1, np.int64), [hidden_real], self.hidden_zp, -128, 127, np.int64,
+                              reference=True)
+            self.hidden_req = _StepTable(lambda p: one(p[:, None])[:, 0], -128, 127, _HIDDEN_PRODUCT_BOUND)
         self.proj = None
         if proj_w is not None:
             proj_bias = -self.hidden_zp * proj_w.sum(axis=1) + (0 if proj_b is None else proj_b)
@@ -348,7 +373,7 @@ class QLstmCell:
         tanh in the columns where tanh_columns is set (the cell gate), logistic in the others;
         `logistic`: one gate's; `tanh_cell`: tanh of the cell state's raws (cell_shift + 15 integer
         bits)."""
-        both = self.req(_int_matmul(np.concatenate([x, h], axis=1), self.w))
+        both = self.req(np.dot(np.concatenate([x, h], axis=1, dtype=self.w.dtype), self.w))
         acc = _sat(both[:, self.width:] + _sat(both[:, :self.width]))
         at = self.at
         for g in ("input", "forget", "cell"):
@@ -360,10 +385,10 @@ class QLstmCell:
         in_gate = _I16_MAX - forget if self.cifg else act[:, at["input"]]
         # new cell state, in the cell state's scale 2^cell_shift: the sum of two int16 terms (C int16
         # arithmetic wraps them; |gate x int16| < 2^30, so a term divided by 2^15 or more never wraps)
-        added = rounding_divide_by_pot(in_gate * cell_in, 30 + self.cell_shift)
-        cell = _sat(rounding_divide_by_pot(forget * c, 15) + (added if self.cell_shift >= -15 else _wrap(added)))
-        if self.cell_clip is not None:
-            cell = np.clip(cell, -self.cell_clip, self.cell_clip)
+        added = _rdbp(in_gate * cell_in, 30 + self.cell_shift)
+        cell = _rdbp(forget * c, 15)
+        cell += added if self.cell_shift >= -15 else _wrap(added)
+        clip_ufunc(cell, *self.cell_range, out=cell)   # int16 saturation, within it the cell clip
         if self.late_output:   # its peephole reads the new cell state; its layer norm follows that
             self._peephole(acc, "output", cell)
             self._layer_norm(acc, "output")
@@ -381,6 +406,33 @@ class QLstmCell:
         acc = _int_matmul(hidden, w).astype(np.int64) + bias
         out = np.clip(multiply_by_quantized_multiplier(acc, m, s) + out_zp, -128, 127)
         return out if qclip is None else np.clip(out, -qclip, qclip)
+
+
+# |output gate x tanh(cell)|: both int16 raws with 0 integer bits, the gate's non-negative
+_HIDDEN_PRODUCT_BOUND = 1 << 30
+
+
+class _StepTable:
+    """A non-decreasing integer function f on [-bound, bound] with values in [lo, hi], tabulated by its
+    steps: a_n = min{p : f(p) >= n} for n = lo + 1 .. hi (found by bisection on f itself), so that
+    f(p) = lo + #{n : a_n <= p}, one np.searchsorted. A requantization by a positive multiplier is
+    such a function (each rounding in it is monotone)."""
+
+    def __init__(self, f, lo: int, hi: int, bound: int):
+        targets = np.arange(lo + 1, hi + 1, dtype=np.int64)
+        below = np.full(targets.shape, -bound, np.int64)       # a_n >= below
+        above = np.full(targets.shape, bound + 1, np.int64)    # a_n <= above (bound + 1: never reached)
+        while np.any(below < above):
+            mid = (below + above) >> 1
+            reached = f(mid) >= targets
+            above = np.where(reached, mid, above)
+            below = np.where(reached, below, mid + 1)
+        self.steps, self.lo = above, np.int64(lo)
+
+    def __call__(self, p) -> np.ndarray:
+        out = np.searchsorted(self.steps, p, side="right")
+        out += self.lo
+        return out
 
 
 def int16_table(fn) -> np.ndarray:

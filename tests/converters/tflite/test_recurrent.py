@@ -316,13 +316,13 @@ def test_lsh_projection(kind, input_type, weight, level):
 
 # -- fully integer LSTM -----------------------------------------------------------------
 
-def int8_lstm_model(layer_norm=True, cifg=False, projection=False, clip=0.0, op="LSTM", time_major=False):
+def int8_lstm_model(layer_norm=True, cifg=False, projection=False, clip=0.0, op="LSTM", time_major=False, batch=B):
     """TFLite's 8x8_16 LSTM: int8 activations and weights, int16 cell state, five intermediates."""
     rng = _rng(6)
     g = GraphBuilder()
     out_size = P if projection else U
     q8 = dict(scale=1 / 128, zero_point=-2)
-    lead = ([T, B] if time_major else [B, T]) if op != "LSTM" else [B]
+    lead = ([T, batch] if time_major else [batch, T]) if op != "LSTM" else [batch]
     x = g.input("x", lead + [I], "INT8", **q8)
 
     def w8(name, *shape):
@@ -334,8 +334,8 @@ def int8_lstm_model(layer_norm=True, cifg=False, projection=False, clip=0.0, op=
             g.const(f"b{gate}", rng.integers(-3000, 3000, U).astype(np.int32), scale=1e-5, zero_point=0)
             for gate in GATES]
     ins += [w8("proj", P, U), -1] if projection else [-1, -1]
-    ins += [_variable(g, "h", [B, out_size], "INT8", scale=1 / 128, zero_point=0),
-            _variable(g, "c", [B, U], "INT16", scale=2 ** -11, zero_point=0)]
+    ins += [_variable(g, "h", [batch, out_size], "INT8", scale=1 / 128, zero_point=0),
+            _variable(g, "c", [batch, U], "INT16", scale=2 ** -11, zero_point=0)]
     if layer_norm:
         ins += [-1 if cifg and gate == "input" else
                 g.const(f"ln{gate}", rng.integers(8000, 24000, U).astype(np.int16), scale=2 ** -14, zero_point=0)
@@ -367,16 +367,44 @@ def test_int8_lstm(variant, level):
     assert result.nodes[0].nnapi_ops == ["QUANTIZED_LSTM"]
 
 
+# the steps cut by one SPLIT of the time-major rows and joined by one CONCATENATION (recurrent_unroll.py)
+SPLIT_IN = {"batch-major": ["TRANSPOSE", "RESHAPE", "SPLIT"], "time-major": ["RESHAPE", "SPLIT"]}
+SPLIT_OUT = {"batch-major": ["CONCATENATION", "RESHAPE", "TRANSPOSE"], "time-major": ["CONCATENATION", "RESHAPE"]}
+INT8_SEQUENCES = {"batch-major": dict(), "time-major": dict(time_major=True, cifg=True, layer_norm=False),
+                  "batch-major, batch 1": dict(batch=1, layer_norm=False)}
+
+
 @pytest.mark.parametrize("level", [3, 4, 8])
-@pytest.mark.parametrize("variant", [dict(), dict(time_major=True, cifg=True, layer_norm=False)])
-def test_int8_unidirectional_sequence_lstm_unrolled(variant, level):
-    """NNAPI has no integer sequence LSTM: one QUANTIZED_LSTM per step."""
+@pytest.mark.parametrize("name", INT8_SEQUENCES)
+def test_int8_unidirectional_sequence_lstm_unrolled(name, level):
+    """NNAPI has no integer sequence LSTM: one QUANTIZED_LSTM per step, between one SPLIT and one
+    CONCATENATION (a batch of 1 needs no TRANSPOSE: its batch-major rows are time-major)."""
+    variant = INT8_SEQUENCES[name]
     data = int8_lstm_model(op="UNIDIRECTIONAL_SEQUENCE_LSTM", **variant)
     if level < 4:
         assert unsupported_reason(data, level).reason_code == "feature_level_too_low"
         return
     result = assert_matches_litert(data, level)
-    assert result.nodes[0].nnapi_ops == [op.format("QUANTIZED_LSTM") for op in UNROLLED]
+    layout = "batch-major" if variant.get("batch", B) > 1 and not variant.get("time_major") else "time-major"
+    assert result.nodes[0].nnapi_ops == SPLIT_IN[layout] + ["QUANTIZED_LSTM"] * T + SPLIT_OUT[layout]
+
+
+@pytest.mark.parametrize("name", INT8_SEQUENCES)
+def test_split_unrolling_gives_the_sliced_outputs(name, monkeypatch):
+    """The SPLIT / CONCATENATION form and the per-step STRIDED_SLICE / RESHAPE form (what the
+    converter emitted before, and still does below SPLIT's level) give identical outputs."""
+    from converters.running import random_source_inputs, run_converted
+    from converters.tflite import convert
+    from converters.tflite.ops import recurrent_unroll
+    data = int8_lstm_model(op="UNIDIRECTIONAL_SEQUENCE_LSTM", **INT8_SEQUENCES[name])
+    split = convert(data, feature_level=8)
+    monkeypatch.setattr(recurrent_unroll, "_splits", lambda *a: False)
+    sliced = convert(data, feature_level=8)
+    assert "STRIDED_SLICE" in sliced.nodes[0].nnapi_ops and "STRIDED_SLICE" not in split.nodes[0].nnapi_ops
+    for seed in range(3):
+        ins = random_source_inputs(split.source.main, seed)
+        for a, b in zip(run_converted(split, ins), run_converted(sliced, ins)):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
 
 
 # -- what is reported --------------------------------------------------------------------

@@ -67,3 +67,34 @@ def test_compiled_quantized_lstm_is_the_plain_kernel(name):
     prepared = _check_case(case, rng, covered, problems, set())
     assert not problems, problems
     assert Op.QUANTIZED_LSTM in prepared and covered[Op.QUANTIZED_LSTM] == 2
+
+
+def test_rounding_divide_by_constant_pot_is_the_reference():
+    """quant._rdbp (the cell update's form) against fixedpoint.rounding_divide_by_pot on every tie,
+    its neighbours and random int32-range values, for each exponent the cell state uses."""
+    from executor.kernels.fixedpoint import rounding_divide_by_pot
+    from executor.kernels.recurrent.quant import _rdbp
+    rng = np.random.default_rng(0)
+    for e in range(0, 31):
+        d = 1 << e
+        ties = np.arange(-40, 41, dtype=np.int64) * d // 2 if e else np.arange(-40, 41, dtype=np.int64)
+        x = np.concatenate([ties - 1, ties, ties + 1, rng.integers(-(1 << 31), 1 << 31, 2000),
+                            np.array([-(1 << 31), (1 << 31) - 1], np.int64)])
+        assert np.array_equal(_rdbp(x, e), rounding_divide_by_pot(x, e)), e
+
+
+@pytest.mark.parametrize("scale, zero_point", [(1 / 128, 0), (0.0123, -7), (0.5, 100), (3e-6, 3), (1.7, -128)])
+def test_hidden_step_table_is_the_reference_requantization(scale, zero_point):
+    """The compiled cell's output requantization (a _StepTable of o * tanh(c)) gives the reference
+    Requantizer's int8 values at every step, one below it, and on random products in the bound."""
+    from executor.kernels.recurrent.quant import _HIDDEN_PRODUCT_BOUND, _StepTable
+    from executor.kernels.requantize import Requantizer
+    real = float(np.float32(2.0 ** -15 / float(np.float32(scale)) * 2.0 ** -15))
+    ref = Requantizer(np.zeros(3, np.int64), np.full(3, real), zero_point, -128, 127, np.int64, reference=True)
+    table = _StepTable(lambda p: ref(np.repeat(p[:, None], 3, axis=1))[:, 0], -128, 127, _HIDDEN_PRODUCT_BOUND)
+    b = _HIDDEN_PRODUCT_BOUND
+    rng = np.random.default_rng(1)
+    steps = np.clip(table.steps, -b, b)
+    p = np.concatenate([steps, steps - 1, rng.integers(-b, b + 1, 4000), [-b, 0, b, 1]]).clip(-b, b)
+    p = p.reshape(-1, 2)   # (a batch of two rows, as the cell's [batch, units])
+    assert np.array_equal(table(p), ref(np.repeat(p[..., None], 3, axis=-1))[..., 0])
