@@ -47,20 +47,30 @@ def dynamic_quantize_linear(node, ctx):
     q.op(Op.ADD, q.minus_zero_point(xs, dims, scale, zero_point, "y"), zero_point, dims, "y", ctx.output(y))
 
 
-def _minus_zero_point(ctx, node, w: int, zp_pos: int, axis: int) -> np.ndarray:
-    """Integer weights w minus their zero points (per tensor, or per slice along `axis`), as float64."""
-    data = ctx.const_value(w, "weights").astype(np.float64)
-    if zp_pos >= len(node.inputs) or node.inputs[zp_pos] < 0:
+def _minus_zero_point(ctx, node, w: int, zp_pos: int, axis: int, order: str = "K") -> np.ndarray:
+    """Integer weights w minus their zero points (per tensor, or per slice along `axis`): float32 when both are
+    8- or 16-bit integers (each difference is an integer below 2^17, which float32 holds exactly; the readers
+    take float32, and a float64 copy of a large B is twice its size again), else float64; in memory `order`
+    (numpy's: "F" lays a matrix out as its transpose's rows, FULLY_CONNECTED's weights, so no copy is made)."""
+    data = ctx.const_value(w, "weights")
+    has_zp = zp_pos < len(node.inputs) and node.inputs[zp_pos] >= 0
+    zp = ctx.const_value(node.inputs[zp_pos], "weight zero point").ravel() if has_zp else np.zeros(1, data.dtype)
+    small = all(a.dtype.kind in "iu" and a.dtype.itemsize <= 2 for a in (data, zp))
+    dtype = np.float32 if small else np.float64
+    data = data.astype(dtype, order=order)
+    if not has_zp:
         return data
-    zp = ctx.const_value(node.inputs[zp_pos], "weight zero point").astype(np.float64).ravel()
+    zp = zp.astype(dtype)
     if zp.size == 1:
-        return data - zp[0]
+        data -= zp[0]   # (in place: the same differences, one copy fewer)
+        return data
     if zp.size != data.shape[axis]:
         raise Unsupported(Reason.INVALID, f"{node.label()}: {zp.size} weight zero points for "
                                           f"{data.shape[axis]} channels")
     shape = [1] * data.ndim
     shape[axis] = zp.size
-    return data - zp.reshape(shape)
+    data -= zp.reshape(shape)
+    return data
 
 
 def _x_operand(ctx, node, x: int):
@@ -95,7 +105,7 @@ def matmul_integer(node, ctx):
     if not ctx.is_const(b) or len(ctx.source_shape(b)) != 2:
         raise Unsupported(Reason.NON_CONSTANT_OPERAND, f"{node.label()}: B must be a constant matrix")
     fully_connected(node, ctx, x, b, a_operand=_x_operand(ctx, node, x),
-                    b_values=_minus_zero_point(ctx, node, b, 3, 1))
+                    b_values=_minus_zero_point(ctx, node, b, 3, 1, order="F"))
 
 
 def _dequantized_weight(ctx, node, k: int, scale_at: int, name: str) -> int:
@@ -113,7 +123,9 @@ def _dequantized_weight(ctx, node, k: int, scale_at: int, name: str) -> int:
             raise Unsupported(Reason.INVALID, f"{node.label()}: {name} {list(q.shape)} with {scale.size} scales "
                                               f"and {zp.size} zero points")
         shape = (q.shape[0], 1, 1 if scale.size == q.shape[0] else q.shape[2])
-        values = ((q - zp.reshape(shape)) * scale.reshape(shape)).transpose(0, 2, 1).astype(np.float32)
+        q -= zp.reshape(shape)   # (in place: the same float64 arithmetic, without two more copies of q)
+        q *= scale.reshape(shape)
+        values = np.ascontiguousarray(q.transpose(0, 2, 1), dtype=np.float32)
         src = ctx.graph.tensors[node.inputs[k]]
         values.flags.writeable = False
         made[key] = len(ctx.graph.tensors)
