@@ -3,9 +3,11 @@
 1. Pins: `input_shapes` ({input name: dims}) replace a graph input's shape;
    `dims` ({dim_param: N}) set that named dimension everywhere it appears
    (graph inputs, outputs and value_info).
-2. Inference: onnx's `infer_shapes(data_prop=True)` first (always installed).
-   When it leaves extents unknown and onnxruntime is installed, onnxruntime's
-   SymbolicShapeInference runs too: it evaluates shape-computing subgraphs
+2. Inference, on the model's weightless skeleton (skeleton.py: large values
+   taken out, types and dims kept): onnx's `infer_shapes(data_prop=True)`
+   first (always installed). When its rounds leave extents unknown and
+   onnxruntime is installed, the rounds run again with onnxruntime's
+   SymbolicShapeInference too: it evaluates shape-computing subgraphs
    (Shape -> Gather -> Concat -> Reshape, Range, Expand, Where, arithmetic on
    shape values) symbolically, which onnx's data propagation does only for
    some ops, and knows the com.microsoft ops. The result with fewer unknown
