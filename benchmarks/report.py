@@ -159,7 +159,7 @@ def memory_table(rows, baseline_bytes) -> list[str]:
     lines = ["## Memory", "",
              "Measured by benchmarks/memory.py in a process running beside the timings. "
              f"`convert` peak RSS: `python -m converters.cli convert` in a process of its own (with `--partial` for "
-             f"a partial model), its peak resident set from the kernel (`os.wait4`); the issue's limit is "
+             f"a partial model), its own peak resident set (VmHWM, read as it exits); the issue's limit is "
              f"{CONVERT_RSS_FILE_FACTOR}x the model file + {CONVERT_RSS_ALLOWANCE_BYTES >> 20} MB. Executor peak RSS: "
              "a process that loads the converted model, compiles it and runs it once on seeded inputs "
              f"(it starts from {_mb(baseline_bytes)} MB: Python, numpy and the converters imported); arena: the "

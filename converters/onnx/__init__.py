@@ -1,7 +1,8 @@
 """ONNX importer: `convert(path_or_bytes, feature_level=8, input_shapes=None, partial=False, dims=None)` and
 `read(path, input_shapes=None, dims=None)`.
 
-Pipeline: shapes.py (the pins and shape inference on the protobuf), reader.py
+Pipeline: shapes.py (the pins and shape inference on the protobuf's weightless
+skeleton, skeleton.py), reader.py
 (protobuf -> SourceModel), quant.annotate (Q/DQ/QLinear
 scales onto tensors), then the shared driver with OnnxContext (context.py),
 which applies the layout plan (layout.py) and the fusion plans (fusion.py)

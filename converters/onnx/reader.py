@@ -3,8 +3,9 @@
 - Shapes come from the shape pass (shapes.py: the pins in `input_shapes` and
   `dims`, then onnx's and onnxruntime's shape inference); unknown extents are
   -1 and keep their dim_param in SourceTensor.symbols.
-- Initializers are numpy views over their raw_data (no copy; large ones are
-  taken out of the proto before the shape pass, which would copy them);
+- Initializers and Constant values are numpy views over their raw_data (no
+  copy; large ones are taken out of the proto before the shape pass, which
+  needs no weights: skeleton.py);
   external data is read only from files inside the model's folder.
 - Constant nodes become constant tensors (they have no NNAPI counterpart).
 - Every attribute is decoded to a plain Python value (TensorProto -> numpy,
@@ -27,7 +28,7 @@ from google.protobuf.message import Message
 from onnx import TensorProto, helper, numpy_helper
 
 from ..source_graph import SourceError, SourceGraph, SourceModel, SourceNode, SourceTensor
-from . import branches, ms_shapes, shapes
+from . import branches, ms_shapes, shapes, skeleton
 
 STANDARD_DOMAINS = ("", "ai.onnx")
 # element types packed several to a byte: raw_data is not one element per itemsize (onnx unpacks them)
@@ -45,7 +46,7 @@ def _np_dtype(elem_type: int, where: str) -> np.dtype:
 class _Reader:
     def __init__(self, proto: onnx.ModelProto, where: str, folder: Optional[Path], detached: Optional[dict] = None):
         self.proto, self.where, self.folder = proto, where, folder
-        self.detached = detached or {}   # initializer name -> raw bytes taken out of the proto (_detach_large)
+        self.detached = detached or {}   # skeleton.key_of(tensor) -> its raw bytes, taken out before the shape pass
 
     # -- constants ------------------------------------------------------------------
     def _external(self, t: TensorProto, label: str) -> memoryview:
@@ -89,8 +90,8 @@ class _Reader:
             raw = self._external(t, label)
         elif t.HasField("raw_data"):
             raw = t.raw_data
-        elif t.name in self.detached:
-            raw = self.detached[t.name]
+        elif skeleton.key_of(t) is not None:
+            raw = self.detached[skeleton.key_of(t)]
         else:
             raw = None
         if raw is not None and dtype.kind != "O" and t.data_type not in PACKED_TYPES:
@@ -336,28 +337,6 @@ def _captured(n) -> list:
     return names
 
 
-# initializers of the main graph above this many bytes are read apart from the proto (_detach_large);
-# the shape pass evaluates only far smaller constants (shapes.FOLD_LIMIT elements)
-DETACH_BYTES = 1 << 16
-
-
-def _detach_large(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, dict]:
-    """(a copy of proto whose large main-graph initializers have no raw_data, {name: their bytes}).
-
-    Shape inference copies the whole model twice (serialized and parsed back) and only needs those
-    initializers' types and dims (the values it propagates, shapes and indexes, are small); each
-    read of a raw_data field is a copy too. Taken out once, the big values exist once: the original
-    proto (and its arena) is freed when the caller drops it."""
-    detached = {}
-    for t in proto.graph.initializer:
-        if t.HasField("raw_data") and t.ByteSize() > DETACH_BYTES and t.name and t.name not in detached:
-            detached[t.name] = t.raw_data
-            t.ClearField("raw_data")
-    if not detached:
-        return proto, detached
-    return onnx.ModelProto.FromString(proto.SerializeToString()), detached
-
-
 def read_onnx(source: Union[str, Path, bytes, bytearray, memoryview],
               input_shapes: Optional[dict] = None, dims: Optional[dict] = None) -> SourceModel:
     """A SourceModel of an .onnx file (path) or its bytes; `input_shapes` pins input shapes by input name,
@@ -380,7 +359,7 @@ def read_onnx(source: Union[str, Path, bytes, bytearray, memoryview],
     _check_strings(proto, where)
     shapes.pin(proto, input_shapes, dims)
     dynamic = shapes.name_input_dims(proto)
-    proto, detached = _detach_large(proto)
+    proto, detached = skeleton.strip(proto)   # the shape pass needs no weights (skeleton.py)
     resolved: list = []
     proto = branches.resolve(proto, log=resolved)  # Ifs the pinned shapes decide become the branch they take
     inferred = ms_shapes.complete(shapes.infer(proto))  # onnx's inference stops at com.microsoft quantized ops

@@ -3,9 +3,11 @@
 1. Pins: `input_shapes` ({input name: dims}) replace a graph input's shape;
    `dims` ({dim_param: N}) set that named dimension everywhere it appears
    (graph inputs, outputs and value_info).
-2. Inference: onnx's `infer_shapes(data_prop=True)` first (always installed).
-   When it leaves extents unknown and onnxruntime is installed, onnxruntime's
-   SymbolicShapeInference runs too: it evaluates shape-computing subgraphs
+2. Inference, on the model's weightless skeleton (skeleton.py: large values
+   taken out, types and dims kept): onnx's `infer_shapes(data_prop=True)`
+   first (always installed). When its rounds leave extents unknown and
+   onnxruntime is installed, the rounds run again with onnxruntime's
+   SymbolicShapeInference too: it evaluates shape-computing subgraphs
    (Shape -> Gather -> Concat -> Reshape, Range, Expand, Where, arithmetic on
    shape values) symbolically, which onnx's data propagation does only for
    some ops, and knows the com.microsoft ops. The result with fewer unknown
@@ -18,8 +20,11 @@
 """
 from __future__ import annotations
 
+import contextlib
+import importlib
 import logging
 import re
+from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -121,25 +126,80 @@ def _symbolic_inference(proto: onnx.ModelProto) -> Optional[onnx.ModelProto]:
     Its infer_shapes() entry point writes sym_shape_infer_temp.onnx into the working directory when some
     shape stays unknown; a converter must not, so the same steps are taken here and a partial result is
     kept instead."""
-    try:
-        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
-    except Exception:  # noqa: BLE001 (onnxruntime is optional)
+    module = _symbolic_module()
+    if module is None:
         return None
-    log = logging.getLogger("onnxruntime.tools.symbolic_shape_infer")
+    SymbolicShapeInference = module.SymbolicShapeInference  # noqa: N806
+    log = logging.getLogger(module.__name__)
     level = log.level
     log.setLevel(logging.CRITICAL)  # it warns for every op it cannot infer; the count below tells
     try:
-        ssi = SymbolicShapeInference(int_max=2 ** 31 - 1, auto_merge=True, guess_output_rank=False, verbose=0)
-        ssi._preprocess(proto)
-        while ssi.run_:
-            ssi._infer_impl()
-        ssi._update_output_from_vi()
+        with _weightless(SymbolicShapeInference):
+            ssi = SymbolicShapeInference(int_max=2 ** 31 - 1, auto_merge=True, guess_output_rank=False, verbose=0)
+            ssi._preprocess(proto)
+            while ssi.run_:
+                ssi._infer_impl()
+            ssi._update_output_from_vi()
         _forget_merged_ranks(ssi.out_mp_.graph)
         return ssi.out_mp_
     except Exception:  # noqa: BLE001 (it raises many types on models it does not understand)
         return None
     finally:
         log.setLevel(level)
+
+
+SYMBOLIC = "onnxruntime.tools.symbolic_shape_infer"
+
+
+def _symbolic_module():
+    """onnxruntime's symbolic_shape_infer module, or None. It is pure Python (onnx, numpy, sympy); importing it
+    as onnxruntime.tools.* would load onnxruntime's native library too (about 20 MB of a convert's peak memory
+    for nothing), so unless onnxruntime is loaded already, the file is loaded on its own."""
+    import importlib.util
+    import sys
+    if "onnxruntime" in sys.modules or SYMBOLIC in sys.modules:
+        try:
+            return importlib.import_module(SYMBOLIC)
+        except Exception:  # noqa: BLE001 (onnxruntime is optional)
+            return None
+    name = "converters.onnx._symbolic_shape_infer"
+    if name in sys.modules:
+        return sys.modules[name]
+    try:
+        package = importlib.util.find_spec("onnxruntime")   # (finds the package without importing it)
+        path = Path(package.submodule_search_locations[0]) / "tools" / "symbolic_shape_infer.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except Exception:  # noqa: BLE001 (onnxruntime, or sympy, is not installed)
+        return None
+    sys.modules[name] = module
+    return module
+
+
+@contextlib.contextmanager
+def _weightless(cls):
+    """SymbolicShapeInference (cls) on a weightless skeleton (skeleton.py): a stripped Constant or initializer is
+    a tensor of known type and dims whose value is unknown, as for any value it does not track, instead of a
+    failed decode. The class is patched for the duration, since it makes a new instance per If/Loop body."""
+    from . import skeleton
+    constant, preprocess = cls._infer_Constant, cls._preprocess
+
+    def infer_constant(self, node):
+        value = next((a.t for a in node.attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR), None)
+        if value is None or skeleton.key_of(value) is None:
+            constant(self, node)
+
+    def preprocess_(self, in_mp):
+        preprocess(self, in_mp)
+        for name in [n for n, t in self.initializers_.items() if skeleton.key_of(t) is not None]:
+            del self.initializers_[name]   # its type and dims stay in known_vi_
+
+    cls._infer_Constant, cls._preprocess = infer_constant, preprocess_
+    try:
+        yield
+    finally:
+        cls._infer_Constant, cls._preprocess = constant, preprocess
 
 
 def _forget_merged_ranks(graph: onnx.GraphProto) -> None:
@@ -222,17 +282,27 @@ def _merged(declared: onnx.TypeProto, inferred: onnx.TypeProto) -> onnx.TypeProt
 
 def _rounds(proto: onnx.ModelProto, rounds: int = 8) -> tuple:
     """(the last round's inferred scratch model, its constant-folded copy, {tensor name: value} of every
-    node output computed on the way) for infer() and known_values()."""
+    node output computed on the way) for infer() and known_values().
+
+    The rounds run with onnx's inference alone first: when they leave no extent unknown, that is the answer
+    (SymbolicShapeInference is tried only where onnx's leaves an extent unknown, and a fully static result is
+    the same shapes whichever pass found them), and sympy (about 35 MB) is never loaded. Otherwise they run
+    again with both, each round taking the better result."""
+    found = _rounds_with(proto, rounds, symbolic=False)
+    return found if not any(unknown_extents(found[0])) else _rounds_with(proto, rounds, symbolic=True)
+
+
+def _rounds_with(proto: onnx.ModelProto, rounds: int, symbolic: bool) -> tuple:
     work, known = proto, {}
     for _ in range(rounds):
-        inferred = _best_inference(work)
+        inferred = _best_inference(work, symbolic)
         values = _computable(inferred)
         if not values:
             break
         known.update(values)
         work = _with_constants(inferred, values)
     else:
-        inferred = _best_inference(work)  # the last round's constants reach the shapes too
+        inferred = _best_inference(work, symbolic)  # the last round's constants reach the shapes too
     return inferred, work, known
 
 
@@ -250,12 +320,12 @@ def known_values(proto: onnx.ModelProto, rounds: int = 8) -> tuple:
     return inferred, known
 
 
-def _best_inference(proto: onnx.ModelProto) -> onnx.ModelProto:
+def _best_inference(proto: onnx.ModelProto, symbolic: bool = True) -> onnx.ModelProto:
     # the com.microsoft quantized ops' shapes too: the shape computations behind them (Shape -> Gather ->
     # Concat -> Reshape after a DynamicQuantizeLSTM) are evaluated in the next round only if they are known
     best = ms_shapes.complete(_onnx_inference(proto))
     missing = unknown_extents(best)
-    if any(missing):
+    if symbolic and any(missing):
         symbolic = _symbolic_inference(proto)
         if symbolic is not None and unknown_extents(symbolic) < missing:
             best = symbolic

@@ -49,7 +49,7 @@ def conv2d(node, ctx, x: int, w: int, b: int, w_values=None, x_operand=None) -> 
     inp = ctx.operand_as(x, NHWC) if x_operand is None else x_operand
     bn = ctx.folded_bn(node)
     if w_values is not None:
-        flt = ctx.const(np.ascontiguousarray(np.transpose(w_values.astype(np.float32), perm)),
+        flt = ctx.const(np.ascontiguousarray(np.transpose(w_values.astype(np.float32, copy=False), perm)),
                         name=f"{ctx.tensor(w).name}/float")
         bias = ctx.const(np.zeros(n_out, np.float32), name=f"{ctx.tensor(w).name}/zero_bias")
     elif bn is not None:

@@ -47,20 +47,34 @@ def dynamic_quantize_linear(node, ctx):
     q.op(Op.ADD, q.minus_zero_point(xs, dims, scale, zero_point, "y"), zero_point, dims, "y", ctx.output(y))
 
 
-def _minus_zero_point(ctx, node, w: int, zp_pos: int, axis: int) -> np.ndarray:
-    """Integer weights w minus their zero points (per tensor, or per slice along `axis`), as float64."""
-    data = ctx.const_value(w, "weights").astype(np.float64)
-    if zp_pos >= len(node.inputs) or node.inputs[zp_pos] < 0:
+def small_integers(*arrays) -> bool:
+    """8- or 16-bit integers: their differences are integers below 2^17, which float32 holds exactly."""
+    return all(a.dtype.kind in "iu" and a.dtype.itemsize <= 2 for a in arrays)
+
+
+def _minus_zero_point(ctx, node, w: int, zp_pos: int, axis: int, order: str = "K") -> np.ndarray:
+    """Integer weights w minus their zero points (per tensor, or per slice along `axis`): float32 when both are
+    8- or 16-bit integers (each difference is an integer below 2^17, which float32 holds exactly; the readers
+    take float32, and a float64 copy of a large B is twice its size again), else float64; in memory `order`
+    (numpy's: "F" lays a matrix out as its transpose's rows, FULLY_CONNECTED's weights, so no copy is made)."""
+    data = ctx.const_value(w, "weights")
+    has_zp = zp_pos < len(node.inputs) and node.inputs[zp_pos] >= 0
+    zp = ctx.const_value(node.inputs[zp_pos], "weight zero point").ravel() if has_zp else np.zeros(1, data.dtype)
+    dtype = np.float32 if small_integers(data, zp) else np.float64
+    data = data.astype(dtype, order=order)
+    if not has_zp:
         return data
-    zp = ctx.const_value(node.inputs[zp_pos], "weight zero point").astype(np.float64).ravel()
+    zp = zp.astype(dtype)
     if zp.size == 1:
-        return data - zp[0]
+        data -= zp[0]   # (in place: the same differences, one copy fewer)
+        return data
     if zp.size != data.shape[axis]:
         raise Unsupported(Reason.INVALID, f"{node.label()}: {zp.size} weight zero points for "
                                           f"{data.shape[axis]} channels")
     shape = [1] * data.ndim
     shape[axis] = zp.size
-    return data - zp.reshape(shape)
+    data -= zp.reshape(shape)
+    return data
 
 
 def _x_operand(ctx, node, x: int):
@@ -95,7 +109,7 @@ def matmul_integer(node, ctx):
     if not ctx.is_const(b) or len(ctx.source_shape(b)) != 2:
         raise Unsupported(Reason.NON_CONSTANT_OPERAND, f"{node.label()}: B must be a constant matrix")
     fully_connected(node, ctx, x, b, a_operand=_x_operand(ctx, node, x),
-                    b_values=_minus_zero_point(ctx, node, b, 3, 1))
+                    b_values=_minus_zero_point(ctx, node, b, 3, 1, order="F"))
 
 
 def _dequantized_weight(ctx, node, k: int, scale_at: int, name: str) -> int:
@@ -105,15 +119,22 @@ def _dequantized_weight(ctx, node, k: int, scale_at: int, name: str) -> int:
     made = ctx.graph.__dict__.setdefault("_dequantized_lstm", {})
     key = (node.index, k)
     if key not in made:
-        q = ctx.const_value(node.inputs[k], name).astype(np.float64)
-        scale = ctx.const_value(node.inputs[scale_at], f"{name}_scale").astype(np.float64)
+        q = ctx.const_value(node.inputs[k], name)
+        scale = ctx.const_value(node.inputs[scale_at], f"{name}_scale")
         zp_in = node.inputs[scale_at + 1] if scale_at + 1 < len(node.inputs) else -1
-        zp = np.zeros_like(scale) if zp_in < 0 else ctx.const_value(zp_in, f"{name}_zero_point").astype(np.float64)
+        zp = np.zeros(scale.shape, q.dtype) if zp_in < 0 else ctx.const_value(zp_in, f"{name}_zero_point")
+        # float32 arithmetic gives the float64 result's float32 rounding when q - zp is an integer below 2^17 and
+        # the scale a float32: their product (at most 41 significant bits) is exact in float64, and float32's
+        # multiply rounds the same exact product once; half the memory of float64 on a large W
+        dtype = np.float32 if small_integers(q, zp) and scale.dtype in (np.float32, np.float16) else np.float64
+        q, scale, zp = q.astype(dtype), scale.astype(dtype), zp.astype(dtype)
         if q.ndim != 3 or scale.size not in (q.shape[0], q.shape[0] * q.shape[2]) or zp.size != scale.size:
             raise Unsupported(Reason.INVALID, f"{node.label()}: {name} {list(q.shape)} with {scale.size} scales "
                                               f"and {zp.size} zero points")
         shape = (q.shape[0], 1, 1 if scale.size == q.shape[0] else q.shape[2])
-        values = ((q - zp.reshape(shape)) * scale.reshape(shape)).transpose(0, 2, 1).astype(np.float32)
+        q -= zp.reshape(shape)   # (in place: the same arithmetic, without two more copies of q)
+        q *= scale.reshape(shape)
+        values = np.ascontiguousarray(q.transpose(0, 2, 1), dtype=np.float32)
         src = ctx.graph.tensors[node.inputs[k]]
         values.flags.writeable = False
         made[key] = len(ctx.graph.tensors)

@@ -45,11 +45,16 @@ class Integer:
 
 
 def _integer_weights(ctx, node, k: int, scale_at: int, name: str) -> list:
-    """Per direction, DynamicQuantizeLSTM input k ([dirs, rows, 4 * hidden]) with its scales and zero points."""
-    q = ctx.const_value(node.inputs[k], name).astype(np.float64)
+    """Per direction, DynamicQuantizeLSTM input k ([dirs, rows, 4 * hidden]) with its scales and zero points;
+    the differences in float32 when q and the zero points are 8- or 16-bit integers (exact there: integers
+    below 2^17; half the memory of float64 on a large W), else float64."""
+    from .dynamic_quant import small_integers
+    q = ctx.const_value(node.inputs[k], name)
     scale = np.asarray(ctx.const_value(node.inputs[scale_at], f"{name}_scale"), np.float32)
     zp_in = node.inputs[scale_at + 1] if scale_at + 1 < len(node.inputs) else -1
-    zp = np.zeros(scale.shape) if zp_in < 0 else ctx.const_value(zp_in, f"{name}_zero_point").astype(np.float64)
+    zp = np.zeros(scale.shape, q.dtype) if zp_in < 0 else ctx.const_value(zp_in, f"{name}_zero_point")
+    dtype = np.float32 if small_integers(q, zp) else np.float64
+    q, zp = q.astype(dtype), zp.astype(dtype)
     dirs, cols = q.shape[0], q.shape[2]
     per_dir = scale.reshape(dirs, -1)
     zps = zp.reshape(dirs, -1)
@@ -60,7 +65,7 @@ def _integer_weights(ctx, node, k: int, scale_at: int, name: str) -> list:
 def _exact(parts: list) -> bool:
     """Every integer product of a uint8 operand (|q - zp| <= 255) with these weights, and each partial sum,
     is held exactly by float32."""
-    return all(255.0 * np.abs(p.weights).sum(axis=1).max() < EXACT_SUM for p in parts)
+    return all(255.0 * np.abs(p.weights).sum(axis=1, dtype=np.float64).max() < EXACT_SUM for p in parts)
 
 
 def _integer_operands(ctx, rec: Recurrent, part: Integer, name: str) -> tuple:

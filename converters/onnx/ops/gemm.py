@@ -24,7 +24,7 @@ def _fc_weights(ctx, b: int, trans_b: bool, alpha: float, name: str, unsigned: b
             raise Unsupported(Reason.QUANTIZATION_TYPE, f"{name}: FULLY_CONNECTED has no per-channel weights")
         return ctx.weight(b, None if trans_b else (1, 0), unsigned=unsigned)
     with np.errstate(invalid="ignore", over="ignore"):  # inf * 0, float64 beyond float32: IEEE, like the source
-        data = (ctx.const_value(b, "B") if values is None else values).astype(np.float32)
+        data = (ctx.const_value(b, "B") if values is None else values).astype(np.float32, copy=False)
         data = data if trans_b else data.T
         data = data * np.float32(alpha) if alpha != 1.0 else data
     return ctx.const(data, name=f"{t.name}/fc_weights")

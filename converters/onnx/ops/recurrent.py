@@ -136,8 +136,9 @@ def read(node, ctx) -> Recurrent:
         t = _input(node, k)
         if t >= 0 and len(ctx.source_shape(t)) == 3:
             batch = batch or ctx.source_shape(t)[0 if layout == 1 else 1]
-    w = np.asarray(ctx.const_value(node.inputs[1], "W"), np.float64)
-    r = np.asarray(ctx.const_value(node.inputs[2], "R"), np.float64)
+    # W and R are only ever sliced and stored in rec.dtype (const()): float weights stay as they are, without a
+    # float64 copy of each (the same values: float32 -> float64 is exact)
+    w, r = (_as_float(ctx.const_value(node.inputs[k], name)) for k, name in ((1, "W"), (2, "R")))
     hidden = int(node.attrs.get("hidden_size", r.shape[-1] if r.ndim == 3 else 0))
     n_dir = len(dirs)
     if w.ndim != 3 or r.shape != (n_dir, gates * hidden, hidden) or w.shape[:2] != (n_dir, gates * hidden) \
@@ -174,6 +175,11 @@ def read(node, ctx) -> Recurrent:
                      initial, _activations(node, len(DEFAULT_ACTIVATIONS[op]), n_dir),
                      0.0 if clip is None else float(clip), bool(node.attrs.get("input_forget", 0)),
                      bool(node.attrs.get("linear_before_reset", 0)), outputs)
+
+
+def _as_float(values) -> np.ndarray:
+    values = np.asarray(values)
+    return values if values.dtype.kind == "f" else values.astype(np.float64)
 
 
 # -- building blocks ----------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Large initializers are taken out of the proto before shape inference (reader._detach_large): the
+"""Large initializers are taken out of the proto before shape inference (skeleton.strip): the
 values, the inferred shapes and the conversion are unchanged, and text checks still see every tensor."""
 import numpy as np
 import onnx
@@ -7,7 +7,7 @@ import pytest
 from onnx import TensorProto, helper as h, numpy_helper
 
 from converters.onnx import convert, read
-from converters.onnx.reader import DETACH_BYTES
+from converters.onnx.shapes import FOLD_LIMIT
 from converters.source_graph import SourceError
 from converters.running import run_converted
 
@@ -26,7 +26,7 @@ def _model(w: np.ndarray) -> onnx.ModelProto:
 def test_large_initializer_values_and_inferred_shapes(tmp_path):
     rng = np.random.default_rng(0)
     w = rng.standard_normal((128, 256)).astype(np.float32)
-    assert w.nbytes > DETACH_BYTES
+    assert w.size > FOLD_LIMIT
     path = tmp_path / "m.onnx"
     onnx.save(_model(w), path)
     src = read(str(path))
