@@ -37,7 +37,8 @@ CASES = {
     # a streaming layer's window (valid padding, one output pixel): the einsum reads the input itself
     "3x3 valid to one pixel": (1, 3, 3, 64, 3, (1, 1), (1, 1), 1, (0, 0, 0, 0), "rows"),
     # two rows under a 5x5 filter: each output row sums the two or three filter rows that meet the input
-    "5x5 on two rows": (1, 2, 40, 96, 5, (1, 1), (1, 1), 1, (2, 2, 2, 2), "rows"),
+    "5x5 on two rows": (2, 2, 40, 96, 5, (1, 1), (1, 1), 1, (2, 2, 2, 2), "rows"),
+    "5x5 stride 2 on three rows": (1, 3, 64, 64, 5, (2, 2), (1, 1), 1, (2, 2, 2, 2), "phases"),
     # tiny strided layers (a 1-D keyword spotter's): the windows' one einsum, whatever the channels
     "3x3 stride 2 tiny": (1, 5, 9, 8, 3, (2, 2), (1, 1), 1, (1, 1, 1, 1), "windows"),
     "3x3 stride 2 one row": (1, 1, 49, 32, 3, (2, 2), (1, 1), 1, (1, 1, 1, 1), "windows"),
@@ -103,7 +104,7 @@ def test_float_depthwise_within_the_bound(name, nchw):
 
 QUANT_CASES = ["3x3", "7x7", "3x3 height stride", "3x3 stride 2", "5x5 stride 2", "7x7 stride 2 dilated",
                "5x5 stride 3 dilated", "3x3 stride 2 many channels", "3x3 valid", "3x3 valid to one pixel",
-               "5x5 on two rows"]
+               "5x5 on two rows", "5x5 stride 2 on three rows"]
 
 
 @pytest.mark.parametrize("zero_point", ["random", "flip"])
@@ -190,6 +191,12 @@ def test_streaming_and_edge_band_plans():
     bias = RNG.standard_normal(c).astype(np.float32)
     model, xin = _build(C.TENSOR_FLOAT32, x, flt, OperandType(C.TENSOR_FLOAT32, flt.shape), bias, case, False)
     assert [[band[:2] for band in p.views] for p in _plans(model, xin)] == [[(0, 1), (1, 2)]]
+    case3 = CASES["5x5 stride 2 on three rows"]
+    x3 = RNG.standard_normal(case3[:4]).astype(np.float32)
+    flt3 = RNG.standard_normal((1, 5, 5, case3[3])).astype(np.float32)
+    model3, xin3 = _build(C.TENSOR_FLOAT32, x3, flt3, OperandType(C.TENSOR_FLOAT32, flt3.shape),
+                          np.zeros(case3[3], np.float32), case3, False)
+    assert [[band[:2] for band in p.views] for p in _plans(model3, xin3)] == [[(0, 1), (1, 2)]]
     flt[0, 0, 1, 5] = np.inf   # filter row 0 only ever meets padding: 0 * inf is NaN in every output row
     model, xin = _build(C.TENSOR_FLOAT32, x, flt, OperandType(C.TENSOR_FLOAT32, flt.shape), bias, case, False)
     assert [[band[:2] for band in p.views] for p in _plans(model, xin)] == [[(0, 2)]]
