@@ -103,8 +103,9 @@ def row_bands(h: int, oh: int, kh: int, top: int, stride: int, dilation: int, sk
 
 class Plan:
     """What a run does for one input shape: the geometry, the form, and for "rows" and "phases" the
-    shape of the padded copy [N, Hp, sw, Wq, C*M] and per column phase its view (shape, offset and
-    strides in elements of the copy) with the taps [kh, kw', OW*C*M] it meets."""
+    shape of the padded copy [N, Hp, sw, Wq, C*M] and per band of output rows (r0, r1; row_bands) and
+    column phase its view (shape, offset and strides in elements of the copy) with the taps
+    [kh', kw', OW*C*M] it meets."""
 
     def __init__(self, form: str, pads, strides, dilations, out_shape: tuple, copy_shape: tuple = (),
                  views: tuple = ()):
@@ -215,8 +216,8 @@ class PreparedDepthwise:
         return [out.transpose(0, 3, 1, 2) if self.nchw else out]
 
     def _sum_taps(self, x: np.ndarray, plan: Plan, acc: np.ndarray) -> None:
-        """acc [N, OH, OW*C*M] = the sum of the taps: the padded input copied (_copy), then per column
-        phase one einsum over its view (into a temporary after the first)."""
+        """acc [N, OH, OW*C*M] = the sum of the taps: the padded input copied (_copy), then per band of
+        output rows and column phase one einsum over its view (into a temporary after the first)."""
         if plan.direct and x.flags.c_contiguous and (x.dtype == self.dtype or x.size <= DIRECT_CAST_MAX):
             copy = x   # nothing to pad or subtract (and a cast the einsum does): the views read the input itself
         else:
