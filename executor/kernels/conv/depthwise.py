@@ -4,7 +4,8 @@ The filter is laid out once as taps [kh, kw, C*M] in the accumulation domain of 
 (quant_domain: float32, or for a quantized operation the cheapest float type whose sums are exact,
 with the input zero point folded into the bias where that keeps the bound: a plain cast, padding
 with the zero point). Each run copies the input once, cast (the zero point subtracted where it is not
-folded) with the padding around it (not at all when there is nothing to pad or cast), then sums the
+folded) with the padding around it (not at all when there is nothing to pad or cast, nor for a small
+unpadded input that needs only the cast, which the einsum then does), then sums the
 taps with one einsum per column phase ("rows", "phases") or over the strided windows
 ("windows"), into the output buffer (float) or a scratch accumulator (quantized), and applies
 prepared.Epilogue. Integer sums below the exactness bound do not depend on their order, so quantized
@@ -16,13 +17,19 @@ The forms, chosen per input shape (`_form`, from measurements on the zoo's depth
 * "rows" (unit width stride): for one output row, tap (i, j)'s values are one contiguous run of
   OW*C values of the padded input, so all kh*kw taps are one strided view [kh, kw, N, OH, OW*C] and
   one einsum multiplies and sums them over long rows (the height stride and the dilations are
-  strides of the view).
+  strides of the view). Output rows near the top and bottom edges, whose lower or upper filter rows
+  read nothing but zero padding, are summed in bands without those rows (row_bands) where the
+  products saved outweigh an einsum call (a 5x5 filter over a few rows: up to 60% of the products).
 * "phases" (width stride sw > 1): the input is copied, padded, into its sw column phases
   [N, Hp, sw, Wq, C] (padded column b + sw*q at phase b, column q): the taps reading one phase are
   then again one strided view over contiguous rows, one einsum per phase.
-* "windows" (strided, many channels, small outputs): one einsum over the [N, OH, OW, kh, kw, C]
-  windows of the padded input, whose inner loops run over the channels; cheaper there than the
-  phase copy.
+* "windows" (strided, many channels, small outputs; or any channels, tiny outputs): one einsum over
+  the [N, OH, OW, kh, kw, C] windows of the padded input, whose inner loops run over the channels;
+  cheaper there than the phase copy (on tiny streaming layers: fewer calls).
+
+The multiply-adds themselves run at numpy's einsum rate (about 8-9 GMAC/s on one core here, whether
+the data sit in L1 or not): row blocks that stay in cache, per-tap ufunc passes, the windows' or
+broadcast-weight einsums were all measured slower than the one "rows" einsum on the zoo's layers.
 """
 from __future__ import annotations
 
@@ -37,8 +44,12 @@ from .prepared import quant_domain, supported
 from .reference import window
 
 # strided depthwise: the windows' einsum (inner loops over C) beats the phase copy and its einsums
-# (calls, and a temporary) from so many channels on, for outputs of at most so many values
-WINDOWS = ((96, 16384), (192, 65536))
+# (calls, and a temporary) from so many channels on, for outputs of at most so many values (any channel
+# count: tiny streaming layers, where the calls are what counts)
+WINDOWS = ((0, 256), (32, 2048), (96, 16384), (192, 65536))
+# an unpadded input of at most so many values is read by the einsum itself, which casts it (an 8-bit
+# input): cheaper than the copy's calls there; on larger ones the einsum's buffered cast is the slower
+DIRECT_CAST_MAX = 4096
 
 
 def phase_taps(k: int, dilation: int, stride: int) -> list:
@@ -56,15 +67,57 @@ def phase_taps(k: int, dilation: int, stride: int) -> list:
     return out
 
 
+# merging two bands of output rows (row_bands) into one einsum costs it the products of the filter rows that
+# one of them skipped; up to so many products that is cheaper than the call it saves
+BAND_CALL_PRODUCTS = 32768
+
+
+def row_bands(h: int, oh: int, kh: int, top: int, stride: int, dilation: int, skippable, products: int) -> list:
+    """Output rows in bands (r0, r1, i0, i1) that sum filter rows i0 <= i < i1 only: for rows near the top
+    and bottom edges the other filter rows read zero padding alone, whose products add nothing (when
+    `skippable` [kh] allows: finite weights on zero padding). `products`: one filter row's products for
+    one output row; bands are merged while that costs fewer than BAND_CALL_PRODUCTS extra products."""
+    if not all(skippable):
+        return [(0, oh, 0, kh)]
+
+    def used(r):
+        lo = max(0, -(-(top - r * stride) // dilation))
+        hi = min(kh, (h - 1 + top - r * stride) // dilation + 1)
+        return (lo, hi) if lo < hi else (0, 0)
+
+    bands: list = []
+    for r in range(oh):
+        lo, hi = used(r)
+        if bands and bands[-1][2:] == (lo, hi):
+            bands[-1][1] = r + 1
+            continue
+        if bands:
+            r0, r1, a, b = bands[-1]
+            u0, u1 = (lo, hi) if a == b else ((a, b) if lo == hi else (min(a, lo), max(b, hi)))
+            if ((u1 - u0) - (b - a)) * (r1 - r0) * products + ((u1 - u0) - (hi - lo)) * products < BAND_CALL_PRODUCTS:
+                bands[-1] = [r0, r + 1, u0, u1]
+                continue
+        bands.append([r, r + 1, lo, hi])
+    return [tuple(b) for b in bands]
+
+
 class Plan:
     """What a run does for one input shape: the geometry, the form, and for "rows" and "phases" the
-    shape of the padded copy [N, Hp, sw, Wq, C*M] and per column phase its view (shape, offset and
-    strides in elements of the copy) with the taps [kh, kw', OW*C*M] it meets."""
+    shape of the padded copy [N, Hp, sw, Wq, C*M] and per band of output rows (r0, r1; row_bands) and
+    column phase its view (shape, offset and strides in elements of the copy) with the taps
+    [kh', kw', OW*C*M] it meets."""
 
     def __init__(self, form: str, pads, strides, dilations, out_shape: tuple, copy_shape: tuple = (),
                  views: tuple = ()):
         self.form, self.pads, self.strides, self.dilations = form, pads, strides, dilations
         self.out_shape, self.copy_shape, self.views = out_shape, copy_shape, views
+        self.direct = False   # whether the views may read the input itself (set by PreparedDepthwise._plan)
+        self.byte_views: dict = {}   # itemsize -> in_bytes(itemsize)
+
+    def in_bytes(self, itemsize: int) -> tuple:
+        """The views with offsets and strides in bytes of an array of that item size."""
+        return tuple((r0, r1, tuple((shape, offset * itemsize, tuple(s * itemsize for s in strides), taps)
+                                    for shape, offset, strides, taps in band)) for r0, r1, band in self.views)
 
 
 def _form(n: int, out_hw: tuple, strides: tuple, channels: int) -> str:
@@ -100,6 +153,9 @@ class PreparedDepthwise:
         self.dtype, self.zero_point, self.fill, self.epilogue = quant_domain(pctx, w.transpose(2, 0, 1), args.bias,
                                                                              flt, args.fuse)
         self.weights = np.ascontiguousarray(w, self.dtype)
+        # per filter row: whether its weights are all finite (only those rows may be skipped where they
+        # read nothing but zero padding: 0 * inf is not 0); no row may be skipped where padding is not 0
+        self.finite_rows = np.isfinite(w).all(axis=(1, 2)) & (self.fill == 0)
         self.scratch = pctx.compiled.scratch
         self.plans: dict = {}
 
@@ -120,9 +176,17 @@ class PreparedDepthwise:
         wq = -(-wp // sw)
         row = sw * wq * o   # one padded row in the copy
         tiled = np.tile(self.weights, (1, 1, ow))
-        views = tuple(((kh, nj, n, oh, ow * o), (b * wq + q0) * o, (dh * row, dq * o, hp * row, sh * row, 1),
-                       np.ascontiguousarray(tiled[:, j0::dj][:, :nj])) for b, (j0, dj, q0, dq, nj) in phase_taps(kw, dw, sw))
-        return Plan(form, win.pads, (sh, sw), (dh, dw), (n, oh, ow, o), (n, hp, sw, wq, o), views)
+        phases = [((b * wq + q0) * o, np.ascontiguousarray(tiled[:, j0::dj][:, :nj]), nj, dq)
+                  for b, (j0, dj, q0, dq, nj) in phase_taps(kw, dw, sw)]
+        views = []
+        for r0, r1, i0, i1 in row_bands(h, oh, kh, pt, sh, dh, self.finite_rows, ow * o * kw):
+            views.append((r0, r1, tuple(((i1 - i0, nj, n, r1 - r0, ow * o), offset + (r0 * sh + i0 * dh) * row,
+                                         (dh * row, dq * o, hp * row, sh * row, 1), taps[i0:i1])
+                                        for offset, taps, nj, dq in phases)))
+        plan = Plan(form, win.pads, (sh, sw), (dh, dw), (n, oh, ow, o), (n, hp, sw, wq, o), tuple(views))
+        # nothing to pad, split into phases, repeat or subtract: the copy would be the input, cast
+        plan.direct = sw == 1 and not any(win.pads) and self.multiplier == 1 and not self.zero_point
+        return plan
 
     def __call__(self, ctx):
         v = ctx.inputs[self.x]
@@ -152,24 +216,30 @@ class PreparedDepthwise:
         return [out.transpose(0, 3, 1, 2) if self.nchw else out]
 
     def _sum_taps(self, x: np.ndarray, plan: Plan, acc: np.ndarray) -> None:
-        """acc [N, OH, OW*C*M] = the sum of the taps: the padded input copied (_copy), then per column
-        phase one einsum over its view (into a temporary after the first)."""
-        if plan.strides[1] == 1 and not any(plan.pads) and x.dtype == self.dtype and self.multiplier == 1 \
-                and x.flags.c_contiguous:
-            copy = x   # nothing to pad, subtract or cast: the views read the input itself
+        """acc [N, OH, OW*C*M] = the sum of the taps: the padded input copied (_copy), then per band of
+        output rows and column phase one einsum over its view (into a temporary after the first)."""
+        if plan.direct and x.flags.c_contiguous and (x.dtype == self.dtype or x.size <= DIRECT_CAST_MAX):
+            copy = x   # nothing to pad or subtract (and a cast the einsum does): the views read the input itself
         else:
             copy = self._copy(x, plan)
-        step = copy.itemsize
-        tmp = None
-        for shape, offset, strides, taps in plan.views:
-            view = np.ndarray(shape, copy.dtype, copy, offset * step,   # (numpy checks the bounds)
-                              tuple(s * step for s in strides))
-            if tmp is None:
-                np.einsum("ijnrl,ijl->nrl", view, taps, out=acc)
-                tmp = acc if len(plan.views) == 1 else self.scratch.get("dw-tap", acc.shape, acc.dtype)
-            else:
-                np.einsum("ijnrl,ijl->nrl", view, taps, out=tmp)
-                acc += tmp
+        views = plan.byte_views.get(copy.itemsize)
+        if views is None:
+            views = plan.byte_views[copy.itemsize] = plan.in_bytes(copy.itemsize)
+        whole = len(views) == 1
+        for r0, r1, band in views:
+            out = acc if whole else acc[:, r0:r1]
+            if not band[0][0][0]:
+                out.fill(0)   # no filter row reads the input for these output rows: the bias alone
+                continue
+            tmp = None
+            for shape, offset, strides, taps in band:
+                view = np.ndarray(shape, copy.dtype, copy, offset, strides)   # (numpy checks the bounds)
+                if tmp is None:
+                    np.einsum("ijnrl,ijl->nrl", view, taps, out=out)
+                    tmp = out if len(band) == 1 else self.scratch.get("dw-tap", out.shape, out.dtype)
+                else:
+                    np.einsum("ijnrl,ijl->nrl", view, taps, out=tmp)
+                    out += tmp
 
     def _copy(self, x: np.ndarray, plan: Plan) -> np.ndarray:
         """x - zero point, padded, split into its sw column phases: [N, Hp, sw, Wq, C*M], phase b column

@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from executor.kernels.conv.depthwise import PreparedDepthwise
+from executor.kernels.conv.depthwise import PreparedDepthwise, row_bands
 from executor.kernels.conv.quant import float_accumulation_bound
 import nnapi
 from executor.runtime import RunState, compile_model
@@ -34,6 +34,14 @@ CASES = {
     "5x5 stride 3 dilated": (1, 23, 26, 3, 5, (3, 3), (1, 2), 3, (2, 2, 4, 3), "phases"),
     "3x3 stride 2 many channels": (1, 9, 10, 64, 3, (2, 2), (1, 1), 3, (1, 1, 0, 1), "windows"),
     "5x5 stride 2 many channels": (2, 11, 9, 200, 5, (2, 2), (2, 1), 1, (2, 2, 2, 2), "windows"),
+    # a streaming layer's window (valid padding, one output pixel): the einsum reads the input itself
+    "3x3 valid to one pixel": (1, 3, 3, 64, 3, (1, 1), (1, 1), 1, (0, 0, 0, 0), "rows"),
+    # two rows under a 5x5 filter: each output row sums the two or three filter rows that meet the input
+    "5x5 on two rows": (2, 2, 40, 96, 5, (1, 1), (1, 1), 1, (2, 2, 2, 2), "rows"),
+    "5x5 stride 2 on three rows": (1, 3, 64, 64, 5, (2, 2), (1, 1), 1, (2, 2, 2, 2), "phases"),
+    # tiny strided layers (a 1-D keyword spotter's): the windows' one einsum, whatever the channels
+    "3x3 stride 2 tiny": (1, 5, 9, 8, 3, (2, 2), (1, 1), 1, (1, 1, 1, 1), "windows"),
+    "3x3 stride 2 one row": (1, 1, 49, 32, 3, (2, 2), (1, 1), 1, (1, 1, 1, 1), "windows"),
 }
 
 
@@ -95,7 +103,8 @@ def test_float_depthwise_within_the_bound(name, nchw):
 
 
 QUANT_CASES = ["3x3", "7x7", "3x3 height stride", "3x3 stride 2", "5x5 stride 2", "7x7 stride 2 dilated",
-               "5x5 stride 3 dilated", "3x3 stride 2 many channels"]
+               "5x5 stride 3 dilated", "3x3 stride 2 many channels", "3x3 valid", "3x3 valid to one pixel",
+               "5x5 on two rows", "5x5 stride 2 on three rows"]
 
 
 @pytest.mark.parametrize("zero_point", ["random", "flip"])
@@ -141,6 +150,58 @@ def test_quantized_depthwise_is_bit_identical(name, per_channel, zero_point):
         real = (np.float32(x_scale) * scales).astype(np.float64) / np.float64(np.float32(out_scale))
         assert np.array_equal(got, _requant_ref(acc, real, out_zp, lo, hi))
     assert len(np.unique(fast)) > 10   # not all saturated
+
+
+def _plans(model, x) -> list:
+    compiled = compile_model(model)
+    compiled.run([x], RunState(2.0))
+    return [p for p in compiled.steps[0].run.plans.values() if p is not None]
+
+
+def test_row_bands_skip_the_filter_rows_on_padding():
+    """Hand-worked bands (r0, r1, i0, i1): a 5x5 filter over 2 rows padded by 2 reads input rows r + i - 2,
+    so output row 0 needs filter rows 2..3 and row 1 rows 1..2; cheap differences are merged into one
+    band; a non-finite (or non-skippable) row keeps every band whole."""
+    every = np.ones(5, bool)
+    assert row_bands(2, 2, 5, 2, 1, 1, every, 100_000) == [(0, 1, 2, 4), (1, 2, 1, 3)]
+    assert row_bands(2, 2, 5, 2, 1, 1, every, 100) == [(0, 2, 1, 4)]   # merging costs 200 products
+    assert row_bands(7, 7, 5, 2, 1, 1, every, 40_000) == [(0, 1, 2, 5), (1, 2, 1, 5), (2, 5, 0, 5), (5, 6, 0, 4),
+                                                           (6, 7, 0, 3)]
+    # stride 2, dilation 2, 3 rows, pad 2 on top: output row r reads input rows 2r + 2i - 2
+    assert row_bands(3, 2, 3, 2, 2, 2, np.ones(3, bool), 100_000) == [(0, 1, 1, 3), (1, 2, 0, 2)]
+    # no filter row meets the input (a dilated filter taller than it): nothing summed
+    assert row_bands(1, 1, 3, 4, 1, 3, np.ones(3, bool), 100_000) == [(0, 1, 0, 0)]
+    assert row_bands(2, 2, 5, 2, 1, 1, np.array([True, True, True, True, False]), 100_000) == [(0, 2, 0, 5)]
+
+
+def test_streaming_and_edge_band_plans():
+    """The plans the cases above rely on: the one-pixel window reads the input itself (float; int8 with
+    its zero point folded), the two-row layer sums its output rows in two bands unless a filter row on
+    the padding has an infinite weight, which then gives the plain kernel's NaN."""
+    n, h, w, c, k = CASES["3x3 valid to one pixel"][:5]
+    x = RNG.standard_normal((n, h, w, c)).astype(np.float32)
+    flt = RNG.standard_normal((1, k, k, c)).astype(np.float32)
+    model, xin = _build(C.TENSOR_FLOAT32, x, flt, OperandType(C.TENSOR_FLOAT32, flt.shape), np.zeros(c, np.float32),
+                        CASES["3x3 valid to one pixel"], False)
+    assert [p.direct for p in _plans(model, xin)] == [True]
+    case = CASES["5x5 on two rows"]
+    n, h, w, c, k = case[:5]
+    x = RNG.standard_normal((n, h, w, c)).astype(np.float32)
+    flt = RNG.standard_normal((1, k, k, c)).astype(np.float32)
+    bias = RNG.standard_normal(c).astype(np.float32)
+    model, xin = _build(C.TENSOR_FLOAT32, x, flt, OperandType(C.TENSOR_FLOAT32, flt.shape), bias, case, False)
+    assert [[band[:2] for band in p.views] for p in _plans(model, xin)] == [[(0, 1), (1, 2)]]
+    case3 = CASES["5x5 stride 2 on three rows"]
+    x3 = RNG.standard_normal(case3[:4]).astype(np.float32)
+    flt3 = RNG.standard_normal((1, 5, 5, case3[3])).astype(np.float32)
+    model3, xin3 = _build(C.TENSOR_FLOAT32, x3, flt3, OperandType(C.TENSOR_FLOAT32, flt3.shape),
+                          np.zeros(case3[3], np.float32), case3, False)
+    assert [[band[:2] for band in p.views] for p in _plans(model3, xin3)] == [[(0, 1), (1, 2)]]
+    flt[0, 0, 1, 5] = np.inf   # filter row 0 only ever meets padding: 0 * inf is NaN in every output row
+    model, xin = _build(C.TENSOR_FLOAT32, x, flt, OperandType(C.TENSOR_FLOAT32, flt.shape), bias, case, False)
+    assert [[band[:2] for band in p.views] for p in _plans(model, xin)] == [[(0, 2)]]
+    fast, slow, _ = _run_both(model, xin)
+    assert np.isnan(slow[..., 5]).all() and np.array_equal(np.isnan(fast), np.isnan(slow))
 
 
 def test_chained_layers_share_the_work_arrays():
