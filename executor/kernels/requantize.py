@@ -52,6 +52,9 @@ EXACT_SHARE = 0.25
 # corrected float32 forms (_Corrections) run on accumulators of at least this many values; on fewer, the
 # correction's fixed cost passes what the float32 passes save over the float64 ones
 CORRECTED_MIN = 32768
+# the float32 form clamps on int16 (Requantizer.clamps16) for accumulators of at least this many values (on
+# fewer, the extra call costs more than the cheaper passes save)
+NARROW_MIN = 8192
 # int8 results are computed offset by 128 (non-negative, so truncating casts floor) and flipped back
 _TOP_BIT = np.uint8(0x80)
 
@@ -303,6 +306,13 @@ class Requantizer:
         # (the multiplier, the constants per part, as they broadcast over [..., C]), the clamps
         self.f32 = ((None, mf32[0] if scalar else mf32, consts), bounds)
         self.plans32: dict = {}
+        # every |t| of every part below 2^15 (a product and a sum each rounded up by at most a unit in the
+        # last place): the values are cast to int16 first, truncating, and clamped there -- cheaper than a
+        # float32 clamp -- the same integers, as the clamps' lower ends are >= 0 (see _float32)
+        reach = self.channel_bounds * mf32.astype(np.float64)
+        t_bound = max(float(np.max(reach + np.abs(c32.astype(np.float64)), initial=0)) for c32 in consts)
+        self.clamps16 = [(np.int16(a), np.int16(b)) for a, b in bounds] \
+            if t_bound * (1 + 2.0 ** -20) + 2 < 2.0 ** 15 else None
 
     def __call__(self, acc, out: np.ndarray = None) -> np.ndarray:
         """The requantized acc; written into `out` (acc's shape, the output dtype) when given."""
@@ -355,8 +365,9 @@ class Requantizer:
     def _float32(self, acc: np.ndarray, out: np.ndarray) -> np.ndarray:
         """The proven float32 form (see _try_float32) into the contiguous `out`: multiply, add, clamp,
         truncating cast (the floor: the clamp keeps values non-negative) -- half the memory traffic of
-        the float64 passes. Split at the zero point (the sign term): the P and N parts each added and
-        clamped, cast and summed."""
+        the float64 passes -- or, for values below 2^15, the truncating cast to int16 and the clamp
+        there. Split at the zero point (the sign term): the P and N parts each added and clamped, cast
+        and summed."""
         if acc.flags.c_contiguous:
             plan = self.plans32.get(acc.shape)
             if plan is None:
@@ -372,7 +383,27 @@ class Requantizer:
         t = scratch.get("t32", acc.shape, np.float32)
         np.multiply(acc, mf, out=t)
         stored = out.view(np.uint8).reshape(acc.shape)
-        if len(consts) == 1:
+        clamps16 = self.clamps16
+        if clamps16 is not None and acc.size >= NARROW_MIN:
+            # trunc(t) clamped to [a, b] with a >= 0 is floor(t) clamped there: where t >= 0 the two agree,
+            # and where t < 0 both are below a
+            p16 = scratch.get("p16", acc.shape, np.int16)
+            if len(consts) == 1:
+                t += consts[0]
+                np.copyto(p16, t, casting="unsafe")
+                _clip(p16, *clamps16[0], out=p16)
+            else:
+                n = scratch.get("n32", acc.shape, np.float32)
+                np.add(t, consts[1], out=n)
+                t += consts[0]
+                n16 = scratch.get("n16", acc.shape, np.int16)
+                np.copyto(p16, t, casting="unsafe")
+                np.copyto(n16, n, casting="unsafe")
+                _clip(p16, *clamps16[0], out=p16)
+                _clip(n16, *clamps16[1], out=n16)
+                p16 += n16
+            np.copyto(stored, p16, casting="unsafe")
+        elif len(consts) == 1:
             t += consts[0]
             _clip(t, *bounds[0], out=t)
             np.copyto(stored, t, casting="unsafe")

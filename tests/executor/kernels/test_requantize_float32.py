@@ -7,7 +7,9 @@ test_perf_paths.py), on every accumulator value up to the bound:
 * per-tensor (one multiplier) and per-channel multipliers, int8 and uint8 outputs;
 * extreme multipliers: a q31 multiplier of exactly 2^30, tiny and near-one reals, a zero channel;
 * accumulator bounds past float64's 2^53 numerator limit (the "int" mode), where float32 still holds
-  the accumulators and the step check still proves the constants.
+  the accumulators and the step check still proves the constants;
+* the clamp on int16 (values below 2^15) against the float32 clamp;
+* channels no float32 constants prove, corrected at their missed accumulator values.
 
 Each test also asserts which form was chosen, so it fails if the form it checks is not the one run.
 """
@@ -48,6 +50,17 @@ def test_split_float32_form_on_every_accumulator_value(dtype, zp, lo, hi, reals)
     assert r.needs_sign and r.f32 is not None and len(r.f32[1]) == 2   # the split float32 form
     acc, got = _every_value(r, bound, 4)
     assert got.dtype == np.dtype(dtype) and np.array_equal(got, _want(acc, bias, reals, zp, lo, hi))
+    _assert_clamp_on_int16_agrees(r, bound, 4, got)
+
+
+def _assert_clamp_on_int16_agrees(r: Requantizer, bound: int, channels: int, got: np.ndarray) -> None:
+    """`got` (every accumulator value) came from the int16 clamps; the float32 clamps give the same."""
+    assert r.clamps16 is not None and got.size >= rq.NARROW_MIN
+    clamps16, r.clamps16 = r.clamps16, None
+    try:
+        assert np.array_equal(_every_value(r, bound, channels)[1], got)
+    finally:
+        r.clamps16 = clamps16
 
 
 @pytest.mark.parametrize("dtype,zp,lo,hi", RELU)
@@ -59,6 +72,7 @@ def test_relu_float32_form_on_every_accumulator_value(dtype, zp, lo, hi, reals):
     assert not r.needs_sign and r.f32 is not None and len(r.f32[1]) == 1
     acc, got = _every_value(r, bound, 3)
     assert np.array_equal(got, _want(acc, bias, reals, zp, lo, hi))
+    _assert_clamp_on_int16_agrees(r, bound, 3, got)
 
 
 @pytest.mark.parametrize("dtype,zp,lo,hi", SIGNED[:3] + RELU[:2])
@@ -82,7 +96,7 @@ def test_float32_form_past_the_float64_numerator_limit(dtype, zp, lo, hi):
     a random spread over the whole bound."""
     bound, reals, bias = 3 << 21, np.array([0.0077999]), np.array([-5000])
     r = Requantizer(bias, reals, zp, lo, hi, dtype, bound)
-    assert r.mode == "int" and r.f32 is not None
+    assert r.mode == "int" and r.f32 is not None and r.clamps16 is None   # (values up to 49000: float32 clamps)
     unsaturated = int(300 / reals[0])
     acc = np.concatenate([np.arange(-unsaturated, unsaturated + 1) - bias[0], [-bound, bound, -bound + 1, bound - 1],
                           RNG.integers(-bound, bound, 100000, endpoint=True)]).astype(np.int64)
