@@ -19,8 +19,9 @@ At compile time the accumulator bound picks the cheapest exact way to evaluate i
   add, clamp, cast (half the float64 passes' memory traffic) where a compile-time check proves it gives
   the same clamped integers for every accumulator value in the bound (_try_float32: both are monotone,
   so agreeing on both sides of every output step suffices); with the sign term (a clamp below the zero
-  point) split at the zero point into two such parts -- most channels pass, and one that does not
-  keeps the whole operation on the forms below;
+  point) split at the zero point into two such parts -- most channels pass, and for the few that no
+  nearby constants make pass, the accumulator values where they miss are worked out at compile time
+  and corrected after the passes (_Corrections);
 * "float": every numerator below 2^53, so float64 holds it exactly; the division
   by 2^(31+e) is folded into the constants (scaling by a power of two is exact)
   and the float accumulator is read directly: widen, multiply, add, then (8-bit
@@ -45,6 +46,15 @@ from .scratch import Scratch
 
 # accumulators of at most this many values take the paths with the fewest numpy calls
 SMALL = 4096
+# the float32 form is kept while at most this share of channels needs corrections (_Corrections: their
+# accumulators are gathered and compared with each missed value)
+EXACT_SHARE = 0.25
+# corrected float32 forms (_Corrections) run on accumulators of at least this many values; on fewer, the
+# correction's fixed cost passes what the float32 passes save over the float64 ones
+CORRECTED_MIN = 32768
+# the float32 form clamps on int16 (Requantizer.clamps16) for accumulators of at least this many values (on
+# fewer, the extra call costs more than the cheaper passes save)
+NARROW_MIN = 8192
 # int8 results are computed offset by 128 (non-negative, so truncating casts floor) and flipped back
 _TOP_BIT = np.uint8(0x80)
 
@@ -101,23 +111,75 @@ def _exact_steps(m, k, c, sign, threshold, lo: int, hi: int, acc_bound: int) -> 
     return np.clip(a, -acc_bound, acc_bound + 1)
 
 
+def _missed_values(parts: list, acc_bound: int, mf) -> dict:
+    """For one channel whose float32 constants miss steps (_steps_agree): every accumulator in
+    [-acc_bound, acc_bound] where g (those constants, every part (a, steps, cf) clamped as _float32 does)
+    differs from the exact f, with f - g there; None when a missed step lies more than a few values away.
+    Both are non-decreasing, so f(acc) counts the steps n with a_n <= acc and g those with b_n <= acc,
+    b_n = min{acc: g(acc) >= n}: they differ exactly between a_n and b_n (+1 where a_n <= acc < b_n, -1
+    where b_n <= acc < a_n), and the check proves b_n = a_n at every step it passes."""
+    missed: dict = {}
+    window = np.arange(-_MISS_REACH, _MISS_REACH + 1)
+    mf = np.float32(mf)
+    for a, steps, cf in parts:
+        ok = _steps_agree(a[:, None], steps[:, None], acc_bound, np.full((a.size, 1), mf), np.full((a.size, 1), cf))
+        for a_n, n in zip(a[~ok], steps[~ok]):
+            accs = np.clip(int(a_n) + window, -acc_bound, acc_bound)
+            g = np.floor(accs.astype(np.float32) * mf + np.float32(cf))
+            reached = np.flatnonzero(g >= n)
+            if reached.size:
+                b_n = int(accs[reached[0]])
+                if reached[0] == 0 and accs[0] > -acc_bound:
+                    return None   # g reached n before the window: farther than a few values
+            elif accs[-1] == acc_bound:
+                b_n = acc_bound + 1   # g never reaches n in range
+            else:
+                return None
+            lo_, hi_, sign = (int(a_n), b_n, 1) if a_n < b_n else (b_n, int(a_n), -1)
+            for v in range(lo_, hi_):
+                missed[v] = missed.get(v, 0) + sign
+    return {v: d for v, d in missed.items() if d}
+
+
+# how far (in accumulator values) a missed step may lie from the exact one for _missed_values to correct it
+_MISS_REACH = 8
+
+
+class _Corrections:
+    """The channels [k] with missed accumulator values and those values [most, k] (float32, padded with
+    0.5, which no integer accumulator equals) with their corrections [most, k] (int16)."""
+
+    def __init__(self, misses: dict):
+        self.channels = np.array(sorted(misses), np.intp)
+        most = max(1, max(len(m) for m in misses.values()))
+        self.values = np.full((most, self.channels.size), 0.5, np.float32)
+        self.deltas = np.zeros((most, self.channels.size), np.int16)
+        for i, ch in enumerate(self.channels):
+            for j, (v, d) in enumerate(sorted(misses[ch].items())):
+                self.values[j, i], self.deltas[j, i] = v, d
+
+
 class Requantizer:
     """One operation's requantization: bias [C], real multipliers [C] (input scale x filter scale /
     output scale), the output zero point, the fused clamp [lo, hi] in stored units, the output dtype and
-    a bound on |acc| proven at compile time."""
+    a bound on |acc| proven at compile time: one for all channels, or one per channel [C] (the float32
+    form is proven per channel, and a tighter bound leaves fewer steps to prove)."""
 
     def __init__(self, bias, real_multipliers, zero_point: int, lo: int, hi: int, dtype,
-                 acc_bound: float = np.inf, scratch: Scratch = None, reference: bool = False):
+                 acc_bound=np.inf, scratch: Scratch = None, reference: bool = False):
         self.bias = np.asarray(bias, np.int64)
         self.m, self.shift = quantize_multipliers(real_multipliers)
         self.zero_point, self.lo, self.hi, self.dtype = int(zero_point), int(lo), int(hi), np.dtype(dtype)
         self.scratch = scratch or Scratch()
-        x_bound = float(acc_bound) + float(np.abs(self.bias).max(initial=0))
+        self.channel_bounds = np.broadcast_to(np.asarray(acc_bound, np.float64), self.m.shape)
+        acc_bound = float(self.channel_bounds.max(initial=0))
+        x_bound = acc_bound + float(np.abs(self.bias).max(initial=0))
         self.clamp = x_bound > INT32_MAX
         self.mode = "reference"
         self.f32 = None
+        self.exact = None   # the float32 form's corrections (_Corrections), if it has any
         if not reference and not np.any(self.shift > 0):
-            self._fold(min(x_bound, 2.0 ** 31), float(acc_bound))
+            self._fold(min(x_bound, 2.0 ** 31), acc_bound)
 
     def _fold(self, x_bound: float, acc_bound: float) -> None:
         e = -self.shift
@@ -173,9 +235,9 @@ class Requantizer:
         # exactly: the proven float32 form (either mode above stays for float64 accumulators)
         self.offset = offset
         if self.dtype.itemsize == 1 and self.lo + offset >= 0 and self.hi + offset <= 255 and acc_bound < 2.0 ** 24:
-            self._try_float32(c_float, int(acc_bound))
+            self._try_float32(c_float, self.channel_bounds.astype(np.int64))
 
-    def _try_float32(self, c_float: list, acc_bound: int) -> None:
+    def _try_float32(self, c_float: list, bounds: np.ndarray) -> None:
         """Use float32 arithmetic, g(acc) = floor(fl32(fl32(acc * mf32) + cf32)), where it provably gives
         the exact f(acc) = floor((acc * M + C - sign [y < 0]) / 2^k) once both are clamped to [lo, hi]
         (offset included), for every integer |acc| <= acc_bound (float32 holds those exactly). g is
@@ -189,7 +251,14 @@ class Requantizer:
         With the sign term (a clamp below the zero point Z, no fused RELU) f is not one affine floor:
         it is split at Z as in _split, f = clip(f, Z, H) + clip(f, L, Z) - Z, and each part is one
         (P: steps above Z, computed shifted down by Z; N: steps up to Z, the constant less 2^-e), both
-        from the one product acc * mf32."""
+        from the one product acc * mf32.
+
+        A channel that no nearby constants prove (about one in twenty on real per-channel convolutions: an
+        exact step value within float32 rounding of an integer) keeps its nearest constants, and the few
+        accumulator values where they give another result than f are found here (_missed_values) and
+        corrected at run time (_Corrections, on accumulators of CORRECTED_MIN values or more; smaller ones
+        take the float64 form). Past EXACT_SHARE of the channels, or a step missed by more than a few
+        values, the whole operation stays on the float64/int64 forms."""
         if self.clamp or not np.all(self.m >= 0):
             return
         lo, hi = self.lo + self.offset, self.hi + self.offset
@@ -205,7 +274,8 @@ class Requantizer:
         if not (np.all(np.isfinite(cf.astype(np.float32))) and np.all((mf32 > 0) == (self.m > 0))):
             return
         col = (lambda v: np.asarray(v, np.int64)[:, None])
-        threshold = col(self.tau1 - self.bias) if self.needs_sign else np.full((self.m.size, 1), -acc_bound - 1)
+        acc_bound = col(bounds)
+        threshold = col(self.tau1 - self.bias) if self.needs_sign else -acc_bound - 1
         a = _exact_steps(col(self.m), col(self.k), col(c_float), col(self.sign), threshold, lo, hi, acc_bound)
         steps = np.arange(lo + 1, hi + 1, dtype=np.int64)
         if self.needs_sign:   # (part, steps compared, constants before rounding to float32)
@@ -216,25 +286,39 @@ class Requantizer:
         agree = np.ones(self.m.size, bool)
         for (pa, ps, _), c32 in zip(parts, consts):
             agree &= _steps_agree(pa, ps, acc_bound, mf32[:, None], c32[:, None])
+        misses = {}   # channel -> {accumulator: exact - float32 result}
         for ch in np.flatnonzero(~agree):
-            nudged = _nudged_constants([(pa[ch], ps, c32[ch]) for (pa, ps, _), c32 in zip(parts, consts)],
-                                       acc_bound, mf32[ch], hi)
-            if nudged is None:
+            parts_ch = [(pa[ch], ps, c32[ch]) for (pa, ps, _), c32 in zip(parts, consts)]
+            nudged = _nudged_constants(parts_ch, int(bounds[ch]), mf32[ch], hi)
+            if nudged is not None:
+                mf32[ch] = nudged[0]
+                for c32, v in zip(consts, nudged[1]):
+                    c32[ch] = v
+                continue
+            missed = _missed_values(parts_ch, int(bounds[ch]), mf32[ch])
+            if missed is None or len(misses) >= EXACT_SHARE * self.m.size:
                 return
-            mf32[ch] = nudged[0]
-            for c32, v in zip(consts, nudged[1]):
-                c32[ch] = v
+            misses[ch] = missed
+        if misses:
+            self.exact = _Corrections(misses)
         scalar = bool(np.all(mf32 == mf32[0]))
         bounds = [(0.0, float(hi - z)), (float(lo), float(z))] if self.needs_sign else [(float(lo), float(hi))]
         # (the multiplier, the constants per part, as they broadcast over [..., C]), the clamps
         self.f32 = ((None, mf32[0] if scalar else mf32, consts), bounds)
         self.plans32: dict = {}
+        # every |t| of every part below 2^15 (a product and a sum each rounded up by at most a unit in the
+        # last place): the values are cast to int16 first, truncating, and clamped there -- cheaper than a
+        # float32 clamp -- the same integers, as the clamps' lower ends are >= 0 (see _float32)
+        reach = self.channel_bounds * mf32.astype(np.float64)
+        t_bound = max(float(np.max(reach + np.abs(c32.astype(np.float64)), initial=0)) for c32 in consts)
+        self.clamps16 = [(np.int16(a), np.int16(b)) for a, b in bounds] \
+            if t_bound * (1 + 2.0 ** -20) + 2 < 2.0 ** 15 else None
 
     def __call__(self, acc, out: np.ndarray = None) -> np.ndarray:
         """The requantized acc; written into `out` (acc's shape, the output dtype) when given."""
         if type(acc) is not np.ndarray:
             acc = np.asarray(acc)
-        if self.f32 is not None and acc.dtype == np.float32:
+        if self.f32 is not None and acc.dtype == np.float32 and (self.exact is None or acc.size >= CORRECTED_MIN):
             if out is None or not out.flags.c_contiguous:
                 out = np.empty(acc.shape, self.dtype)
             return self._float32(acc, out)
@@ -281,8 +365,9 @@ class Requantizer:
     def _float32(self, acc: np.ndarray, out: np.ndarray) -> np.ndarray:
         """The proven float32 form (see _try_float32) into the contiguous `out`: multiply, add, clamp,
         truncating cast (the floor: the clamp keeps values non-negative) -- half the memory traffic of
-        the float64 passes. Split at the zero point (the sign term): the P and N parts each added and
-        clamped, cast and summed."""
+        the float64 passes -- or, for values below 2^15, the truncating cast to int16 and the clamp
+        there. Split at the zero point (the sign term): the P and N parts each added and clamped, cast
+        and summed."""
         if acc.flags.c_contiguous:
             plan = self.plans32.get(acc.shape)
             if plan is None:
@@ -290,6 +375,7 @@ class Requantizer:
         else:
             plan = self.f32[0]
         rows, mf, consts = plan
+        acc_in = acc
         if rows is not None:
             acc = acc.reshape(rows)
         bounds = self.f32[1]
@@ -297,7 +383,27 @@ class Requantizer:
         t = scratch.get("t32", acc.shape, np.float32)
         np.multiply(acc, mf, out=t)
         stored = out.view(np.uint8).reshape(acc.shape)
-        if len(consts) == 1:
+        clamps16 = self.clamps16
+        if clamps16 is not None and acc.size >= NARROW_MIN:
+            # trunc(t) clamped to [a, b] with a >= 0 is floor(t) clamped there: where t >= 0 the two agree,
+            # and where t < 0 both are below a
+            p16 = scratch.get("p16", acc.shape, np.int16)
+            if len(consts) == 1:
+                t += consts[0]
+                np.copyto(p16, t, casting="unsafe")
+                _clip(p16, *clamps16[0], out=p16)
+            else:
+                n = scratch.get("n32", acc.shape, np.float32)
+                np.add(t, consts[1], out=n)
+                t += consts[0]
+                n16 = scratch.get("n16", acc.shape, np.int16)
+                np.copyto(p16, t, casting="unsafe")
+                np.copyto(n16, n, casting="unsafe")
+                _clip(p16, *clamps16[0], out=p16)
+                _clip(n16, *clamps16[1], out=n16)
+                p16 += n16
+            np.copyto(stored, p16, casting="unsafe")
+        elif len(consts) == 1:
             t += consts[0]
             _clip(t, *bounds[0], out=t)
             np.copyto(stored, t, casting="unsafe")
@@ -313,7 +419,24 @@ class Requantizer:
             stored += p8
         if self.offset:
             np.bitwise_xor(stored, _TOP_BIT, out=stored)
+        if self.exact is not None:
+            self._exact_channels(acc_in, out)
         return out
+
+    def _exact_channels(self, acc: np.ndarray, out: np.ndarray) -> None:
+        """Correct the float32 results of the channels with missed accumulator values (_missed_values)
+        where the accumulator is one of them: the channels' accumulators gathered, compared with those
+        values, and (seldom) the hits corrected."""
+        fix = self.exact
+        # (as [k, pixels] rows, compared with each value a row at a time: numpy's inner loop is then long)
+        cols = acc.reshape(-1, acc.shape[-1]).T[fix.channels]
+        hits = np.equal(cols, fix.values[:, :, None])
+        if not hits.any():
+            return
+        js, chs, rows = np.nonzero(hits)
+        flat = out.reshape(-1, out.shape[-1])
+        where = (rows, fix.channels[chs])
+        flat[where] = flat[where].astype(np.int16) + fix.deltas[js, chs]
 
     def _store(self, values: np.ndarray, out: np.ndarray) -> np.ndarray:
         """Write clamped non-negative 8-bit values (offset included; floats are truncated, which is their

@@ -109,12 +109,18 @@ def gemm_domain(pctx, filters: np.ndarray) -> tuple[float, np.dtype, int]:
     t = pctx.step.bound.operand("input").type
     if t.code not in QUANT8:
         return 0.0, np.dtype(np.float32), 0
-    lo, hi = QUANT_RANGE[t.code]
-    bound = float(abs_row_sums(filters).max(initial=0)) * max(t.zero_point - lo, hi - t.zero_point)
+    bound = float(abs_row_sums(filters).max(initial=0)) * input_reach(t, folded=False)
     dtype = exact_dtype(bound)
     if dtype is None:
         raise ValueError(f"no float GEMM is exact for sums up to {bound}")
     return bound, dtype, t.zero_point
+
+
+def input_reach(t, folded: bool) -> int:
+    """The largest |GEMM operand| of a quantized input type: |q| when the zero point is folded into the
+    bias, else |q - zero_point|."""
+    lo, hi = QUANT_RANGE[t.code]
+    return max(-lo, hi) if folded else max(t.zero_point - lo, hi - t.zero_point)
 
 
 def folded_domain(pctx, filters: np.ndarray, domain: tuple):
@@ -126,10 +132,9 @@ def folded_domain(pctx, filters: np.ndarray, domain: tuple):
     t = pctx.step.bound.operand("input").type
     if t.code not in QUANT8 or not t.zero_point:
         return None
-    lo, hi = QUANT_RANGE[t.code]
-    if max(-lo, hi) > max(t.zero_point - lo, hi - t.zero_point):
+    if input_reach(t, folded=True) > input_reach(t, folded=False):
         return None
-    bound = float(abs_row_sums(filters).max(initial=0)) * max(-lo, hi)
+    bound = float(abs_row_sums(filters).max(initial=0)) * input_reach(t, folded=True)
     dtype = exact_dtype(bound)
     if dtype is None or dtype.itemsize > domain[1].itemsize:
         return None
@@ -139,19 +144,32 @@ def folded_domain(pctx, filters: np.ndarray, domain: tuple):
 
 def quant_domain(pctx, filters: np.ndarray, bias, flt, fuse: int) -> tuple:
     """(GEMM dtype, zero point subtracted from the input, padding value, Epilogue) for filters [O, ...]
-    in the accumulation domain: folded_domain's where it applies, unless only gemm_domain's requantizer
-    has the proven float32 form (the fold's bias shift makes the float32 constants larger, and their
-    rounding coarser); otherwise gemm_domain's."""
+    in the accumulation domain: folded_domain's where it applies, unless gemm_domain's requantizer has
+    a better float32 form (the fold's bias shift makes the float32 constants larger, and their rounding
+    coarser); otherwise gemm_domain's."""
     bound, dtype, zero_point = gemm_domain(pctx, filters)
     folded = folded_domain(pctx, filters, (bound, dtype))
+    t = pctx.step.bound.operand("input").type
+    if t.code not in QUANT8:
+        return dtype, zero_point, 0, Epilogue(pctx, bias, flt, fuse, bound)
+    # the requantizers get each output channel's own bound: a tighter proof of their float32 form
+    rows = abs_row_sums(filters)
     if folded is not None:
-        f_bound, f_dtype, fill, shift = folded
-        epilogue = Epilogue(pctx, bias, flt, fuse, f_bound, shift)
-        if epilogue.requant.f32 is not None:
+        _, f_dtype, fill, shift = folded
+        epilogue = Epilogue(pctx, bias, flt, fuse, rows * input_reach(t, folded=True), shift)
+        if epilogue.requant.f32 is not None and epilogue.requant.exact is None:
             return f_dtype, 0, fill, epilogue
-        plain = Epilogue(pctx, bias, flt, fuse, bound)
-        return (dtype, zero_point, 0, plain) if plain.requant.f32 is not None else (f_dtype, 0, fill, epilogue)
-    return dtype, zero_point, 0, Epilogue(pctx, bias, flt, fuse, bound)
+    plain = Epilogue(pctx, bias, flt, fuse, rows * input_reach(t, folded=False))
+    # (a float32 form without corrections first, then one with them, then the float64 form)
+    if folded is not None and _float32_rank(epilogue) <= _float32_rank(plain):
+        return f_dtype, 0, fill, epilogue
+    return dtype, zero_point, 0, plain
+
+
+def _float32_rank(epilogue: Epilogue) -> int:
+    """0: its requantizer has the float32 form, 1: with corrections (requantize._Corrections), 2: neither."""
+    requant = epilogue.requant
+    return 2 if requant.f32 is None else int(requant.exact is not None)
 
 
 class PreparedConv:

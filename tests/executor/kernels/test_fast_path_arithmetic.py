@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import nnapi
-from executor.kernels import fixedpoint as fp
+from executor.kernels import fixedpoint as fp, requantize
 from executor.kernels.conv.gemm import exact_dtype
 from executor.kernels.requantize import Requantizer
 from executor.runtime import RunState, compile_model
@@ -270,6 +270,34 @@ def test_quantized_conv_fast_path_is_bit_identical(case, qtype):
     # a fused RELU in stored units is [max(qmin, zero point), qmax]
     assert np.array_equal(fast, _requant_ref(acc, real, out_zp, max(lo, out_zp) if fuse else lo, hi))
     assert len(np.unique(fast)) > 10 or case == "worst_case" or fuse   # the outputs are not all saturated
+
+
+@pytest.mark.parametrize("fuse", [0, 1])
+def test_per_channel_conv_with_channels_missing_the_float32_proof(fuse):
+    """A per-channel int8 CONV_2D (seeded: 6 of its 32 output channels have steps no float32 constants near
+    the exact ones hit) runs the float32 requantization with those channels corrected (requantize.py
+    _Corrections), over an accumulator large enough for that form: bit-identical to the plain kernel and to
+    the int64 convolution requantized by the Python-integer definition. With a fused RELU (no sign term)
+    and without (the split form)."""
+    rng = np.random.default_rng(3)
+    n, h, w, c, o, x_zp, x_scale = 1, 32, 32, 16, 32, -7, 0.05
+    xq = rng.integers(-128, 127, (n, h, w, c), endpoint=True).astype(np.int8)
+    wq = rng.integers(-127, 127, (o, 3, 3, c), endpoint=True).astype(np.int8)
+    scales = (0.001 + 0.01 * rng.random(o)).astype(np.float32)
+    bias = rng.integers(-5000, 5000, o).astype(np.int32)
+    acc = _int64_conv(xq, x_zp, wq, 0, bias, (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    out_scale = float(np.float32(x_scale * scales.mean() * acc.std() / 40))
+    scalars = [(C.INT32, 1)] * 6 + [(C.INT32, fuse), (C.BOOL, False), (C.INT32, 1), (C.INT32, 1)]
+    model = _model(Op.CONV_2D, OperandType(C.TENSOR_QUANT8_ASYMM_SIGNED, (n, h, w, c), x_scale, x_zp), wq,
+                   OperandType(C.TENSOR_QUANT8_SYMM_PER_CHANNEL, wq.shape), bias, scalars,
+                   OperandType(C.TENSOR_QUANT8_ASYMM_SIGNED, (n, h, w, o), out_scale, 3), (scales, 0))
+    fast, slow, prepared = _run_both(model, xq)
+    requant = prepared[0].epilogue.requant
+    assert requant.f32 is not None and requant.exact is not None and requant.exact.channels.size >= 2
+    assert acc.size >= requantize.CORRECTED_MIN and requant.needs_sign == (not fuse)
+    assert fast.dtype == slow.dtype and np.array_equal(fast, slow)
+    real = (np.float32(x_scale) * scales).astype(np.float64) / np.float64(np.float32(out_scale))
+    assert np.array_equal(fast, _requant_ref(acc, real, 3, 3 if fuse else -128, 127))
 
 
 def test_fully_connected_falls_back_to_float64_beyond_2_24():
@@ -817,14 +845,15 @@ def test_float32_requantization_is_used_only_where_proven_exact(dtype, zp, lo, h
     assert proven >= 5 and nudged >= 1
 
 
-def test_float32_requantization_refused_where_no_float32_constants_are_exact():
+def test_float32_requantization_corrected_where_no_float32_constants_are_exact():
     """A requantizer (found by a seeded search) whose steps no float32 constants near the exact ones hit
-    all: the float64 form stays. Independently of the check: the nearest float32 constants do miss a
-    step, at the first accumulator whose exact result (the Python-integer definition) reaches n, or just
-    below it."""
+    all: the float32 form runs with corrections at the missed accumulator values (equal to the definition
+    on every value: test_requantize_float32.py). Independently of the check: the nearest float32 constants
+    do miss a step, at the first accumulator whose exact result (the Python-integer definition) reaches n,
+    or just below it."""
     bound, real, bias = 1619100, 0.00011142975939564552, 602
     r = Requantizer(np.array([bias]), np.array([real]), 0, 0, 255, np.uint8, bound)
-    assert r.mode == "float" and r.int_dtype is not None and r.f32 is None
+    assert r.mode == "float" and r.int_dtype is not None and r.f32 is not None and r.exact is not None
     m, s = int(fp.quantize_multipliers([real])[0][0]), int(fp.quantize_multipliers([real])[1][0])
     mf, cf = np.float32(r.mf[0]), np.float32(r.cf[0])
     missed = 0
