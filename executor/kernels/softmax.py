@@ -1,8 +1,10 @@
 """SOFTMAX and LOG_SOFTMAX along any axis.
 
 Float inputs are computed in float64 and rounded once to the output type
-(float_softmax, in place in one float64 array: its preparer, beta and axis constant, keeps that
-array from run to run). The
+(float_softmax, in place in one float64 array). Its preparer (beta and axis constant) runs the same
+float_softmax in float32, in the output buffer, with the sums of a last-axis softmax as one BLAS
+product with a vector of ones (another order): within the fast paths' float bound, as the GEMMs
+(tests/executor/test_fast_paths_agree.py), at about half the time of the float64 passes. The
 quantized softmax is TFLite's fixed-point algorithm (inputs rescaled to Q5.26,
 gemmlowp exp, sum in Q12.19, fixed-point reciprocal), giving the reference's
 exact stored values with output scale 1/256. Its preparer (beta and axis
@@ -47,16 +49,22 @@ def _shifted_logits(x: np.ndarray, beta: float, axis: int) -> np.ndarray:
     return (x64 - x64.max(axis=axis, keepdims=True)) * beta
 
 
-def float_softmax(x: np.ndarray, beta: float, axis: int, work: np.ndarray) -> np.ndarray:
-    """exp(beta * (x - max(x))) / sum along `axis`, in float64, computed in `work` (a float64 array of
-    x's shape, overwritten) and returned there; the caller rounds it to the output type. beta 1 skips
-    the multiplication (exact)."""
-    np.copyto(work, x)
-    np.subtract(work, np.maximum.reduce(work, axis=axis, keepdims=True), out=work)
+def float_softmax(x: np.ndarray, beta: float, axis: int, work: np.ndarray, ones=None) -> np.ndarray:
+    """exp(beta * (x - max(x))) / sum along `axis`, in work's dtype (the plain kernel's float64; the
+    compiled path's float32), computed in `work` (an array of x's shape, overwritten) and returned
+    there; the caller rounds it to the output type. beta 1 skips the multiplication (exact). `ones`
+    (a vector of ones of the axis' length, for the last axis of a C-contiguous `work` only) makes the
+    sums one matrix-vector product."""
+    # x - max in work's dtype (the max is exact in any float type: x's own max, converted)
+    np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True), out=work, dtype=work.dtype)
     if beta != 1.0:
-        np.multiply(work, beta, out=work)
+        np.multiply(work, beta, out=work, dtype=work.dtype)
     np.exp(work, out=work)
-    return np.divide(work, np.add.reduce(work, axis=axis, keepdims=True), out=work)
+    if ones is None:
+        return np.divide(work, np.add.reduce(work, axis=axis, keepdims=True), out=work)
+    rows = work.reshape(-1, ones.shape[0])
+    np.divide(rows, np.matmul(rows, ones)[:, None], out=rows)
+    return work
 
 
 def _input_multiplier(ctx, scale: float, beta: float) -> tuple[int, int]:
@@ -249,9 +257,10 @@ class PreparedSoftmax:
 
 
 class PreparedFloatSoftmax:
-    """Float SOFTMAX with beta and axis constant: float_softmax in a float64 work array kept from run
-    to run (Scratch), rounded into the output buffer; the kernel checks nothing else per call that
-    could change. Rank over 4, empty or unexpected inputs go to the kernel."""
+    """Float SOFTMAX with beta and axis constant: float_softmax in float32 -- in the output buffer for
+    float32, in a float32 work array kept from run to run (Scratch) rounded once for float16 -- with
+    the sums of a last-axis softmax as a product with ones. Rank over 4, empty or unexpected inputs go
+    to the kernel."""
 
     fresh_outputs = True
 
@@ -260,6 +269,7 @@ class PreparedFloatSoftmax:
         self.x = pctx.step.bound.positions["input"]   # (a run indexes ctx.inputs: cheaper than ctx.args)
         self.beta, self.axis, self.dtype = beta, axis, dtype
         self.scratch = pctx.compiled.scratch
+        self.ones: dict = {}   # axis length -> float32 ones
 
     def __call__(self, ctx):
         v = ctx.inputs[self.x]
@@ -269,12 +279,25 @@ class PreparedFloatSoftmax:
         axis = self.axis
         if not -x.ndim <= axis < x.ndim:
             return self.kernel(ctx)
-        work = self.scratch.get("softmax", x.shape, np.float64)
+        axis %= x.ndim
+        ones = None
+        if axis == x.ndim - 1:
+            length = x.shape[-1]
+            ones = self.ones.get(length)
+            if ones is None:
+                if len(self.ones) >= 16:   # (run-time shapes could otherwise grow it without end)
+                    self.ones.clear()
+                ones = self.ones[length] = np.ones(length, F32)
         out = ctx.output_buffer(0, x.shape, self.dtype)
-        np.copyto(out, float_softmax(x, self.beta, axis % x.ndim, work), casting="unsafe")
+        if self.dtype == F32:
+            float_softmax(x, self.beta, axis, out, ones)
+        else:
+            work = self.scratch.get("softmax", x.shape, F32)
+            np.copyto(out, float_softmax(x, self.beta, axis, work, ones), casting="unsafe")
         return [out]
 
 
+F32 = np.dtype(np.float32)
 _FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
 
 

@@ -1,4 +1,10 @@
-"""Compiled MEAN with constant axes and keep_dims.
+"""Compiled MEAN and REDUCE_* with constant axes and keep_dims.
+
+REDUCE_MAX, REDUCE_MIN, REDUCE_SUM, REDUCE_PROD, REDUCE_ALL and REDUCE_ANY (every type): per input
+shape the axes and the output shape are worked out once, and a run is the plain kernel's own numpy
+reduction (reference.REDUCERS: the same call over the same axes, so the same results bit for bit) into
+the output buffer; the kernel parses the arguments, resolves the axes and copies its result on every
+call, several times the reduction itself on the small tensors of a dynamic quantization's min/max.
 
 Float (float32, float16 through float32): per input shape the axes, the kept and the output shapes
 and the divisor are worked out once, and a run is reference.float_mean -- the plain kernel's sum and
@@ -21,27 +27,41 @@ from nnapi.ops.reduce import reduced_shape
 
 from ...registry import prepare
 from ..common import QUANT8, QUANT_RANGE
-from .reference import float_mean, mean_divisor, resolve_axes
+from .reference import REDUCERS, float_mean, mean_divisor, resolve_axes
 from ..requantize import Requantizer
 
 # input shapes remembered per operation
 MAX_SHAPES = 16
 
 
-class PreparedQuantMean:
+class _AxesReduction:
+    """What every compiled reduction reads once: the kernel, the input's position (read by position at
+    run time: cheaper than ctx.args), the constant axes and keep_dims (MEAN keeps for a positive
+    INT32, REDUCE_* for a true BOOL: their kernels' rules), and the per-shape plans."""
+
     fresh_outputs = True
 
     def __init__(self, pctx):
         self.kernel = pctx.step.kernel
         bound = pctx.step.bound
-        self.x = bound.positions["input"]   # (read by position at run time: cheaper than ctx.args)
+        self.x = bound.positions["input"]
         self.axes = pctx.args.axes.array
-        self.keep = bound.consts["keep_dims"] > 0
+        self.keep = bound.consts["keep_dims"] > 0 if pctx.step.code == Op.MEAN else bool(bound.consts["keep_dims"])
+        self.plans: dict = {}
+
+    def _input(self, ctx):
+        """The input array, or None when the kernel should run (an absent input, another dtype)."""
+        x = ctx.inputs[self.x]
+        return None if x is None or x.array.dtype != self.dtype else x.array
+
+
+class PreparedQuantMean(_AxesReduction):
+    def __init__(self, pctx):
+        super().__init__(pctx)
+        bound = pctx.step.bound
         self.in_type, self.out_type = bound.operand("input").type, pctx.out_type()
         self.dtype = self.in_type.dtype
-        self.plans: dict = {}
         self.scratch = pctx.compiled.scratch
-
     def _plan(self, ctx, shape: tuple):
         axes = resolve_axes(ctx, self.axes, len(shape))
         count = int(np.prod([shape[a] for a in axes], dtype=np.int64))
@@ -57,15 +77,15 @@ class PreparedQuantMean:
         return plan
 
     def __call__(self, ctx):
-        x = ctx.inputs[self.x]
-        if x is None or x.array.dtype != self.dtype:
+        x = self._input(ctx)
+        if x is None:
             return self.kernel(ctx)
-        shape = x.array.shape
+        shape = x.shape
         plan = self.plans.get(shape)
         if plan is None and (plan := self._plan(ctx, shape)) is None:
             return self.kernel(ctx)
         axes, out_shape, requant = plan
-        total = x.array.sum(axis=axes, dtype=np.int32)
+        total = x.sum(axis=axes, dtype=np.int32)
         result = ctx.output_buffer(0, out_shape, requant.dtype)
         requant(total.reshape(out_shape), result)
         return [result]
@@ -74,19 +94,12 @@ class PreparedQuantMean:
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
 
 
-class PreparedFloatMean:
+class PreparedFloatMean(_AxesReduction):
     """reference.float_mean with the axes, shapes and divisor of each input shape worked out once."""
 
-    fresh_outputs = True
-
     def __init__(self, pctx, dtype):
-        self.kernel = pctx.step.kernel
-        bound = pctx.step.bound
-        self.x = bound.positions["input"]   # (read by position at run time: cheaper than ctx.args)
-        self.axes = pctx.args.axes.array
-        self.keep = bound.consts["keep_dims"] > 0
+        super().__init__(pctx)
         self.dtype = dtype
-        self.plans: dict = {}
 
     def _plan(self, ctx, shape: tuple):
         axes = resolve_axes(ctx, self.axes, len(shape))
@@ -100,10 +113,9 @@ class PreparedFloatMean:
         return plan
 
     def __call__(self, ctx):
-        x = ctx.inputs[self.x]
-        if x is None or x.array.dtype != self.dtype:
+        x = self._input(ctx)
+        if x is None:
             return self.kernel(ctx)
-        x = x.array
         plan = self.plans.get(x.shape)
         if plan is None and (plan := self._plan(ctx, x.shape)) is None:
             return self.kernel(ctx)
@@ -116,12 +128,17 @@ class PreparedFloatMean:
         return [result]
 
 
+def _axes_constant(pctx) -> bool:
+    """Only the input is fed at run time: the axes and keep_dims are constants."""
+    bound = pctx.step.bound
+    return bound.runtime == {"input"} and pctx.args.axes is not None and bound.consts.get("keep_dims") is not None
+
+
 @prepare(Op.MEAN)
 def prepare_mean(pctx):
-    bound = pctx.step.bound
-    if bound.runtime != {"input"} or pctx.args.axes is None or bound.consts.get("keep_dims") is None:
+    if not _axes_constant(pctx):
         return None
-    inp, out = bound.operand("input").type, pctx.out_type()
+    inp, out = pctx.step.bound.operand("input").type, pctx.out_type()
     if inp.dtype in (F32, F16) and inp.code == out.code and inp.is_tensor:
         return PreparedFloatMean(pctx, inp.dtype)
     if inp.code not in QUANT8 or out.code not in QUANT8:
@@ -129,3 +146,39 @@ def prepare_mean(pctx):
     if (out.scale, out.zero_point) == (inp.scale, inp.zero_point):
         return None   # the kernel's truncating division of the raw sum
     return PreparedQuantMean(pctx)
+
+
+class PreparedReduce(_AxesReduction):
+    """REDUCE_* by reference.REDUCERS[code] over the axes planned per input shape, into output 0's
+    buffer (for float16 sums and products, the kernel's float32 result rounded once into it)."""
+
+    def __init__(self, pctx):
+        super().__init__(pctx)
+        self.reduce = REDUCERS[pctx.step.code]
+        self.dtype = pctx.step.bound.operand("input").type.dtype
+
+    def _plan(self, ctx, shape: tuple):
+        axes = resolve_axes(ctx, self.axes, len(shape))
+        if len(self.plans) >= MAX_SHAPES:
+            self.plans.clear()
+        plan = self.plans[shape] = (axes, reduced_shape(shape, axes, True), reduced_shape(shape, axes, self.keep))
+        return plan
+
+    def __call__(self, ctx):
+        x = self._input(ctx)
+        if x is None:
+            return self.kernel(ctx)
+        axes, kept, out_shape = self.plans.get(x.shape) or self._plan(ctx, x.shape)
+        result = ctx.output_buffer(0, out_shape, self.dtype)
+        np.copyto(result.reshape(kept), self.reduce(x, axes), casting="unsafe")
+        return [result]
+
+
+@prepare(*REDUCERS)
+def prepare_reduce(pctx):
+    if not _axes_constant(pctx):
+        return None
+    inp, out = pctx.step.bound.operand("input").type, pctx.out_type()
+    if not inp.is_tensor or inp.dtype != out.dtype:
+        return None
+    return PreparedReduce(pctx)

@@ -49,34 +49,21 @@ def _extreme(np_fn, limit):
     return fn
 
 
-@kernel(Op.REDUCE_MAX)
-def reduce_max(ctx):
-    return _reduce(ctx, _extreme(np.max, "min"), _keep_bool(ctx))
+# the reduction of each REDUCE_* over resolved axes, dimensions kept (the compiled REDUCE_*, prepared.py,
+# runs the same functions)
+REDUCERS = {
+    Op.REDUCE_MAX: _extreme(np.max, "min"),
+    Op.REDUCE_MIN: _extreme(np.min, "max"),
+    Op.REDUCE_SUM: lambda x, axes: np.sum(_as_compute(x), axis=axes, keepdims=True),
+    Op.REDUCE_PROD: lambda x, axes: np.prod(_as_compute(x), axis=axes, keepdims=True),
+    Op.REDUCE_ALL: lambda x, axes: np.all(x, axis=axes, keepdims=True),
+    Op.REDUCE_ANY: lambda x, axes: np.any(x, axis=axes, keepdims=True),
+}
 
 
-@kernel(Op.REDUCE_MIN)
-def reduce_min(ctx):
-    return _reduce(ctx, _extreme(np.min, "max"), _keep_bool(ctx))
-
-
-@kernel(Op.REDUCE_SUM)
-def reduce_sum(ctx):
-    return _reduce(ctx, lambda x, axes: np.sum(_as_compute(x), axis=axes, keepdims=True), _keep_bool(ctx))
-
-
-@kernel(Op.REDUCE_PROD)
-def reduce_prod(ctx):
-    return _reduce(ctx, lambda x, axes: np.prod(_as_compute(x), axis=axes, keepdims=True), _keep_bool(ctx))
-
-
-@kernel(Op.REDUCE_ALL)
-def reduce_all(ctx):
-    return _reduce(ctx, lambda x, axes: np.all(x, axis=axes, keepdims=True), _keep_bool(ctx))
-
-
-@kernel(Op.REDUCE_ANY)
-def reduce_any(ctx):
-    return _reduce(ctx, lambda x, axes: np.any(x, axis=axes, keepdims=True), _keep_bool(ctx))
+@kernel(*REDUCERS)
+def reduce_any_kind(ctx):
+    return _reduce(ctx, REDUCERS[ctx.step.code], _keep_bool(ctx))
 
 
 # -- MEAN ----------------------------------------------------------------------------
