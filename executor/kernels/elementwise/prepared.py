@@ -341,7 +341,6 @@ _FLOAT_UNARY = {Op.LOGISTIC: _logistic, Op.TANH: _ufunc(np.tanh), Op.HARD_SWISH:
                 Op.ABS: _ufunc(np.abs), Op.NEG: _ufunc(np.negative), Op.EXP: _ufunc(np.exp),
                 Op.LOG: _ufunc(np.log), Op.SIN: _ufunc(np.sin), Op.SQRT: _ufunc(np.sqrt),
                 Op.FLOOR: _ufunc(np.floor), Op.RSQRT: _rsqrt}
-_TABLED = (Op.LOGISTIC, Op.TANH, Op.HARD_SWISH, Op.RELU, Op.RELU1, Op.RELU6)   # lut.UNARY codes
 _RELU = {Op.RELU: FuseCode.RELU, Op.RELU1: FuseCode.RELU1, Op.RELU6: FuseCode.RELU6}
 
 
@@ -356,10 +355,9 @@ def _unary_input(pctx, dtypes):
 @prepare(*_FLOAT_UNARY)
 def prepare_float_unary(pctx):
     code = pctx.step.code
-    if code in _TABLED:
-        table = unary_table(pctx)
-        if table is not None:
-            return table
+    table = unary_table(pctx)   # an 8-bit input (lut.UNARY: RSQRT of a quantized layer norm, ...)
+    if table is not None:
+        return table
     if code in (Op.ABS, Op.NEG) and _unary_input(pctx, (I32,)) is not None:
         return Unary(pctx, _FLOAT_UNARY[code], I32)   # int32 wraps: |INT32_MIN| == INT32_MIN, as the kernel
     dt = _unary_input(pctx, (F32, F16))

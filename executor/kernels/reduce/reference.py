@@ -69,15 +69,18 @@ def reduce_any_kind(ctx):
 # -- MEAN ----------------------------------------------------------------------------
 
 def _quant_mean(ctx, x, axes, count: int) -> np.ndarray:
-    inp, out = ctx.args.input, ctx.out_type()
-    raw = x.astype(np.int64)
+    total = x.astype(np.int64).sum(axis=axes, keepdims=True)
+    return quant_mean_of_sums(total, count, ctx.args.input, ctx.out_type())
+
+
+def quant_mean_of_sums(total: np.ndarray, count: int, inp, out) -> np.ndarray:
+    """The quantized MEAN of `count` raw values (int64) from their raw sums `total`, for input and
+    output types (scale, zero point, code) `inp`, `out` (the kernel, and the compiled MEAN's table)."""
     if (out.scale, out.zero_point) == (inp.scale, inp.zero_point):
         # Android's reference divides the raw (zero point included) sum and truncates toward zero
-        total = raw.sum(axis=axes, keepdims=True)
         return np.sign(total) * (np.abs(total) // count)
-    # different output quantization: exact integer sum, then the fixed-point rescale
-    acc = (raw - inp.zero_point).sum(axis=axes, keepdims=True)
-    return requantize(acc, inp.scale / (count * out.scale), out.zero_point, out.code)
+    # different output quantization: the exact integer sum of x - zero point, then the fixed-point rescale
+    return requantize(total - count * inp.zero_point, inp.scale / (count * out.scale), out.zero_point, out.code)
 
 
 def mean_divisor(count: int) -> np.ndarray:

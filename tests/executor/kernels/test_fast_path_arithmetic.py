@@ -397,14 +397,16 @@ def test_quantized_binary_table_equals_the_kernel(code, qtype):
     assert fast.shape == (2, 16, 8, 40) and fast.dtype == slow.dtype and np.array_equal(fast, slow)
 
 
-@pytest.mark.parametrize("code", [Op.LOGISTIC, Op.TANH, Op.RELU6, Op.DEQUANTIZE])
+@pytest.mark.parametrize("code", [Op.LOGISTIC, Op.TANH, Op.RELU6, Op.DEQUANTIZE, Op.RSQRT])
 def test_quantized_unary_table_equals_the_kernel(code):
     m = nnapi.Model()
     x = m.add_operand(OperandType(C.TENSOR_QUANT8_ASYMM_SIGNED, (4, 64), 0.06, -7))
     out_type = {Op.LOGISTIC: OperandType(C.TENSOR_QUANT8_ASYMM_SIGNED, (4, 64), 1 / 256, -128),
                 Op.TANH: OperandType(C.TENSOR_QUANT8_ASYMM_SIGNED, (4, 64), 1 / 128, 0),
                 Op.RELU6: OperandType(C.TENSOR_QUANT8_ASYMM_SIGNED, (4, 64), 0.06, -7),
-                Op.DEQUANTIZE: OperandType(C.TENSOR_FLOAT32, (4, 64))}[code]
+                Op.DEQUANTIZE: OperandType(C.TENSOR_FLOAT32, (4, 64)),
+                # (x <= 0: inf and NaN saturate high)
+                Op.RSQRT: OperandType(C.TENSOR_QUANT8_ASYMM_SIGNED, (4, 64), 0.02, -128)}[code]
     out = m.add_operand(out_type)
     m.add_operation(code, [x], [out])
     m.identify_inputs_and_outputs([x], [out])
