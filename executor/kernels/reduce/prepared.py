@@ -8,8 +8,9 @@ call, several times the reduction itself on the small tensors of a dynamic quant
 
 Float (float32, float16 through float32): per input shape the axes, the kept and the output shapes
 and the divisor are worked out once, and a run is reference.float_mean -- the plain kernel's sum and
-division -- into the output buffer (the kernel resolves the axes, counts, shapes and casts on every
-call, several times the arithmetic of a layer norm's MEAN).
+division, the sum over the last axis alone as a product with ones (BLAS's order: within the fast
+paths' float bound) -- into the output buffer (the kernel resolves the axes, counts, shapes and casts
+on every call, several times the arithmetic of a layer norm's MEAN).
 
 Quantized: the axes and keep_dims are constants, so per input shape the reduced axes and the count
 are worked out once; a run is one integer sum of the raw values (int32 when count * 255 cannot
@@ -128,7 +129,8 @@ class PreparedFloatMean(_AxesReduction):
         if len(self.plans) >= MAX_SHAPES:
             self.plans.clear()
         kept = reduced_shape(shape, axes, True)
-        plan = self.plans[shape] = (axes, kept, reduced_shape(shape, axes, self.keep), mean_divisor(count))
+        ones = np.ones((shape[-1], 1), F32) if axes == (len(shape) - 1,) and count > 1 else None
+        plan = self.plans[shape] = (axes, kept, reduced_shape(shape, axes, self.keep), mean_divisor(count), ones)
         return plan
 
     def __call__(self, ctx):
@@ -138,12 +140,12 @@ class PreparedFloatMean(_AxesReduction):
         plan = self.plans.get(x.shape)
         if plan is None and (plan := self._plan(ctx, x.shape)) is None:
             return self.kernel(ctx)
-        axes, kept, out_shape, divisor = plan
+        axes, kept, out_shape, divisor, ones = plan
         result = ctx.output_buffer(0, out_shape, self.dtype)
         if self.dtype == F16:   # in float32, rounded to float16 once, as the kernel
-            result[...] = float_mean(x.astype(F32), axes, divisor).reshape(out_shape)
+            result[...] = float_mean(x.astype(F32), axes, divisor, ones=ones).reshape(out_shape)
         else:
-            float_mean(x, axes, divisor, out=result.reshape(kept))
+            float_mean(x, axes, divisor, out=result.reshape(kept), ones=ones)
         return [result]
 
 

@@ -89,11 +89,17 @@ def mean_divisor(count: int) -> np.ndarray:
     return np.array(count, np.float32 if count <= 1 << 24 else np.float64)
 
 
-def float_mean(x: np.ndarray, axes: tuple, divisor: np.ndarray, out=None) -> np.ndarray:
+def float_mean(x: np.ndarray, axes: tuple, divisor: np.ndarray, out=None, ones=None) -> np.ndarray:
     """The float MEAN of float32 `x` over `axes` with the dimensions kept: numpy's pairwise sum, then one
     division by the count (mean_divisor). The plain kernel and the compiled MEAN (prepared.py) both
-    compute it here; `out`, when given, is the kept-dimensions result array."""
-    total = np.add.reduce(x, axis=axes, keepdims=True, out=out)
+    compute it here; `out`, when given, is the kept-dimensions result array. `ones` (a float32 column
+    [L, 1] of ones, for the last axis of length L reduced alone) takes the sum as one matrix product
+    instead: BLAS's order, within the fast paths' float bound, about half the time on a layer norm's
+    short rows (the compiled MEAN)."""
+    if ones is None:
+        total = np.add.reduce(x, axis=axes, keepdims=True, out=out)
+    else:
+        total = np.matmul(x, ones, out=out)
     return np.true_divide(total, divisor, out=total, casting="unsafe")
 
 
