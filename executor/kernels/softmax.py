@@ -163,6 +163,41 @@ def reciprocal_of_sum(total: int) -> tuple[int, int]:
     return one_over_one_plus_x_int((total << headroom) - (1 << 31)), bits_over_unit + 31 - 8
 
 
+def reciprocals_of_sums(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """reciprocal_of_sum for an int64 array of row sums in [1, 2^31): one_over_one_plus_x_int's steps as
+    in-place int64 passes (products below 2^63: exact), a third of the numpy fixed-point functions'
+    passes and temporaries. The headroom is count_leading_zeros32's (frexp of the exact float64)."""
+    exponent = np.frexp(sums.astype(np.float64))[1].astype(np.int64)   # headroom = 32 - exponent
+    x = np.left_shift(sums, 32 - exponent)
+    x -= 1 << 31                      # a in [0, 2^31)
+    half = x                          # rounding_half_sum(a, INT32_MAX): a + INT32_MAX >= 0, so + 1, >> 1
+    half += _INT32_MAX + 1
+    half >>= 1
+    x = half * -1010580540            # srdhm(half, -1010580540): <= 0, under its saturation
+    x += 1 << 30
+    x >>= 31
+    x += 1515870810
+    t = np.empty_like(x)
+    for _ in range(3):
+        np.multiply(half, x, out=t)   # one_minus = 2^29 - srdhm(half, x)
+        t += 1 << 30
+        t >>= 31
+        np.minimum(t, _INT32_MAX, out=t)
+        np.subtract(1 << 29, t, out=t)
+        t *= x                        # x += saturating_multiply_by_pot(srdhm(x, one_minus), 2)
+        t += 1 << 30
+        t >>= 31
+        np.minimum(t, _INT32_MAX, out=t)
+        t <<= 2
+        np.maximum(t, -(1 << 31), out=t)
+        np.minimum(t, _INT32_MAX, out=t)
+        x += t
+    x <<= 1                           # saturating_multiply_by_pot(x, 1)
+    np.maximum(x, -(1 << 31), out=x)
+    np.minimum(x, _INT32_MAX, out=x)
+    return x, exponent + 3            # shift: _ACCUM_INTEGER_BITS - headroom + 31 - 8
+
+
 class PreparedSoftmax:
     """Quantized SOFTMAX with beta and axis constant: the exp tables (and the exps already divided for
     the Q12.19 sum) looked up once, the per-row reciprocal in Python integers when rows are few
@@ -233,9 +268,7 @@ class PreparedSoftmax:
         index = np.subtract(xt.max(axis=0), xt, dtype=np.intp)   # max - x, in [0, 255]
         exps = np.take(self.exps, index)
         sums = np.take(self.exps12, index).sum(axis=0)
-        headroom = count_leading_zeros32(sums)
-        recips = one_over_one_plus_x((sums << headroom) - (1 << 31))
-        shifts = _ACCUM_INTEGER_BITS - headroom + 31 - 8
+        recips, shifts = reciprocals_of_sums(sums)
         if recips.min() < 0 or recips.max() > _INT32_MAX or shifts.min() < 3:   # (not for sums >= 1)
             return self.kernel(ctx)
         # as in __call__: rounding_divide_by_pot(srdhm(recips, exps), shifts) for these ranges

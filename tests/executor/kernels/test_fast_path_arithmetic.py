@@ -422,7 +422,7 @@ def test_quantized_unary_table_equals_the_kernel(code):
 def test_softmax_integer_reciprocal_equals_the_numpy_fixed_point():
     """The per-row reciprocal in Python integers is fp.one_over_one_plus_x and the headroom as
     _softmax_quant computes them, for every sum a row can have (edges and random)."""
-    from executor.kernels.softmax import one_over_one_plus_x_int, reciprocal_of_sum
+    from executor.kernels.softmax import one_over_one_plus_x_int, reciprocal_of_sum, reciprocals_of_sums
     # one Q12.19 unit per element at least (the max element's exp), at most 4096 units (2^31 raw)
     sums = np.concatenate([np.arange(1 << 19, (1 << 19) + 300), RNG.integers(1 << 19, 1 << 31, 3000),
                            [(1 << 20) - 1, 1 << 20, (1 << 30) - 1, 1 << 30, (1 << 31) - 1]]).astype(np.int64)
@@ -431,6 +431,8 @@ def test_softmax_integer_reciprocal_equals_the_numpy_fixed_point():
     want_shift = 12 - headroom + 31 - 8
     got = [reciprocal_of_sum(int(s)) for s in sums]
     assert [g[0] for g in got] == want_recip.tolist() and [g[1] for g in got] == want_shift.tolist()
+    recips, shifts = reciprocals_of_sums(sums.copy())   # the vectorized form, for many rows
+    assert recips.tolist() == want_recip.tolist() and shifts.tolist() == want_shift.tolist()
     a = np.concatenate([RNG.integers(0, 1 << 31, 2000), [0, 1, (1 << 31) - 1, 1 << 30]])
     assert [one_over_one_plus_x_int(int(v)) for v in a] == fp.one_over_one_plus_x(a).tolist()
 
