@@ -264,6 +264,34 @@ def prepare_compare(pctx):
     return Binary(pctx, _COMPARE[code], dt, BOOL)
 
 
+class Select:
+    """SELECT of float or int32 tensors: the kernel's np.where, handed out as it is (a new array of
+    the inputs' dtype, which is the output's: the kernel's cast copies it once more)."""
+
+    fresh_outputs = True
+
+    def __init__(self, pctx, dtype):
+        self.kernel = pctx.step.kernel
+        self.dtype = dtype
+        self.c, self.a, self.b = (pctx.step.bound.positions[n] for n in ("condition", "input1", "input2"))
+
+    def __call__(self, ctx):
+        inputs = ctx.inputs
+        try:
+            c, a, b = inputs[self.c].array, inputs[self.a].array, inputs[self.b].array
+        except AttributeError:   # an absent input
+            return self.kernel(ctx)
+        if c.dtype != BOOL or a.dtype != self.dtype or b.dtype != self.dtype or not c.shape == a.shape == b.shape:
+            return self.kernel(ctx)
+        return [np.where(c, a, b)]
+
+
+@prepare(Op.SELECT)
+def prepare_select(pctx):
+    dt = _input_dtype(pctx, ("input1", "input2"), (F32, F16, I32))
+    return Select(pctx, dt) if dt is not None and pctx.out_type().dtype == dt else None
+
+
 # -- unary ------------------------------------------------------------------------------------------
 
 class Unary:
