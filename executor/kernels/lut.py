@@ -24,7 +24,7 @@ from nnapi.codes import OperationCode as Op
 from ..registry import prepare
 from .common import QUANT8
 
-UNARY = (Op.RELU, Op.RELU1, Op.RELU6, Op.LOGISTIC, Op.TANH, Op.HARD_SWISH, Op.DEQUANTIZE)
+UNARY = (Op.RELU, Op.RELU1, Op.RELU6, Op.LOGISTIC, Op.TANH, Op.HARD_SWISH, Op.DEQUANTIZE, Op.RSQRT)
 BINARY = (Op.ADD, Op.SUB, Op.MUL)
 # the UNARY codes whose preparer lives here (the others: elementwise/prepared.py); ELU has no 8-bit form
 UNARY_HERE = (Op.DEQUANTIZE,)

@@ -1,8 +1,10 @@
 """SOFTMAX and LOG_SOFTMAX along any axis.
 
 Float inputs are computed in float64 and rounded once to the output type
-(float_softmax, in place in one float64 array: its preparer, beta and axis constant, keeps that
-array from run to run). The
+(float_softmax, in place in one float64 array). Its preparer (beta and axis constant) runs the same
+float_softmax in float32, in the output buffer, with the sums of a last-axis softmax as one BLAS
+product with a vector of ones (another order): within the fast paths' float bound, as the GEMMs
+(tests/executor/test_fast_paths_agree.py), at about half the time of the float64 passes. The
 quantized softmax is TFLite's fixed-point algorithm (inputs rescaled to Q5.26,
 gemmlowp exp, sum in Q12.19, fixed-point reciprocal), giving the reference's
 exact stored values with output scale 1/256. Its preparer (beta and axis
@@ -47,16 +49,22 @@ def _shifted_logits(x: np.ndarray, beta: float, axis: int) -> np.ndarray:
     return (x64 - x64.max(axis=axis, keepdims=True)) * beta
 
 
-def float_softmax(x: np.ndarray, beta: float, axis: int, work: np.ndarray) -> np.ndarray:
-    """exp(beta * (x - max(x))) / sum along `axis`, in float64, computed in `work` (a float64 array of
-    x's shape, overwritten) and returned there; the caller rounds it to the output type. beta 1 skips
-    the multiplication (exact)."""
-    np.copyto(work, x)
-    np.subtract(work, np.maximum.reduce(work, axis=axis, keepdims=True), out=work)
+def float_softmax(x: np.ndarray, beta: float, axis: int, work: np.ndarray, ones=None) -> np.ndarray:
+    """exp(beta * (x - max(x))) / sum along `axis`, in work's dtype (the plain kernel's float64; the
+    compiled path's float32), computed in `work` (an array of x's shape, overwritten) and returned
+    there; the caller rounds it to the output type. beta 1 skips the multiplication (exact). `ones`
+    (a vector of ones of the axis' length, for the last axis of a C-contiguous `work` only) makes the
+    sums one matrix-vector product."""
+    # x - max in work's dtype (the max is exact in any float type: x's own max, converted)
+    np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True), out=work, dtype=work.dtype)
     if beta != 1.0:
-        np.multiply(work, beta, out=work)
+        np.multiply(work, beta, out=work, dtype=work.dtype)
     np.exp(work, out=work)
-    return np.divide(work, np.add.reduce(work, axis=axis, keepdims=True), out=work)
+    if ones is None:
+        return np.divide(work, np.add.reduce(work, axis=axis, keepdims=True), out=work)
+    rows = work.reshape(-1, ones.shape[0])
+    np.divide(rows, np.matmul(rows, ones)[:, None], out=rows)
+    return work
 
 
 def _input_multiplier(ctx, scale: float, beta: float) -> tuple[int, int]:
@@ -155,6 +163,41 @@ def reciprocal_of_sum(total: int) -> tuple[int, int]:
     return one_over_one_plus_x_int((total << headroom) - (1 << 31)), bits_over_unit + 31 - 8
 
 
+def reciprocals_of_sums(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """reciprocal_of_sum for an int64 array of row sums in [1, 2^31): one_over_one_plus_x_int's steps as
+    in-place int64 passes (products below 2^63: exact), a third of the numpy fixed-point functions'
+    passes and temporaries. The headroom is count_leading_zeros32's (frexp of the exact float64)."""
+    exponent = np.frexp(sums.astype(np.float64))[1].astype(np.int64)   # headroom = 32 - exponent
+    x = np.left_shift(sums, 32 - exponent)
+    x -= 1 << 31                      # a in [0, 2^31)
+    half = x                          # rounding_half_sum(a, INT32_MAX): a + INT32_MAX >= 0, so + 1, >> 1
+    half += _INT32_MAX + 1
+    half >>= 1
+    x = half * -1010580540            # srdhm(half, -1010580540): <= 0, under its saturation
+    x += 1 << 30
+    x >>= 31
+    x += 1515870810
+    t = np.empty_like(x)
+    for _ in range(3):
+        np.multiply(half, x, out=t)   # one_minus = 2^29 - srdhm(half, x)
+        t += 1 << 30
+        t >>= 31
+        np.minimum(t, _INT32_MAX, out=t)
+        np.subtract(1 << 29, t, out=t)
+        t *= x                        # x += saturating_multiply_by_pot(srdhm(x, one_minus), 2)
+        t += 1 << 30
+        t >>= 31
+        np.minimum(t, _INT32_MAX, out=t)
+        t <<= 2
+        np.maximum(t, -(1 << 31), out=t)
+        np.minimum(t, _INT32_MAX, out=t)
+        x += t
+    x <<= 1                           # saturating_multiply_by_pot(x, 1)
+    np.maximum(x, -(1 << 31), out=x)
+    np.minimum(x, _INT32_MAX, out=x)
+    return x, exponent + 3            # shift: _ACCUM_INTEGER_BITS - headroom + 31 - 8
+
+
 class PreparedSoftmax:
     """Quantized SOFTMAX with beta and axis constant: the exp tables (and the exps already divided for
     the Q12.19 sum) looked up once, the per-row reciprocal in Python integers when rows are few
@@ -167,6 +210,7 @@ class PreparedSoftmax:
 
     def __init__(self, pctx, multiplier: int, left_shift: int, axis: int, rank: int):
         self.kernel = pctx.step.kernel
+        self.x = pctx.step.bound.positions["input"]   # (a run indexes ctx.inputs: cheaper than ctx.args)
         t = pctx.step.bound.operand("input").type
         self.dtype, self.rank, self.axis = t.dtype, rank, axis
         self.exps, used = _exp_table(multiplier, left_shift)
@@ -178,7 +222,7 @@ class PreparedSoftmax:
         assert np.all(self.exps[~used] == 0) and self.offset == self.lo
 
     def __call__(self, ctx):
-        v = ctx.args.input
+        v = ctx.inputs[self.x]
         x = None if v is None else v.array
         if x is None or x.dtype != self.dtype or x.ndim != self.rank or x.size == 0:
             return self.kernel(ctx)
@@ -225,9 +269,7 @@ class PreparedSoftmax:
         index = np.subtract(xt.max(axis=0), xt, dtype=np.intp)   # max - x, in [0, 255]
         exps = np.take(self.exps, index)
         sums = np.take(self.exps12, index).sum(axis=0)
-        headroom = count_leading_zeros32(sums)
-        recips = one_over_one_plus_x((sums << headroom) - (1 << 31))
-        shifts = _ACCUM_INTEGER_BITS - headroom + 31 - 8
+        recips, shifts = reciprocals_of_sums(sums)
         if recips.min() < 0 or recips.max() > _INT32_MAX or shifts.min() < 3:   # (not for sums >= 1)
             return self.kernel(ctx)
         # as in __call__: rounding_divide_by_pot(srdhm(recips, exps), shifts) for these ranges
@@ -249,9 +291,10 @@ class PreparedSoftmax:
 
 
 class PreparedFloatSoftmax:
-    """Float SOFTMAX with beta and axis constant: float_softmax in a float64 work array kept from run
-    to run (Scratch), rounded into the output buffer; the kernel checks nothing else per call that
-    could change. Rank over 4, empty or unexpected inputs go to the kernel."""
+    """Float SOFTMAX with beta and axis constant: float_softmax in float32 -- in the output buffer for
+    float32, in a float32 work array kept from run to run (Scratch) rounded once for float16 -- with
+    the sums of a last-axis softmax as a product with ones. Rank over 4, empty or unexpected inputs go
+    to the kernel."""
 
     fresh_outputs = True
 
@@ -260,6 +303,7 @@ class PreparedFloatSoftmax:
         self.x = pctx.step.bound.positions["input"]   # (a run indexes ctx.inputs: cheaper than ctx.args)
         self.beta, self.axis, self.dtype = beta, axis, dtype
         self.scratch = pctx.compiled.scratch
+        self.ones: dict = {}   # axis length -> float32 ones
 
     def __call__(self, ctx):
         v = ctx.inputs[self.x]
@@ -269,12 +313,25 @@ class PreparedFloatSoftmax:
         axis = self.axis
         if not -x.ndim <= axis < x.ndim:
             return self.kernel(ctx)
-        work = self.scratch.get("softmax", x.shape, np.float64)
+        axis %= x.ndim
+        ones = None
+        if axis == x.ndim - 1:
+            length = x.shape[-1]
+            ones = self.ones.get(length)
+            if ones is None:
+                if len(self.ones) >= 16:   # (run-time shapes could otherwise grow it without end)
+                    self.ones.clear()
+                ones = self.ones[length] = np.ones(length, F32)
         out = ctx.output_buffer(0, x.shape, self.dtype)
-        np.copyto(out, float_softmax(x, self.beta, axis % x.ndim, work), casting="unsafe")
+        if self.dtype == F32:
+            float_softmax(x, self.beta, axis, out, ones)
+        else:
+            work = self.scratch.get("softmax", x.shape, F32)
+            np.copyto(out, float_softmax(x, self.beta, axis, work, ones), casting="unsafe")
         return [out]
 
 
+F32 = np.dtype(np.float32)
 _FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
 
 

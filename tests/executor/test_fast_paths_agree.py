@@ -50,24 +50,27 @@ def _operand(type_, dims, lifetime="TEMPORARY_VARIABLE", value=None) -> dict:
     return o
 
 
-def _batch_matmul_case(x_dims, y_dims, out_dims, adj_x=False, adj_y=False, transpose_y=None) -> dict:
+def _batch_matmul_case(x_dims, y_dims, out_dims, adj_x=False, adj_y=False, transpose_y=None, quant=None) -> dict:
     """A float32 BATCH_MATMUL case (inputs x, y; `transpose_y`: y arrives through a TRANSPOSE of that
-    permutation, a view, as attention's keys do)."""
+    permutation, a view, as attention's keys do); `quant`: int8 with ((scale, zero point) of x, y, output)."""
     rng = np.random.default_rng(len(x_dims) * 100 + sum(x_dims) + sum(y_dims))
-    f32 = "TENSOR_FLOAT32"
+    f32 = "TENSOR_QUANT8_ASYMM_SIGNED" if quant else "TENSOR_FLOAT32"
     y_in = [y_dims[p] for p in np.argsort(transpose_y)] if transpose_y else y_dims
     operands = [_operand(f32, x_dims, "SUBGRAPH_INPUT"), _operand(f32, y_in, "SUBGRAPH_INPUT"),
                 _operand("BOOL", [], "CONSTANT_COPY", [adj_x]), _operand("BOOL", [], "CONSTANT_COPY", [adj_y]),
                 _operand(f32, out_dims, "SUBGRAPH_OUTPUT")]
+    for k, (scale, zero_point) in zip((0, 1, 4), quant or ()):
+        operands[k].update(scale=scale, zeroPoint=zero_point)
     operations = [{"type": "BATCH_MATMUL", "inputs": [0, 1, 2, 3], "outputs": [4]}]
     if transpose_y:
         operands += [_operand("TENSOR_INT32", [len(y_dims)], "CONSTANT_COPY", list(transpose_y)), _operand(f32, y_dims)]
         operations = [{"type": "TRANSPOSE", "inputs": [1, 5], "outputs": [6]},
                       {"type": "BATCH_MATMUL", "inputs": [0, 6, 2, 3], "outputs": [4]}]
-    name = f"authored/batch_matmul {x_dims} x {y_dims} adj {adj_x} {adj_y} transposed {transpose_y}"
+    name = f"authored/batch_matmul {x_dims} x {y_dims} adj {adj_x} {adj_y} transposed {transpose_y} quant {quant}"
     return {"id": name, "operationTypes": sorted({op["type"] for op in operations}), "referenced": [],
             "main": {"operands": operands, "operations": operations, "inputIndexes": [0, 1], "outputIndexes": [4]},
-            "inputs": [rng.standard_normal(int(np.prod(d))).astype(np.float32).tolist() for d in (x_dims, y_in)]}
+            "inputs": [rng.integers(-128, 127, int(np.prod(d)), endpoint=True).tolist() if quant else
+                       rng.standard_normal(int(np.prod(d))).astype(np.float32).tolist() for d in (x_dims, y_in)]}
 
 
 def _mirror_pad_case(dims, pads, mode: int) -> dict:
@@ -94,6 +97,9 @@ AUTHORED = [
     _batch_matmul_case([3, 5, 2], [3, 5, 4], [3, 2, 4], adj_x=True),
     _batch_matmul_case([2, 1, 3, 4], [1, 5, 4, 2], [2, 5, 3, 2]),
     _batch_matmul_case([1, 4, 32, 16], [1, 4, 16, 32], [1, 4, 32, 32], transpose_y=[0, 1, 3, 2]),
+    _batch_matmul_case([1, 2, 32, 24], [1, 2, 32, 24], [1, 2, 32, 32], adj_y=True,
+                       quant=((0.05, 3), (0.04, -2), (0.2, 1))),
+    _batch_matmul_case([2, 5, 3], [2, 5, 4], [2, 3, 4], adj_x=True, quant=((0.5, 0), (0.25, 0), (0.001, -5))),
 ]
 
 

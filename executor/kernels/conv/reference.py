@@ -129,9 +129,13 @@ def _quant_matmul(ctx, args, a, b):
     """int8 x int8 -> int32 sums, exact in float64 (|term| <= 2**16, far fewer than 2**37 terms)."""
     x, y, out = args.x, args.y, ctx.out_type()
     acc = np.matmul(a.astype(np.float64) - x.zero_point, b.astype(np.float64) - y.zero_point).astype(np.int64)
-    # TFLite: real multiplier = (float32 input scale x float32 weight scale) / output scale, in double
-    real = float(np.float32(x.scale) * np.float32(y.scale)) / float(np.float32(out.scale))
-    return requantize(acc, real, out.zero_point, out.code)
+    return requantize(acc, matmul_multiplier(x.scale, y.scale, out.scale), out.zero_point, out.code)
+
+
+def matmul_multiplier(x_scale: float, y_scale: float, out_scale: float) -> float:
+    """TFLite's real multiplier of a quantized BATCH_MATMUL: (float32 x scale x float32 y scale) / output
+    scale, in double (the kernel and the compiled one, batch_matmul.py)."""
+    return float(np.float32(x_scale) * np.float32(y_scale)) / float(np.float32(out_scale))
 
 
 @kernel(Op.BATCH_MATMUL)

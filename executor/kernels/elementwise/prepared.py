@@ -264,6 +264,34 @@ def prepare_compare(pctx):
     return Binary(pctx, _COMPARE[code], dt, BOOL)
 
 
+class Select:
+    """SELECT of float or int32 tensors: the kernel's np.where, handed out as it is (a new array of
+    the inputs' dtype, which is the output's: the kernel's cast copies it once more)."""
+
+    fresh_outputs = True
+
+    def __init__(self, pctx, dtype):
+        self.kernel = pctx.step.kernel
+        self.dtype = dtype
+        self.c, self.a, self.b = (pctx.step.bound.positions[n] for n in ("condition", "input1", "input2"))
+
+    def __call__(self, ctx):
+        inputs = ctx.inputs
+        try:
+            c, a, b = inputs[self.c].array, inputs[self.a].array, inputs[self.b].array
+        except AttributeError:   # an absent input
+            return self.kernel(ctx)
+        if c.dtype != BOOL or a.dtype != self.dtype or b.dtype != self.dtype or not c.shape == a.shape == b.shape:
+            return self.kernel(ctx)
+        return [np.where(c, a, b)]
+
+
+@prepare(Op.SELECT)
+def prepare_select(pctx):
+    dt = _input_dtype(pctx, ("input1", "input2"), (F32, F16, I32))
+    return Select(pctx, dt) if dt is not None and pctx.out_type().dtype == dt else None
+
+
 # -- unary ------------------------------------------------------------------------------------------
 
 class Unary:
@@ -341,7 +369,6 @@ _FLOAT_UNARY = {Op.LOGISTIC: _logistic, Op.TANH: _ufunc(np.tanh), Op.HARD_SWISH:
                 Op.ABS: _ufunc(np.abs), Op.NEG: _ufunc(np.negative), Op.EXP: _ufunc(np.exp),
                 Op.LOG: _ufunc(np.log), Op.SIN: _ufunc(np.sin), Op.SQRT: _ufunc(np.sqrt),
                 Op.FLOOR: _ufunc(np.floor), Op.RSQRT: _rsqrt}
-_TABLED = (Op.LOGISTIC, Op.TANH, Op.HARD_SWISH, Op.RELU, Op.RELU1, Op.RELU6)   # lut.UNARY codes
 _RELU = {Op.RELU: FuseCode.RELU, Op.RELU1: FuseCode.RELU1, Op.RELU6: FuseCode.RELU6}
 
 
@@ -356,10 +383,9 @@ def _unary_input(pctx, dtypes):
 @prepare(*_FLOAT_UNARY)
 def prepare_float_unary(pctx):
     code = pctx.step.code
-    if code in _TABLED:
-        table = unary_table(pctx)
-        if table is not None:
-            return table
+    table = unary_table(pctx)   # an 8-bit input (lut.UNARY: RSQRT of a quantized layer norm, ...)
+    if table is not None:
+        return table
     if code in (Op.ABS, Op.NEG) and _unary_input(pctx, (I32,)) is not None:
         return Unary(pctx, _FLOAT_UNARY[code], I32)   # int32 wraps: |INT32_MIN| == INT32_MIN, as the kernel
     dt = _unary_input(pctx, (F32, F16))

@@ -96,3 +96,48 @@ def test_batch_matmul_needs_feature_level_6():
     problems = m.validate(feature_level=5)
     assert len(problems) == 1 and "needs feature level 6" in problems[0]
     assert m.validate(feature_level=6) == []
+
+
+# -- the compiled quantized BATCH_MATMUL (conv/batch_matmul.py) ---------------------------------------
+
+def _quant_model(code, x_dims, y_dims, out_dims, adj, scales, zps):
+    from tests.executor.kernels.test_elementwise_prepared import model_of
+    ins = [OperandType(code, x_dims, scales[0], zps[0]), OperandType(code, y_dims, scales[1], zps[1]),
+           OperandType(C.BOOL), OperandType(C.BOOL)]
+    return model_of(Op.BATCH_MATMUL, ins, OperandType(code, out_dims, scales[2], zps[2]),
+                    {2: np.bool_(adj[0]), 3: np.bool_(adj[1])})
+
+
+@pytest.mark.parametrize("code,dtype", [(C.TENSOR_QUANT8_ASYMM_SIGNED, np.int8)])   # (the spec's one 8-bit type)
+@pytest.mark.parametrize("x_dims,y_dims,out_dims,adj", [
+    ([1, 2, 32, 24], [1, 2, 24, 32], [1, 2, 32, 32], (False, False)),   # attention's scores
+    ([1, 2, 32, 32], [1, 2, 24, 32], [1, 2, 32, 24], (False, True)),
+    ([3, 5, 2], [3, 5, 4], [3, 2, 4], (True, False)),
+    ([2, 1, 3, 4], [1, 5, 4, 2], [2, 5, 3, 2], (False, False)),      # broadcast batch dimensions
+    ([4, 300], [300, 3], [4, 3], (False, False)),                      # sums beyond float32's integers
+    ([4, 3], [5, 3], [4, 5], (False, True))])
+@pytest.mark.parametrize("scales,zps", [((0.05, 0.02, 0.1), (3, -7, 1)), ((0.5, 0.25, 0.01), (0, 0, -5)),
+                                        ((0.05, 0.04, 0.001), (127, 128, 0))])   # multiplier >= 1: the reference form
+def test_quantized_batch_matmul_compiled_equals_the_kernel(code, dtype, x_dims, y_dims, out_dims, adj, scales, zps):
+    from executor.runtime import RunState, compile_model
+    info = np.iinfo(dtype)
+    zps = tuple(int(np.clip(z, info.min, info.max)) for z in zps)
+    rng = np.random.default_rng(sum(x_dims) + 7 * sum(y_dims))
+    m = _quant_model(code, x_dims, y_dims, out_dims, adj, scales, zps)
+    compiled = compile_model(m)
+    step = compiled.steps[0]
+    assert type(step.run).__name__ == "PreparedQuantBatchMatmul"
+    for _ in range(3):   # the first run goes to the kernel (its checks); later ones to the compiled path
+        x = rng.integers(info.min, info.max, x_dims, endpoint=True).astype(dtype)
+        y = rng.integers(info.min, info.max, y_dims, endpoint=True).astype(dtype)
+        fast = compiled.run([x, y], RunState(2.0))[0].array.copy()
+        step.run, run = step.kernel, step.run
+        slow = compiled.run([x, y], RunState(2.0))[0].array
+        step.run = run
+        assert fast.dtype == slow.dtype == dtype and np.array_equal(fast, slow)
+        # the kernel against the dequantized product, to one output step
+        a = (x.astype(np.float64) - zps[0]) * np.float32(scales[0])
+        b = (y.astype(np.float64) - zps[1]) * np.float32(scales[1])
+        a, b = (np.swapaxes(a, -1, -2) if adj[0] else a), (np.swapaxes(b, -1, -2) if adj[1] else b)
+        expect = np.clip(np.round(np.matmul(a, b) / np.float32(scales[2])) + zps[2], info.min, info.max)
+        assert np.abs(slow.astype(np.int64) - expect).max() <= 1

@@ -320,3 +320,16 @@ def test_if_is_prepared_and_picks_the_branch():
     x, y = np.array([3, 4], np.float32), np.array([5, -1], np.float32)
     assert run(m, np.array([True]), x, y)[0].tolist() == [15, -4]
     assert run(m, np.array([False]), x, y)[0].tolist() == [-2, 5]
+
+
+@pytest.mark.parametrize("operand", [C.TENSOR_FLOAT32, C.TENSOR_FLOAT16, C.TENSOR_INT32])   # (the spec's)
+@pytest.mark.parametrize("consts", [(), (1,), (2,), (0,)])
+def test_select_equals_the_kernel(operand, consts):
+    shape = (3, 5, 7)
+    c, a, b = values(C.TENSOR_BOOL8, shape), values(operand, shape), values(operand, shape)
+    m = model_of(Op.SELECT, [OperandType(C.TENSOR_BOOL8, shape), OperandType(operand, shape), OperandType(operand, shape)],
+                 OperandType(operand, shape), {k: (c, a, b)[k] for k in consts})
+    fast, slow = run_both(m, [x for k, x in enumerate((c, a, b)) if k not in consts], "Select")
+    assert_same_bits(fast, slow)
+    by_hand = [x if p else y for p, x, y in zip(c.reshape(-1), a.reshape(-1), b.reshape(-1))]
+    assert_same_bits(slow.reshape(-1), np.array(by_hand, DTYPE_OF[operand]))

@@ -425,14 +425,16 @@ def test_quantized_binary_table_equals_the_kernel(code, qtype):
     assert fast.shape == (2, 16, 8, 40) and fast.dtype == slow.dtype and np.array_equal(fast, slow)
 
 
-@pytest.mark.parametrize("code", [Op.LOGISTIC, Op.TANH, Op.RELU6, Op.DEQUANTIZE])
+@pytest.mark.parametrize("code", [Op.LOGISTIC, Op.TANH, Op.RELU6, Op.DEQUANTIZE, Op.RSQRT])
 def test_quantized_unary_table_equals_the_kernel(code):
     m = nnapi.Model()
     x = m.add_operand(OperandType(C.TENSOR_QUANT8_ASYMM_SIGNED, (4, 64), 0.06, -7))
     out_type = {Op.LOGISTIC: OperandType(C.TENSOR_QUANT8_ASYMM_SIGNED, (4, 64), 1 / 256, -128),
                 Op.TANH: OperandType(C.TENSOR_QUANT8_ASYMM_SIGNED, (4, 64), 1 / 128, 0),
                 Op.RELU6: OperandType(C.TENSOR_QUANT8_ASYMM_SIGNED, (4, 64), 0.06, -7),
-                Op.DEQUANTIZE: OperandType(C.TENSOR_FLOAT32, (4, 64))}[code]
+                Op.DEQUANTIZE: OperandType(C.TENSOR_FLOAT32, (4, 64)),
+                # (x <= 0: inf and NaN saturate high)
+                Op.RSQRT: OperandType(C.TENSOR_QUANT8_ASYMM_SIGNED, (4, 64), 0.02, -128)}[code]
     out = m.add_operand(out_type)
     m.add_operation(code, [x], [out])
     m.identify_inputs_and_outputs([x], [out])
@@ -448,7 +450,7 @@ def test_quantized_unary_table_equals_the_kernel(code):
 def test_softmax_integer_reciprocal_equals_the_numpy_fixed_point():
     """The per-row reciprocal in Python integers is fp.one_over_one_plus_x and the headroom as
     _softmax_quant computes them, for every sum a row can have (edges and random)."""
-    from executor.kernels.softmax import one_over_one_plus_x_int, reciprocal_of_sum
+    from executor.kernels.softmax import one_over_one_plus_x_int, reciprocal_of_sum, reciprocals_of_sums
     # one Q12.19 unit per element at least (the max element's exp), at most 4096 units (2^31 raw)
     sums = np.concatenate([np.arange(1 << 19, (1 << 19) + 300), RNG.integers(1 << 19, 1 << 31, 3000),
                            [(1 << 20) - 1, 1 << 20, (1 << 30) - 1, 1 << 30, (1 << 31) - 1]]).astype(np.int64)
@@ -457,6 +459,8 @@ def test_softmax_integer_reciprocal_equals_the_numpy_fixed_point():
     want_shift = 12 - headroom + 31 - 8
     got = [reciprocal_of_sum(int(s)) for s in sums]
     assert [g[0] for g in got] == want_recip.tolist() and [g[1] for g in got] == want_shift.tolist()
+    recips, shifts = reciprocals_of_sums(sums.copy())   # the vectorized form, for many rows
+    assert recips.tolist() == want_recip.tolist() and shifts.tolist() == want_shift.tolist()
     a = np.concatenate([RNG.integers(0, 1 << 31, 2000), [0, 1, (1 << 31) - 1, 1 << 30]])
     assert [one_over_one_plus_x_int(int(v)) for v in a] == fp.one_over_one_plus_x(a).tolist()
 

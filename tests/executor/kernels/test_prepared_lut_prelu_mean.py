@@ -89,8 +89,12 @@ def test_float_prelu_with_a_non_finite_or_zero_alpha_keeps_the_kernel(odd):
 
 @pytest.mark.parametrize("qtype", [Q8, QS8])
 @pytest.mark.parametrize("axes,keep", [((1, 2), 1), ((-1,), 0), ((0, 3), 1), ((2, 1, -2), 0), ((0, 1, 2, 3), 0)])
-def test_quantized_mean_equals_the_kernel(qtype, axes, keep):
+@pytest.mark.parametrize("out_quant", ["other", "same", "multiplier over 1"])
+def test_quantized_mean_equals_the_kernel(qtype, axes, keep, out_quant):
+    """Counts up to 257 read a table of the kernel's results by the raw sum, larger ones requantize
+    (the last axes: 840 values); the same quantization is the kernel's truncating division."""
     code_t, lo, hi, dt = qtype
+    out_scale, out_zp = {"other": (0.031, hi - 50), "same": (0.05, lo + 20), "multiplier over 1": (1e-4, lo + 9)}[out_quant]
     shape = (2, 7, 5, 12)
     m = nnapi.Model()
     x = m.add_operand(OperandType(code_t, shape, 0.05, lo + 20))
@@ -100,13 +104,17 @@ def test_quantized_mean_equals_the_kernel(qtype, axes, keep):
     m.set_operand_value(k, np.int32(keep))
     out_shape = tuple(1 if i in {ax % 4 for ax in axes} else d for i, d in enumerate(shape)) if keep else \
         tuple(d for i, d in enumerate(shape) if i not in {ax % 4 for ax in axes})
-    out = m.add_operand(OperandType(code_t, out_shape or (1,), 0.031, hi - 50))
+    out = m.add_operand(OperandType(code_t, out_shape or (1,), out_scale, out_zp))
     m.add_operation(Op.MEAN, [x, a, k], [out])
     m.identify_inputs_and_outputs([x], [out])
     m.finish()
     for xq in (RNG.integers(lo, hi, shape, endpoint=True).astype(dt), np.full(shape, lo, dt), np.full(shape, hi, dt)):
         fast, slow = run_both(m, [xq], "PreparedQuantMean")
         assert fast.dtype == slow.dtype and fast.shape == slow.shape and np.array_equal(fast, slow)
+        if out_quant == "same":   # the raw mean truncated toward zero, by hand
+            total = xq.astype(np.int64).sum(axis=tuple({ax % 4 for ax in axes}))
+            count = xq.size // total.size
+            assert np.array_equal(slow.reshape(-1), (np.sign(total) * (np.abs(total) // count)).reshape(-1))
 
 
 @pytest.mark.parametrize("qtype", [Q8, QS8])
