@@ -218,6 +218,96 @@ def shifted_gemm(padded: np.ndarray, taps: np.ndarray, out_hw: tuple, dilations:
     return wide
 
 
+# a small convolution of unit row stride (patch matrix below SHIFTED_MIN_BYTES) with at most kw * C output
+# channels runs as one GEMM per filter row over a patch matrix of just the kw taps of each row
+# (row_taps): it copies kh times less than im2col, whose small strided pieces cost as much as the GEMM
+# at these sizes, for kh - 1 accumulating adds of the smaller output (measured 0.70 to 0.87x of im2col +
+# GEMM on 3x3 convolutions of 3 to 96 channels to 8 to 64, unit stride; 1.03 to 1.07x from 4C output
+# channels; stride 2 a wash: its rows are not contiguous)
+
+
+def row_taps_pays(kernel_hw: tuple, strides: tuple, channels: int, out_channels: int) -> bool:
+    """Whether row_taps is used for this geometry (see above); the caller has ruled out the large cases."""
+    return strides[0] == 1 and kernel_hw[0] > 1 and out_channels <= kernel_hw[1] * channels
+
+
+def row_taps(padded: np.ndarray, taps: np.ndarray, out_hw: tuple, strides: tuple, dilations: tuple,
+             acc: np.ndarray, scratch: Scratch) -> np.ndarray:
+    """A convolution of unit row stride of `padded` [N, Hp, Wp, C] by taps [kh, kw, C, O] into `acc`
+    [N, OH, OW, O]: rows[t, q] holds the kw taps of output column q on padded row t (one strided copy of
+    [T, OW, kw*C], T = OH + (kh-1)*dh), so filter row i's patch matrix is the contiguous rows[i*dh:][:OH]
+    and each filter row is one GEMM of depth kw*C, added up."""
+    kh, kw, c, o = taps.shape
+    oh, ow = out_hw
+    n = padded.shape[0]
+    rows_needed = oh + (kh - 1) * dilations[0]
+    sn, sh, sw, sc = padded.strides
+    shape = (rows_needed, ow, kw, c)
+    steps = (sh, sw * strides[1], sw * dilations[1], sc)
+    rows = scratch.get("rows", shape, padded.dtype)
+    flat = rows.reshape(rows_needed * ow, kw * c)
+    weights = taps.reshape(kh, kw * c, o)
+    tmp = scratch.get("rows_tmp", (oh * ow, o), acc.dtype)
+    pixels = oh * ow
+    for b in range(n):
+        np.copyto(rows, np.ndarray(shape, padded.dtype, padded, b * sn, steps))
+        out = acc[b].reshape(pixels, o)
+        np.matmul(flat[:pixels], weights[0], out=out)
+        for i in range(1, kh):
+            start = i * dilations[0] * ow
+            np.matmul(flat[start:start + pixels], weights[i], out=tmp)
+            out += tmp
+    return acc
+
+
+def channels_first(x: np.ndarray) -> bool:
+    """Whether NHWC `x` is a channels-first image seen channels last (an NCHW input's transpose) with at
+    most FEW_PLANES channels: plane_patches reads such an input a channel plane at a time."""
+    return x.shape[3] <= FEW_PLANES and x.strides[3] > x.strides[2]
+
+
+def plane_patches(x: np.ndarray, pads: tuple, strides: tuple, dilations: tuple, kernel_hw: tuple, out_hw: tuple,
+                  scratch: Scratch, dtype, zero_point: int = 0, fill: int = 0) -> tuple:
+    """The patch matrix of image x [H, W, C] (channels first in memory, see channels_first), transposed:
+    ([C*kh*kw, P] with rows in (channel, tap row, tap column) order, the flattened output width Wq), where
+    output pixel (r, q) is column r*Wq + q (columns q >= OW of each row are junk) and P = (OH-1)*Wq + OW.
+
+    The padded image is split by stride phase into planes (plane (a, b) holds the padded pixels
+    (R*sh + a, Q*sw + b), Wq = ceil(Wp / sw) wide); tap (i, j) reads plane ((i*dh) % sh, (j*dw) % sw) shifted
+    by ((i*dh) // sh, (j*dw) // sw), so its patch row is one contiguous piece of that plane: kh*kw long
+    copies instead of im2col's pixel-by-pixel pieces of C values. Values are x - zero_point as `dtype`,
+    padding is `fill` (as pad_hw)."""
+    h, w, c = x.shape
+    (pt, pb, pl, pr), (sh, sw), (dh, dw), (kh, kw), (oh, ow) = pads, strides, dilations, kernel_hw, out_hw
+    hq, wq = -(-(h + pt + pb) // sh), -(-(w + pl + pr) // sw)
+    dtype = np.dtype(dtype)
+    # keyed by the geometry: the padding cells, never written, keep the fill the buffer was made with
+    planes = filled_buffer(scratch, ("planes", pads, strides, (h, w)), (c, sh, sw, hq, wq), dtype, fill)
+    image = x.transpose(2, 0, 1)   # [C, H, W], contiguous planes
+    for a in range(sh):
+        r0, r1 = -(-(pt - a) // sh), (h - 1 + pt - a) // sh + 1   # plane rows holding image rows
+        for b in range(sw):
+            q0, q1 = -(-(pl - b) // sw), (w - 1 + pl - b) // sw + 1
+            if r0 >= r1 or q0 >= q1:
+                continue
+            src = image[:, r0 * sh + a - pt::sh, q0 * sw + b - pl::sw][:, :r1 - r0, :q1 - q0]
+            dst = planes[:, a, b, r0:r1, q0:q1]
+            if zero_point:
+                np.subtract(src, dtype.type(zero_point), out=dst, casting="unsafe")
+            else:
+                np.copyto(dst, src, casting="unsafe")
+    flat = planes.reshape(c, sh, sw, hq * wq)
+    pixels = (oh - 1) * wq + ow
+    cols = scratch.get("plane_cols", (c, kh, kw, pixels), dtype)
+    for i in range(kh):
+        u, a = divmod(i * dh, sh)
+        for j in range(kw):
+            v, b = divmod(j * dw, sw)
+            start = u * wq + v
+            np.copyto(cols[:, i, j], flat[:, a, b, start:start + pixels])
+    return cols.reshape(c * kh * kw, pixels), wq
+
+
 # a convolution whose zero padding would make its input at least this many times larger (dilated filters
 # on small inputs: deeplab's atrous pyramid pads 16x16 to 40x40) is computed tap by tap over only the
 # outputs each tap reads the input for (clipped_taps). Its float sums are grouped differently from the

@@ -37,12 +37,17 @@ from .quant import real_multipliers
 from .gemm import (
     ChannelRows,
     CLIPPED_MIN_PADDING,
+    SHIFTED_MIN_BYTES,
     abs_row_sums,
+    channels_first,
     clipped_taps,
     exact_dtype,
     im2col,
     pad_hw,
     patch_chunk_rows,
+    plane_patches,
+    row_taps,
+    row_taps_pays,
     shifted_gemm,
     shifted_gemm_pays,
     tap_window,
@@ -188,6 +193,7 @@ class PreparedConv:
         self.finite_rows, self.finite_cols = finite.all(axis=1), finite.all(axis=0)
         self.plans: dict = {}
         self.geometry: dict = {}
+        self.pointwise: dict = {}   # input shape -> run (see _pointwise)
         self.scratch = pctx.compiled.scratch
 
     def _geometry(self, ctx, h: int, w: int):
@@ -213,6 +219,8 @@ class PreparedConv:
         (im2col), one GEMM per tap (shifted_gemm), or one batched GEMM per group."""
         n, h, w, c = x.shape
         plan = self._plan(ctx, h, w)
+        if plan.pointwise and octx is not None and not self.epilogue.quant and x.flags.c_contiguous:
+            self.pointwise[x.shape] = self._pointwise(x.shape, plan)
         top, bottom, left, right = plan.crop
         if top or bottom or left or right:
             x = x[:, top: h - bottom, left: w - right]
@@ -224,6 +232,20 @@ class PreparedConv:
             clipped_taps(x, plan.taps, plan.pads[::2], plan.strides, plan.dilations, acc, self.scratch)
             out = epilogue(acc, epilogue.output(octx, shape))
             return [out.transpose(0, 3, 1, 2) if self.nchw else out]
+        if plan.planes and channels_first(x):
+            # a few-channel image in channels-first memory (a CNN's NCHW input): its patch matrix, made a
+            # plane at a time and transposed, is one GEMM at the phase planes' width
+            oh, ow = plan.out_hw
+            for b in range(n):
+                cols, wq = plane_patches(x[b], plan.pads, plan.strides, plan.dilations, plan.kernel_hw, plan.out_hw,
+                                         self.scratch, self.dtype, self.zero_point, self.fill)
+                wide = self.scratch.get("plane_wide", (oh * wq, shape[-1]), self.dtype)
+                np.matmul(cols.T, plan.plane_weights(), out=wide[:cols.shape[1]])
+                np.copyto(acc[b], wide.reshape(oh, wq, -1)[:, :ow])
+            if plan.dropped is not None:
+                acc += plan.dropped
+            out = epilogue(acc, epilogue.output(octx, shape))
+            return [out.transpose(0, 3, 1, 2) if self.nchw else out]
         # (contiguous: a channels-first view is copied a channel plane at a time, about twice as fast as
         # the element-by-element gather of the patch copy, and shifted_gemm needs it)
         padded = pad_hw(x, plan.pads, self.scratch, self.dtype, self.zero_point, self.fill, contiguous=True)
@@ -231,6 +253,8 @@ class PreparedConv:
             wide = self.scratch.get("wide", (n, plan.out_hw[0], padded.shape[2], shape[-1]), self.dtype)
             shifted_gemm(padded, plan.taps, plan.out_hw, plan.dilations, wide, self.scratch)
             np.copyto(acc, wide[:, :, :plan.out_hw[1]])
+        elif plan.rows:
+            row_taps(padded, plan.taps, plan.out_hw, plan.strides, plan.dilations, acc, self.scratch)
         elif plan.chunk:
             # patch rows made and multiplied a piece of output rows at a time, each piece still in cache
             (oh, ow), (sh, _), step = plan.out_hw, plan.strides, plan.chunk
@@ -257,10 +281,28 @@ class PreparedConv:
         out = epilogue(acc, epilogue.output(octx, shape))
         return [out.transpose(0, 3, 1, 2) if self.nchw else out]
 
+    def _pointwise(self, shape: tuple, plan: "GemmPlan"):
+        """The run of a float NHWC 1x1 convolution of unit stride without padding, for input `shape`: its
+        GEMM reads the input as it is ([N*H*W, C]), so a run is that GEMM and the epilogue, with the
+        plan's decisions (all of them none) taken once. Small pointwise convolutions are common, and the
+        general path's checks cost about as much as their GEMM."""
+        n, h, w, c = shape
+        out_shape, rows = (n, *plan.out_hw, self.out_channels), (n * h * w, c)
+        weights, epilogue, dtype = plan.weights, self.epilogue, self.dtype
+
+        def run(ctx, x):
+            acc = ctx.output_buffer(0, out_shape, dtype)
+            np.matmul(x.reshape(rows), weights, out=acc.reshape(-1, out_shape[-1]))
+            return [epilogue(acc)]
+        return run
+
     def __call__(self, ctx):
         v = ctx.inputs[self.x]
         if v is None or v.array.ndim != 4:
             return self.kernel(ctx)
+        run = self.pointwise.get(v.array.shape)
+        if run is not None and v.array.flags.c_contiguous:
+            return run(ctx, v.array)
         x = v.array.transpose(0, 2, 3, 1) if self.nchw else v.array
         n, h, w, c = x.shape
         if c != self.channels or n == 0:
@@ -309,6 +351,9 @@ class GemmPlan:
             self.dropped = (conv.fill * (full - kept)).reshape(-1).astype(conv.dtype)
         if conv.kind == "gemm":
             self.taps, self.weights = self.taps[0], self.weights[0]
+        self._plane_weights = None
+        # (more output channels than patch columns: the GEMM dominates, and the wide result's crop costs more)
+        self.planes = conv.kind == "gemm" and o <= c * self.kernel_hw[0] * self.kernel_hw[1]
         inner = (h - ct - cb, w - cl - cr)
         padded = (1, inner[0] + pt + pb, inner[1] + pl + pr, c)
         # mostly padding: clipped_taps forms only the products with the input (so not with a non-finite weight,
@@ -320,6 +365,21 @@ class GemmPlan:
         copies = self.kernel_hw != (1, 1) or self.strides != (1, 1)   # (else im2col is a free reshape)
         self.chunk = 0 if self.shifted or self.clipped or conv.kind != "gemm" or not copies else \
             patch_chunk_rows(self.out_hw, self.kernel_hw, c, o, conv.dtype.itemsize)
+        small = padded[0] * self.out_hw[0] * self.out_hw[1] * self.kernel_hw[0] * self.kernel_hw[1] * c \
+            * conv.dtype.itemsize < SHIFTED_MIN_BYTES
+        self.rows = (conv.kind == "gemm" and not (self.shifted or self.clipped or self.chunk) and small
+                     and row_taps_pays(self.kernel_hw, self.strides, c, o))
+        self.pointwise = (conv.kind == "gemm" and self.kernel_hw == (1, 1) and self.strides == (1, 1)
+                          and not any(self.pads) and not any(self.crop) and self.dropped is None and not self.clipped)
+
+
+    def plane_weights(self) -> np.ndarray:
+        """The kept taps as [C*kh*kw, O] in (channel, tap row, tap column) order, for gemm.plane_patches
+        (made at its first use: only a channels-first input takes that path)."""
+        if self._plane_weights is None:
+            kh, kw, c, o = self.taps.shape
+            self._plane_weights = np.ascontiguousarray(self.taps.transpose(2, 0, 1, 3).reshape(c * kh * kw, o))
+        return self._plane_weights
 
 
 def _prepare(pctx, layout):

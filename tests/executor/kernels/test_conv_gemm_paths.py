@@ -31,17 +31,31 @@ def _conv64(x, w, bias, stride, pads, dil):
     return acc + bias
 
 
-def _float_conv(x, flt, bias, stride, pads, dil):
-    n, h, w, _ = x.shape
+def _float_conv(x, flt, bias, stride, pads, dil, nchw=False):
+    """(prepared, plain, prepared callables) of CONV_2D on NHWC x; `nchw`: the model takes and gives NCHW
+    (the results are returned NHWC)."""
+    n, h, w, c = x.shape
     o, kh, kw, _ = flt.shape
     oh = (h + pads[0] + pads[1] - (kh - 1) * dil[0] - 1) // stride[0] + 1
     ow = (w + pads[2] + pads[3] - (kw - 1) * dil[1] - 1) // stride[1] + 1
     scalars = [(C.INT32, pads[2]), (C.INT32, pads[3]), (C.INT32, pads[0]), (C.INT32, pads[1]),
-               (C.INT32, stride[1]), (C.INT32, stride[0]), (C.INT32, 0), (C.BOOL, False),
+               (C.INT32, stride[1]), (C.INT32, stride[0]), (C.INT32, 0), (C.BOOL, nchw),
                (C.INT32, dil[1]), (C.INT32, dil[0])]
-    model = _model(Op.CONV_2D, OperandType(C.TENSOR_FLOAT32, x.shape), flt, OperandType(C.TENSOR_FLOAT32, flt.shape),
-                   bias, scalars, OperandType(C.TENSOR_FLOAT32, (n, oh, ow, o)))
-    return _run_both(model, x)
+    x_shape, out_shape = ((n, c, h, w), (n, o, oh, ow)) if nchw else (x.shape, (n, oh, ow, o))
+    model = _model(Op.CONV_2D, OperandType(C.TENSOR_FLOAT32, x_shape), flt, OperandType(C.TENSOR_FLOAT32, flt.shape),
+                   bias, scalars, OperandType(C.TENSOR_FLOAT32, out_shape))
+    if not nchw:
+        return _run_both(model, x)
+    fast, slow, prepared = _run_both(model, np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
+    return fast.transpose(0, 2, 3, 1), slow.transpose(0, 2, 3, 1), prepared
+
+
+def _within_bound(x, flt, bias, stride, pads, dil, *results):
+    exact = _conv64(x, flt, bias, stride, pads, dil)
+    bound = float_accumulation_bound(_conv64(np.abs(x), np.abs(flt), np.abs(bias), stride, pads, dil),
+                                     flt[0].size)
+    bound = bound + np.abs(exact) * 2.0 ** -24   # (float32 results: one more rounding)
+    return all(np.all(np.abs(r - exact) <= bound) for r in results)
 
 
 # (input NHWC, output channels, strides, pads (top, bottom, left, right), dilations,
@@ -137,3 +151,69 @@ def test_pad_hw_without_padding_makes_a_channels_first_view_contiguous_only_when
     assert pad_hw(view, (0, 0, 0, 0), Scratch(), np.float32) is view
     got = pad_hw(view, (0, 0, 0, 0), Scratch(), np.float32, contiguous=True)
     assert got.flags.c_contiguous and np.array_equal(got, view)
+
+
+# (input NHWC, output channels, kernel, strides, pads, dilations, whether gemm.row_taps runs it)
+ROW_TAPS = {
+    "3x3": ((1, 12, 11, 16), 16, 3, (1, 1), (1, 1, 1, 1), (1, 1), True),
+    "dilated_strided_columns_batch": ((2, 9, 14, 8), 8, 3, (1, 2), (2, 0, 1, 2), (2, 1), True),
+    "5x5_more_outputs": ((1, 10, 9, 4), 20, 5, (1, 1), (2, 2, 2, 2), (1, 1), True),
+    # more output channels than kw * C: im2col; a row stride of 2: im2col
+    "too_many_outputs": ((1, 12, 11, 4), 16, 3, (1, 1), (1, 1, 1, 1), (1, 1), False),
+    "row_stride": ((1, 12, 11, 16), 16, 3, (2, 1), (1, 1, 1, 1), (1, 1), False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ROW_TAPS))
+def test_row_taps_within_the_accumulation_bound(case):
+    shape, o, k, stride, pads, dil, rows = ROW_TAPS[case]
+    x = RNG.standard_normal(shape).astype(np.float32)
+    flt = RNG.standard_normal((o, k, k, shape[3])).astype(np.float32)
+    bias = RNG.standard_normal(o).astype(np.float32)
+    fast, slow, prepared = _float_conv(x, flt, bias, stride, pads, dil)
+    plan, = prepared[0].plans.values()
+    assert plan.rows == rows and not (plan.shifted or plan.clipped or plan.chunk)
+    assert _within_bound(x, flt, bias, stride, pads, dil, fast, slow)
+
+
+# (input NHWC, output channels, kernel, strides, pads, dilations): an NCHW model's few-channel input,
+# read a plane at a time (gemm.plane_patches)
+PLANES = {
+    "stride_2": ((1, 17, 16, 3), 8, 3, (2, 2), (1, 0, 2, 1), (1, 1)),
+    "stride_1_dilated": ((2, 14, 13, 3), 6, 3, (1, 1), (2, 2, 2, 2), (2, 2)),
+    "5x5_stride_3_1": ((1, 19, 16, 2), 5, 5, (3, 1), (2, 1, 0, 2), (1, 1)),
+    "7x7_stride_2": ((1, 21, 20, 3), 16, 7, (2, 2), (3, 3, 3, 3), (1, 1)),
+    "1x1_stride_2": ((1, 9, 8, 4), 4, 1, (2, 2), (0, 0, 0, 0), (1, 1)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PLANES))
+def test_channels_first_input_planes_within_the_accumulation_bound(case):
+    shape, o, k, stride, pads, dil = PLANES[case]
+    x = RNG.standard_normal(shape).astype(np.float32)
+    flt = RNG.standard_normal((o, k, k, shape[3])).astype(np.float32)
+    bias = RNG.standard_normal(o).astype(np.float32)
+    fast, slow, prepared = _float_conv(x, flt, bias, stride, pads, dil, nchw=True)
+    plan, = prepared[0].plans.values()
+    assert plan._plane_weights is not None   # (made at the planes path's first use)
+    assert _within_bound(x, flt, bias, stride, pads, dil, fast, slow)
+
+
+def test_plane_patches_are_the_transposed_patch_matrix():
+    from executor.kernels.conv.gemm import plane_patches
+    from executor.kernels.scratch import Scratch
+    x = RNG.standard_normal((3, 11, 10)).astype(np.float32).transpose(1, 2, 0)   # [H, W, C], channels first
+    pads, strides, dil, k = (2, 1, 1, 3), (2, 3), (1, 2), (3, 2)
+    xp = np.pad(x, (pads[:2], pads[2:], (0, 0)), constant_values=7)
+    oh = (xp.shape[0] - (k[0] - 1) * dil[0] - 1) // strides[0] + 1
+    ow = (xp.shape[1] - (k[1] - 1) * dil[1] - 1) // strides[1] + 1
+    cols, wq = plane_patches(x, pads, strides, dil, k, (oh, ow), Scratch(), np.float32, zero_point=1, fill=7)
+    got = cols.reshape(3, k[0], k[1], -1)
+    for r in range(oh):
+        for q in range(ow):
+            for i in range(k[0]):
+                for j in range(k[1]):
+                    pixel = xp[r * strides[0] + i * dil[0], q * strides[1] + j * dil[1]]
+                    # (the padding is the fill; the image values less the zero point)
+                    want = np.where(pixel == 7, 7, pixel - 1)
+                    assert np.array_equal(got[:, i, j, r * wq + q], want)
