@@ -14,7 +14,12 @@ CONV_2D and GROUPED_CONV_2D make a plan per input size (GemmPlan): filter taps t
 padding are dropped (atrous pyramids: a 3x3 filter dilated past a small input is its centre tap),
 convolutions that are mostly padding form only the products with the input (gemm.clipped_taps), and
 large patch matrices are either not made at all (gemm.shifted_gemm: one GEMM per tap over the padded
-input at full width) or made a cache-sized piece at a time; grouped ones are one batched GEMM.
+input at full width) or made a cache-sized piece at a time; grouped ones are one batched GEMM. Small
+convolutions, where the patch copy costs as much as the GEMM, copy less: a unit row stride runs one GEMM
+per filter row over just the kw taps of each row (gemm.row_taps; with few output channels adjacent pixels
+share a GEMM row, gemm.row_group), and a few-channel image in channels-first memory (an NCHW model's
+input) is made into patches a plane at a time (gemm.plane_patches). A float 1x1 unit-stride convolution
+is a GEMM of its input as it is: its run is planned once per input shape (PreparedConv._pointwise).
 
 Per-channel constants are applied to long rows (gemm.ChannelRows), which numpy
 does several times faster than C at a time.
@@ -46,8 +51,10 @@ from .gemm import (
     pad_hw,
     patch_chunk_rows,
     plane_patches,
+    row_group,
     row_taps,
     row_taps_pays,
+    row_weights,
     shifted_gemm,
     shifted_gemm_pays,
     tap_window,
@@ -254,7 +261,11 @@ class PreparedConv:
             shifted_gemm(padded, plan.taps, plan.out_hw, plan.dilations, wide, self.scratch)
             np.copyto(acc, wide[:, :, :plan.out_hw[1]])
         elif plan.rows:
-            row_taps(padded, plan.taps, plan.out_hw, plan.strides, plan.dilations, acc, self.scratch)
+            group, weights = plan.rows
+            if not row_taps(padded, weights, group, plan.out_hw, plan.kernel_hw, plan.strides, plan.dilations, acc,
+                            self.scratch):
+                row_taps(padded, plan.row_weights(1), 1, plan.out_hw, plan.kernel_hw, plan.strides, plan.dilations,
+                         acc, self.scratch)
         elif plan.chunk:
             # patch rows made and multiplied a piece of output rows at a time, each piece still in cache
             (oh, ow), (sh, _), step = plan.out_hw, plan.strides, plan.chunk
@@ -319,7 +330,9 @@ class GemmPlan:
     """A GEMM convolution at one input size: the input crop (top, bottom, left, right) and zero padding
     that run only the filter taps reading the input (gemm.tap_window), those taps' weights ([K, O], or
     [G, K, O/G] grouped; `taps` [kh, kw, C, O] for shifted_gemm), whether shifted_gemm or clipped_taps
-    runs it, and `chunk`: output rows per im2col piece (0: one piece)."""
+    runs it, `chunk`: output rows per im2col piece (0: one piece), `rows`: row_taps' (pixels per GEMM row,
+    weights) or None, `planes`: whether a channels-first input takes plane_patches, and `pointwise`:
+    whether the GEMM reads the input as it is (PreparedConv._pointwise)."""
 
     def __init__(self, conv: PreparedConv, ctx, h: int, w: int):
         (top, _, left, _), self.strides, self.dilations, self.out_hw = conv._geometry(ctx, h, w)
@@ -367,11 +380,19 @@ class GemmPlan:
             patch_chunk_rows(self.out_hw, self.kernel_hw, c, o, conv.dtype.itemsize)
         small = padded[0] * self.out_hw[0] * self.out_hw[1] * self.kernel_hw[0] * self.kernel_hw[1] * c \
             * conv.dtype.itemsize < SHIFTED_MIN_BYTES
-        self.rows = (conv.kind == "gemm" and not (self.shifted or self.clipped or self.chunk) and small
-                     and row_taps_pays(self.kernel_hw, self.strides, c, o))
+        # row_taps: (pixels per GEMM row, its weights), or None
+        self.rows = None
+        if (conv.kind == "gemm" and not (self.shifted or self.clipped or self.chunk) and small
+                and row_taps_pays(self.kernel_hw, self.strides, c, o)):
+            group = row_group(self.out_hw[1], self.strides, self.dilations, c, o)
+            self.rows = (group, self.row_weights(group))
         self.pointwise = (conv.kind == "gemm" and self.kernel_hw == (1, 1) and self.strides == (1, 1)
                           and not any(self.pads) and not any(self.crop) and self.dropped is None and not self.clipped)
 
+
+    def row_weights(self, group: int) -> np.ndarray:
+        """The kept taps as gemm.row_weights for `group` pixels per GEMM row."""
+        return row_weights(self.taps, group)
 
     def plane_weights(self) -> np.ndarray:
         """The kept taps as [C*kh*kw, O] in (channel, tap row, tap column) order, for gemm.plane_patches

@@ -153,14 +153,20 @@ def test_pad_hw_without_padding_makes_a_channels_first_view_contiguous_only_when
     assert got.flags.c_contiguous and np.array_equal(got, view)
 
 
-# (input NHWC, output channels, kernel, strides, pads, dilations, whether gemm.row_taps runs it)
+# (input NHWC, output channels, kernel, strides, pads, dilations, output pixels per GEMM row when
+# gemm.row_taps runs it, else None)
 ROW_TAPS = {
-    "3x3": ((1, 12, 11, 16), 16, 3, (1, 1), (1, 1, 1, 1), (1, 1), True),
-    "dilated_strided_columns_batch": ((2, 9, 14, 8), 8, 3, (1, 2), (2, 0, 1, 2), (2, 1), True),
-    "5x5_more_outputs": ((1, 10, 9, 4), 20, 5, (1, 1), (2, 2, 2, 2), (1, 1), True),
+    "3x3": ((1, 12, 11, 16), 16, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    "dilated_strided_columns_batch": ((2, 9, 14, 8), 8, 3, (1, 2), (2, 0, 1, 2), (2, 1), 1),
+    "5x5_more_outputs": ((1, 10, 9, 4), 20, 5, (1, 1), (2, 2, 2, 2), (1, 1), 1),
+    # few output channels: adjacent output pixels share a GEMM row (gemm.row_group)
+    "grouped_pairs_batch": ((2, 10, 12, 8), 8, 3, (1, 1), (1, 1, 1, 1), (1, 1), 2),
+    "grouped_by_4_dilated_rows": ((1, 11, 8, 6), 3, 3, (1, 1), (2, 2, 0, 2), (2, 1), 4),
+    "grouped_odd_width_5x5": ((1, 9, 13, 4), 5, 5, (1, 1), (2, 2, 2, 2), (1, 1), 1),
+    "grouped_by_3": ((1, 7, 9, 2), 5, 3, (1, 1), (0, 0, 1, 1), (1, 1), 3),
     # more output channels than kw * C: im2col; a row stride of 2: im2col
-    "too_many_outputs": ((1, 12, 11, 4), 16, 3, (1, 1), (1, 1, 1, 1), (1, 1), False),
-    "row_stride": ((1, 12, 11, 16), 16, 3, (2, 1), (1, 1, 1, 1), (1, 1), False),
+    "too_many_outputs": ((1, 12, 11, 4), 16, 3, (1, 1), (1, 1, 1, 1), (1, 1), None),
+    "row_stride": ((1, 12, 11, 16), 16, 3, (2, 1), (1, 1, 1, 1), (1, 1), None),
 }
 
 
@@ -172,8 +178,24 @@ def test_row_taps_within_the_accumulation_bound(case):
     bias = RNG.standard_normal(o).astype(np.float32)
     fast, slow, prepared = _float_conv(x, flt, bias, stride, pads, dil)
     plan, = prepared[0].plans.values()
-    assert plan.rows == rows and not (plan.shifted or plan.clipped or plan.chunk)
+    assert (plan.rows and plan.rows[0]) == rows and not (plan.shifted or plan.clipped or plan.chunk)
     assert _within_bound(x, flt, bias, stride, pads, dil, fast, slow)
+
+
+@pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
+def test_grouped_row_taps_keep_a_non_finite_input_to_the_outputs_that_read_it(value):
+    # the grouped GEMM multiplies the pixel by zero weights for the outputs beside its window (NaN);
+    # those outputs are then computed ungrouped, as the plain kernel has them
+    x = RNG.standard_normal((1, 6, 8, 4)).astype(np.float32)
+    x[0, 2, 3, 1] = value
+    flt = RNG.standard_normal((4, 3, 3, 4)).astype(np.float32)
+    fast, slow, prepared = _float_conv(x, flt, np.zeros(4, np.float32), (1, 1), (1, 1, 1, 1), (1, 1))
+    plan, = prepared[0].plans.values()
+    assert plan.rows[0] == 4
+    assert np.array_equal(np.isnan(fast), np.isnan(slow)) and np.array_equal(np.isinf(fast), np.isinf(slow))
+    assert np.isfinite(slow[0, :, :1]).all() and not np.isfinite(slow[0, 1:4, 2:5]).all()
+    finite = np.isfinite(slow)
+    np.testing.assert_allclose(fast[finite], slow[finite], rtol=1e-5, atol=1e-5)
 
 
 # (input NHWC, output channels, kernel, strides, pads, dilations): an NCHW model's few-channel input,
