@@ -19,7 +19,7 @@ convolutions, where the patch copy costs as much as the GEMM, copy less: a unit 
 per filter row over just the kw taps of each row (gemm.row_taps; with few output channels adjacent pixels
 share a GEMM row, gemm.row_group), and a few-channel image in channels-first memory (an NCHW model's
 input) is made into patches a plane at a time (gemm.plane_patches). A float 1x1 unit-stride convolution
-is a GEMM of its input as it is: its run is planned once per input shape (PreparedConv._pointwise).
+is a GEMM of its input as it is; its run, and row_taps', is planned once per input shape (PreparedConv._planned).
 
 Per-channel constants are applied to long rows (gemm.ChannelRows), which numpy
 does several times faster than C at a time.
@@ -200,7 +200,7 @@ class PreparedConv:
         self.finite_rows, self.finite_cols = finite.all(axis=1), finite.all(axis=0)
         self.plans: dict = {}
         self.geometry: dict = {}
-        self.pointwise: dict = {}   # input shape -> run (see _pointwise)
+        self.planned: dict = {}   # input shape -> run (see _planned)
         self.scratch = pctx.compiled.scratch
 
     def _geometry(self, ctx, h: int, w: int):
@@ -226,8 +226,9 @@ class PreparedConv:
         (im2col), one GEMM per tap (shifted_gemm), or one batched GEMM per group."""
         n, h, w, c = x.shape
         plan = self._plan(ctx, h, w)
-        if plan.pointwise and octx is not None and not self.epilogue.quant and x.flags.c_contiguous:
-            self.pointwise[x.shape] = self._pointwise(x.shape, plan)
+        if (plan.pointwise or plan.rows and not any(plan.crop) and plan.dropped is None) and octx is not None \
+                and not self.epilogue.quant and x.flags.c_contiguous:
+            self.planned[x.shape] = self._planned(x.shape, plan)
         top, bottom, left, right = plan.crop
         if top or bottom or left or right:
             x = x[:, top: h - bottom, left: w - right]
@@ -292,18 +293,30 @@ class PreparedConv:
         out = epilogue(acc, epilogue.output(octx, shape))
         return [out.transpose(0, 3, 1, 2) if self.nchw else out]
 
-    def _pointwise(self, shape: tuple, plan: "GemmPlan"):
-        """The run of a float NHWC 1x1 convolution of unit stride without padding, for input `shape`: its
-        GEMM reads the input as it is ([N*H*W, C]), so a run is that GEMM and the epilogue, with the
-        plan's decisions (all of them none) taken once. Small pointwise convolutions are common, and the
-        general path's checks cost about as much as their GEMM."""
+    def _planned(self, shape: tuple, plan: "GemmPlan"):
+        """The run of a float NHWC convolution for a contiguous input of `shape` whose plan is a GEMM of
+        the input as it is (plan.pointwise: 1x1, unit stride, no padding) or row_taps without a crop or
+        dropped taps, with the general path's decisions taken once: small convolutions are common, and
+        those checks cost about as much as their GEMM."""
         n, h, w, c = shape
-        out_shape, rows = (n, *plan.out_hw, self.out_channels), (n * h * w, c)
-        weights, epilogue, dtype = plan.weights, self.epilogue, self.dtype
+        out_shape = (n, *plan.out_hw, self.out_channels)
+        epilogue, dtype, scratch = self.epilogue, self.dtype, self.scratch
+        if plan.pointwise:
+            rows, weights = (n * h * w, c), plan.weights
+
+            def run(ctx, x):
+                acc = ctx.output_buffer(0, out_shape, dtype)
+                np.matmul(x.reshape(rows), weights, out=acc.reshape(-1, out_shape[-1]))
+                return [epilogue(acc)]
+            return run
+        (group, weights), pads = plan.rows, plan.pads
+        geometry = (plan.out_hw, plan.kernel_hw, plan.strides, plan.dilations)
 
         def run(ctx, x):
             acc = ctx.output_buffer(0, out_shape, dtype)
-            np.matmul(x.reshape(rows), weights, out=acc.reshape(-1, out_shape[-1]))
+            padded = pad_hw(x, pads, scratch, dtype, contiguous=True)
+            if not row_taps(padded, weights, group, *geometry, acc, scratch):
+                row_taps(padded, plan.row_weights(1), 1, *geometry, acc, scratch)
             return [epilogue(acc)]
         return run
 
@@ -311,7 +324,7 @@ class PreparedConv:
         v = ctx.inputs[self.x]
         if v is None or v.array.ndim != 4:
             return self.kernel(ctx)
-        run = self.pointwise.get(v.array.shape)
+        run = self.planned.get(v.array.shape)
         if run is not None and v.array.flags.c_contiguous:
             return run(ctx, v.array)
         x = v.array.transpose(0, 2, 3, 1) if self.nchw else v.array
@@ -332,7 +345,7 @@ class GemmPlan:
     [G, K, O/G] grouped; `taps` [kh, kw, C, O] for shifted_gemm), whether shifted_gemm or clipped_taps
     runs it, `chunk`: output rows per im2col piece (0: one piece), `rows`: row_taps' (pixels per GEMM row,
     weights) or None, `planes`: whether a channels-first input takes plane_patches, and `pointwise`:
-    whether the GEMM reads the input as it is (PreparedConv._pointwise)."""
+    whether the GEMM reads the input as it is (PreparedConv._planned)."""
 
     def __init__(self, conv: PreparedConv, ctx, h: int, w: int):
         (top, _, left, _), self.strides, self.dilations, self.out_hw = conv._geometry(ctx, h, w)

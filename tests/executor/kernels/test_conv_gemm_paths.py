@@ -239,3 +239,34 @@ def test_plane_patches_are_the_transposed_patch_matrix():
                     # (the padding is the fill; the image values less the zero point)
                     want = np.where(pixel == 7, 7, pixel - 1)
                     assert np.array_equal(got[:, i, j, r * wq + q], want)
+
+
+@pytest.mark.parametrize("kernel,outputs,pads,value", [(1, 8, (0, 0, 0, 0), 0), (3, 4, (1, 1, 1, 1), 0),
+                                                        (3, 12, (0, 2, 1, 1), 0), (3, 4, (1, 1, 1, 1), np.inf)])
+def test_planned_runs_repeat_the_first_run(kernel, outputs, pads, value):
+    # the first run of an input shape takes the general path and plans the next ones (PreparedConv._planned);
+    # an inf input makes the grouped row_taps GEMM's NaN, rerun ungrouped there too
+    from executor.runtime import RunState, compile_model
+    x = RNG.standard_normal((2, 7, 8, 6)).astype(np.float32)
+    x[1, 3, 4, 2] += value
+    flt = RNG.standard_normal((outputs, kernel, kernel, 6)).astype(np.float32)
+    bias = RNG.standard_normal(outputs).astype(np.float32)
+    fast, slow, _ = _float_conv(x, flt, bias, (1, 1), pads, (1, 1))
+    oh, ow = 7 + pads[0] + pads[1] - kernel + 1, 8 + pads[2] + pads[3] - kernel + 1
+    scalars = [(C.INT32, pads[2]), (C.INT32, pads[3]), (C.INT32, pads[0]), (C.INT32, pads[1]),
+               (C.INT32, 1), (C.INT32, 1), (C.INT32, 1), (C.BOOL, False)]
+    model = _model(Op.CONV_2D, OperandType(C.TENSOR_FLOAT32, x.shape), flt, OperandType(C.TENSOR_FLOAT32, flt.shape),
+                   bias, scalars, OperandType(C.TENSOR_FLOAT32, (2, oh, ow, outputs)))
+    compiled = compile_model(model)
+    first = compiled.run([x], RunState(2.0))[0].array.copy()
+    assert list(compiled.steps[0].run.planned) == [x.shape]
+    for _ in range(2):
+        again = compiled.run([x], RunState(2.0))[0].array
+        assert np.array_equal(again, first, equal_nan=True)
+    # (fused RELU here, none in _float_conv; NaN stays NaN)
+    assert np.array_equal(first, np.where(np.isnan(fast), fast, np.maximum(fast, 0)), equal_nan=True)
+    if value:
+        assert np.array_equal(np.isnan(fast), np.isnan(slow)) and np.isfinite(first[0]).all()
+    other = RNG.standard_normal(x.shape).astype(np.float32)   # (the same GEMMs: bit for bit)
+    want, _, _ = _float_conv(other, flt, bias, (1, 1), pads, (1, 1))
+    assert np.array_equal(compiled.run([other], RunState(2.0))[0].array, np.maximum(want, 0))
