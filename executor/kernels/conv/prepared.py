@@ -226,8 +226,7 @@ class PreparedConv:
         (im2col), one GEMM per tap (shifted_gemm), or one batched GEMM per group."""
         n, h, w, c = x.shape
         plan = self._plan(ctx, h, w)
-        if (plan.pointwise or plan.rows and not any(plan.crop) and plan.dropped is None) and octx is not None \
-                and not self.epilogue.quant and x.flags.c_contiguous:
+        if plan.plannable and octx is not None and not self.epilogue.quant and x.flags.c_contiguous:
             self.planned[x.shape] = self._planned(x.shape, plan)
         top, bottom, left, right = plan.crop
         if top or bottom or left or right:
@@ -294,10 +293,10 @@ class PreparedConv:
         return [out.transpose(0, 3, 1, 2) if self.nchw else out]
 
     def _planned(self, shape: tuple, plan: "GemmPlan"):
-        """The run of a float NHWC convolution for a contiguous input of `shape` whose plan is a GEMM of
-        the input as it is (plan.pointwise: 1x1, unit stride, no padding) or row_taps without a crop or
-        dropped taps, with the general path's decisions taken once: small convolutions are common, and
-        those checks cost about as much as their GEMM."""
+        """The run of a float NHWC convolution for a contiguous input of `shape` whose plan is one GEMM of
+        the input as it is (plan.pointwise: 1x1, unit stride, no padding), row_taps, or im2col in one piece,
+        without a crop or dropped taps (plan.plannable), with the general path's decisions taken once: small
+        convolutions are common, and those checks cost about as much as their GEMM."""
         n, h, w, c = shape
         out_shape = (n, *plan.out_hw, self.out_channels)
         epilogue, dtype, scratch = self.epilogue, self.dtype, self.scratch
@@ -309,14 +308,23 @@ class PreparedConv:
                 np.matmul(x.reshape(rows), weights, out=acc.reshape(-1, out_shape[-1]))
                 return [epilogue(acc)]
             return run
-        (group, weights), pads = plan.rows, plan.pads
-        geometry = (plan.out_hw, plan.kernel_hw, plan.strides, plan.dilations)
+        pads, geometry = plan.pads, (plan.out_hw, plan.kernel_hw, plan.strides, plan.dilations)
+        if plan.rows:
+            group, weights = plan.rows
 
-        def run(ctx, x):
+            def run(ctx, x):
+                acc = ctx.output_buffer(0, out_shape, dtype)
+                padded = pad_hw(x, pads, scratch, dtype, contiguous=True)
+                if not row_taps(padded, weights, group, *geometry, acc, scratch):
+                    row_taps(padded, plan.row_weights(1), 1, *geometry, acc, scratch)
+                return [epilogue(acc)]
+            return run
+        weights = plan.weights
+
+        def run(ctx, x):   # (im2col in one piece)
             acc = ctx.output_buffer(0, out_shape, dtype)
-            padded = pad_hw(x, pads, scratch, dtype, contiguous=True)
-            if not row_taps(padded, weights, group, *geometry, acc, scratch):
-                row_taps(padded, plan.row_weights(1), 1, *geometry, acc, scratch)
+            cols = im2col(pad_hw(x, pads, scratch, dtype, contiguous=True), *geometry, scratch)
+            np.matmul(cols, weights, out=acc.reshape(cols.shape[0], -1))
             return [epilogue(acc)]
         return run
 
@@ -345,7 +353,7 @@ class GemmPlan:
     [G, K, O/G] grouped; `taps` [kh, kw, C, O] for shifted_gemm), whether shifted_gemm or clipped_taps
     runs it, `chunk`: output rows per im2col piece (0: one piece), `rows`: row_taps' (pixels per GEMM row,
     weights) or None, `planes`: whether a channels-first input takes plane_patches, and `pointwise`:
-    whether the GEMM reads the input as it is (PreparedConv._planned)."""
+    whether the GEMM reads the input as it is, and `plannable`: whether PreparedConv._planned may run it."""
 
     def __init__(self, conv: PreparedConv, ctx, h: int, w: int):
         (top, _, left, _), self.strides, self.dilations, self.out_hw = conv._geometry(ctx, h, w)
@@ -401,6 +409,9 @@ class GemmPlan:
             self.rows = (group, self.row_weights(group))
         self.pointwise = (conv.kind == "gemm" and self.kernel_hw == (1, 1) and self.strides == (1, 1)
                           and not any(self.pads) and not any(self.crop) and self.dropped is None and not self.clipped)
+        # (a planned run: one GEMM over the input as it is, row_taps or im2col in one piece, of all the taps)
+        self.plannable = (conv.kind == "gemm" and not (self.clipped or self.shifted or self.chunk)
+                          and not any(self.crop) and self.dropped is None)
 
 
     def row_weights(self, group: int) -> np.ndarray:

@@ -242,7 +242,8 @@ def test_plane_patches_are_the_transposed_patch_matrix():
 
 
 @pytest.mark.parametrize("kernel,outputs,pads,value", [(1, 8, (0, 0, 0, 0), 0), (3, 4, (1, 1, 1, 1), 0),
-                                                        (3, 12, (0, 2, 1, 1), 0), (3, 4, (1, 1, 1, 1), np.inf)])
+                                                        (3, 12, (0, 2, 1, 1), 0), (3, 4, (1, 1, 1, 1), np.inf),
+                                                        (3, 40, (1, 1, 1, 1), 0), (1, 8, (1, 0, 0, 1), 0)])
 def test_planned_runs_repeat_the_first_run(kernel, outputs, pads, value):
     # the first run of an input shape takes the general path and plans the next ones (PreparedConv._planned);
     # an inf input makes the grouped row_taps GEMM's NaN, rerun ungrouped there too
@@ -259,6 +260,9 @@ def test_planned_runs_repeat_the_first_run(kernel, outputs, pads, value):
                    bias, scalars, OperandType(C.TENSOR_FLOAT32, (2, oh, ow, outputs)))
     compiled = compile_model(model)
     first = compiled.run([x], RunState(2.0))[0].array.copy()
+    plan, = compiled.steps[0].run.plans.values()
+    # (1x1 unpadded: the input as it is; 3x3 to 40 > 3 * 6 channels: im2col; else row_taps)
+    assert (plan.pointwise, plan.rows is not None) == (not any(pads), kernel == 3 and outputs <= 18)
     assert list(compiled.steps[0].run.planned) == [x.shape]
     for _ in range(2):
         again = compiled.run([x], RunState(2.0))[0].array
