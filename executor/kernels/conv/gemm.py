@@ -1,5 +1,7 @@
-"""The arithmetic of prepared convolutions: the padded input copy, im2col patches, per-channel
-constants on long rows and the accumulator bound that decides whether a float32 GEMM is exact.
+"""The arithmetic of prepared convolutions: the padded input copy, im2col patches (whole, in pieces, per
+filter row: row_taps, or a channels-first image's plane by plane: plane_patches), the per-tap GEMMs
+(shifted_gemm, clipped_taps), per-channel constants on long rows and the accumulator bound that decides
+whether a float32 GEMM is exact.
 
 Nothing here registers a kernel.
 """
@@ -264,14 +266,15 @@ def row_weights(taps: np.ndarray, group: int) -> np.ndarray:
 
 
 def row_taps(padded: np.ndarray, weights: np.ndarray, group: int, out_hw: tuple, kernel_hw: tuple, strides: tuple,
-             dilations: tuple, acc: np.ndarray, scratch: Scratch) -> bool:
+             dilations: tuple, acc: np.ndarray, scratch: Scratch, finite: bool = False) -> bool:
     """A convolution of unit row stride of `padded` [N, Hp, Wp, C] into `acc` [N, OH, OW, O] by row_weights
     [kh, L*C, group*O] (L = kw + group - 1 with unit column stride and dilation; else group 1, L = kw):
     rows[t, g] holds the L input pixels of output pixel group g on padded row t (one strided copy of
     [T, OW/group, L*C], T = OH + (kh-1)*dh), so filter row i's patch matrix is the contiguous
     rows[i*dh:][:OH], and each filter row is one GEMM, added up; its [OH * OW/group, group*O] result is acc's
     own layout. False (acc unusable) where a grouped GEMM made a NaN: a zero weight times an inf or NaN
-    input the pixel does not read; the caller then runs group 1."""
+    input the pixel does not read; the caller then runs group 1 (`finite`: the input is known finite, as
+    quantized values are, and is not checked)."""
     kh, kw = kernel_hw
     oh, ow = out_hw
     n, c = padded.shape[0], padded.shape[3]
@@ -292,7 +295,7 @@ def row_taps(padded: np.ndarray, weights: np.ndarray, group: int, out_hw: tuple,
             start = i * dilations[0] * width
             np.matmul(flat[start:start + pixels], weights[i], out=tmp)
             out += tmp
-    return group == 1 or acc.dtype.kind != "f" or not np.isnan(acc.max())
+    return group == 1 or finite or not np.isnan(acc.max())
 
 
 def channels_first(x: np.ndarray) -> bool:

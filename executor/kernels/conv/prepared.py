@@ -263,7 +263,7 @@ class PreparedConv:
         elif plan.rows:
             group, weights = plan.rows
             if not row_taps(padded, weights, group, plan.out_hw, plan.kernel_hw, plan.strides, plan.dilations, acc,
-                            self.scratch):
+                            self.scratch, finite=self.epilogue.quant):
                 row_taps(padded, plan.row_weights(1), 1, plan.out_hw, plan.kernel_hw, plan.strides, plan.dilations,
                          acc, self.scratch)
         elif plan.chunk:
