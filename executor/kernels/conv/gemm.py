@@ -224,13 +224,24 @@ def shifted_gemm(padded: np.ndarray, taps: np.ndarray, out_hw: tuple, dilations:
 # channels runs as one GEMM per filter row over a patch matrix of just the kw taps of each row
 # (row_taps): it copies kh times less than im2col, whose small strided pieces cost as much as the GEMM
 # at these sizes, for kh - 1 accumulating adds of the smaller output (measured 0.70 to 0.87x of im2col +
-# GEMM on 3x3 convolutions of 3 to 96 channels to 8 to 64, unit stride; 1.03 to 1.07x from 4C output
-# channels; stride 2 a wash: its rows are not contiguous)
+# GEMM on 3x3 convolutions of 3 to 128 channels to 8 to 64, unit stride; 1.03 to 1.07x from 4C output
+# channels, 1.02 to 1.09x from ROW_TAPS_MAX_OUT: the GEMM dominates; stride 2 a wash: its rows are not
+# contiguous)
+ROW_TAPS_MAX_OUT = 64
 
 
 def row_taps_pays(kernel_hw: tuple, strides: tuple, channels: int, out_channels: int) -> bool:
     """Whether row_taps is used for this geometry (see above); the caller has ruled out the large cases."""
-    return strides[0] == 1 and kernel_hw[0] > 1 and out_channels <= kernel_hw[1] * channels
+    return (strides[0] == 1 and kernel_hw[0] > 1
+            and out_channels <= min(ROW_TAPS_MAX_OUT, kernel_hw[1] * channels))
+
+
+# a channels-first few-channel image (channels_first) is made into patches a plane at a time when its patch
+# matrix is small (below SHIFTED_MIN_BYTES) and the output has at most PLANES_MAX_OUT channels and no more
+# than patch columns: measured 0.45 to 0.88x of the channels-last copy + im2col + GEMM on 3x3 first
+# convolutions of 3 channels to 8 to 24 at 32 to 224 pixels; 1.03x at 64 outputs, where the GEMM
+# dominates, and 1.35x for a 7x7 filter at 224 pixels (a 7 MB patch matrix, made in pieces otherwise)
+PLANES_MAX_OUT = 32
 
 
 # BLAS computes a GEMM of fewer than GEMM_MIN_COLUMNS output columns in about the time of that many (float32

@@ -42,6 +42,7 @@ from .quant import real_multipliers
 from .gemm import (
     ChannelRows,
     CLIPPED_MIN_PADDING,
+    PLANES_MAX_OUT,
     SHIFTED_MIN_BYTES,
     abs_row_sums,
     channels_first,
@@ -386,8 +387,6 @@ class GemmPlan:
         if conv.kind == "gemm":
             self.taps, self.weights = self.taps[0], self.weights[0]
         self._plane_weights = None
-        # (more output channels than patch columns: the GEMM dominates, and the wide result's crop costs more)
-        self.planes = conv.kind == "gemm" and o <= c * self.kernel_hw[0] * self.kernel_hw[1]
         inner = (h - ct - cb, w - cl - cr)
         padded = (1, inner[0] + pt + pb, inner[1] + pl + pr, c)
         # mostly padding: clipped_taps forms only the products with the input (so not with a non-finite weight,
@@ -401,6 +400,8 @@ class GemmPlan:
             patch_chunk_rows(self.out_hw, self.kernel_hw, c, o, conv.dtype.itemsize)
         small = padded[0] * self.out_hw[0] * self.out_hw[1] * self.kernel_hw[0] * self.kernel_hw[1] * c \
             * conv.dtype.itemsize < SHIFTED_MIN_BYTES
+        self.planes = (conv.kind == "gemm" and small
+                       and o <= min(PLANES_MAX_OUT, c * self.kernel_hw[0] * self.kernel_hw[1]))
         # row_taps: (pixels per GEMM row, its weights), or None
         self.rows = None
         if (conv.kind == "gemm" and not (self.shifted or self.clipped or self.chunk) and small
