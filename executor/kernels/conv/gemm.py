@@ -1,5 +1,7 @@
-"""The arithmetic of prepared convolutions: the padded input copy, im2col patches, per-channel
-constants on long rows and the accumulator bound that decides whether a float32 GEMM is exact.
+"""The arithmetic of prepared convolutions: the padded input copy, im2col patches (whole, in pieces, per
+filter row: row_taps, or a channels-first image's plane by plane: plane_patches), the per-tap GEMMs
+(shifted_gemm, clipped_taps), per-channel constants on long rows and the accumulator bound that decides
+whether a float32 GEMM is exact.
 
 Nothing here registers a kernel.
 """
@@ -216,6 +218,143 @@ def shifted_gemm(padded: np.ndarray, taps: np.ndarray, out_hw: tuple, dilations:
                 else:
                     np.matmul(flat[:pixels], taps[0, 0], out=acc)
     return wide
+
+
+# a small convolution of unit row stride (patch matrix below SHIFTED_MIN_BYTES) with at most kw * C output
+# channels runs as one GEMM per filter row over a patch matrix of just the kw taps of each row
+# (row_taps): it copies kh times less than im2col, whose small strided pieces cost as much as the GEMM
+# at these sizes, for kh - 1 accumulating adds of the smaller output (measured 0.70 to 0.87x of im2col +
+# GEMM on 3x3 convolutions of 3 to 128 channels to 8 to 64, unit stride; 1.03 to 1.07x from 4C output
+# channels, 1.02 to 1.09x from ROW_TAPS_MAX_OUT: the GEMM dominates; stride 2 a wash: its rows are not
+# contiguous)
+ROW_TAPS_MAX_OUT = 64
+
+
+def row_taps_pays(kernel_hw: tuple, strides: tuple, channels: int, out_channels: int) -> bool:
+    """Whether row_taps is used for this geometry (see above); the caller has ruled out the large cases."""
+    return (strides[0] == 1 and kernel_hw[0] > 1
+            and out_channels <= min(ROW_TAPS_MAX_OUT, kernel_hw[1] * channels))
+
+
+# a channels-first few-channel image (channels_first) is made into patches a plane at a time when its patch
+# matrix is small (below SHIFTED_MIN_BYTES) and the output has at most PLANES_MAX_OUT channels and no more
+# than patch columns: measured 0.45 to 0.88x of the channels-last copy + im2col + GEMM on 3x3 first
+# convolutions of 3 channels to 8 to 24 at 32 to 224 pixels; 1.03x at 64 outputs, where the GEMM
+# dominates, and 1.35x for a 7x7 filter at 224 pixels (a 7 MB patch matrix, made in pieces otherwise)
+PLANES_MAX_OUT = 32
+
+
+# BLAS computes a GEMM of fewer than GEMM_MIN_COLUMNS output columns in about the time of that many (float32
+# SkylakeX kernels: 8 columns cost as much as 16), so row_taps makes a GEMM row of `group` adjacent output
+# pixels of a filter row when the output has few channels: their kw + group - 1 input pixels against the
+# taps placed at each pixel's offset (zeros elsewhere), group * O columns. (kw + group - 1) / kw more
+# products in group times fewer rows: measured 0.40 to 0.75x on 3x3 convolutions of 8 to 16 channels to 2 to
+# 8 at 32x32 and 64x64, but 1.1x from 32 input channels (ROW_GROUP_MAX_CHANNELS)
+GEMM_MIN_COLUMNS = 16
+ROW_GROUP_MAX_CHANNELS = 16
+
+
+def row_group(out_w: int, strides: tuple, dilations: tuple, channels: int, out_channels: int) -> int:
+    """Output pixels per GEMM row in row_taps: the most up to GEMM_MIN_COLUMNS // O (at most 8) dividing
+    the output width, for unit column stride and dilation and at most ROW_GROUP_MAX_CHANNELS channels; else 1."""
+    if strides[1] != 1 or dilations[1] != 1 or channels > ROW_GROUP_MAX_CHANNELS or out_channels <= 0:
+        return 1
+    group = min(8, max(1, GEMM_MIN_COLUMNS // out_channels))
+    while out_w % group:
+        group -= 1
+    return group
+
+
+def row_weights(taps: np.ndarray, group: int) -> np.ndarray:
+    """taps [kh, kw, C, O] as row_taps' per-filter-row weights [kh, (kw + group - 1) * C, group * O]: pixel m
+    of a group reads input pixels m .. m + kw - 1 of its row piece, so tap j's weights sit at input m + j,
+    output block m (zeros elsewhere: exact zeros in every sum)."""
+    kh, kw, c, o = taps.shape
+    out = np.zeros((kh, kw + group - 1, c, group, o), taps.dtype)
+    for m in range(group):
+        out[:, m:m + kw, :, m] = taps
+    return out.reshape(kh, (kw + group - 1) * c, group * o)
+
+
+def row_taps(padded: np.ndarray, weights: np.ndarray, group: int, out_hw: tuple, kernel_hw: tuple, strides: tuple,
+             dilations: tuple, acc: np.ndarray, scratch: Scratch, finite: bool = False) -> bool:
+    """A convolution of unit row stride of `padded` [N, Hp, Wp, C] into `acc` [N, OH, OW, O] by row_weights
+    [kh, L*C, group*O] (L = kw + group - 1 with unit column stride and dilation; else group 1, L = kw):
+    rows[t, g] holds the L input pixels of output pixel group g on padded row t (one strided copy of
+    [T, OW/group, L*C], T = OH + (kh-1)*dh), so filter row i's patch matrix is the contiguous
+    rows[i*dh:][:OH], and each filter row is one GEMM, added up; its [OH * OW/group, group*O] result is acc's
+    own layout. False (acc unusable) where a grouped GEMM made a NaN: a zero weight times an inf or NaN
+    input the pixel does not read; the caller then runs group 1 (`finite`: the input is known finite, as
+    quantized values are, and is not checked)."""
+    kh, kw = kernel_hw
+    oh, ow = out_hw
+    n, c = padded.shape[0], padded.shape[3]
+    width, span = ow // group, weights.shape[1] // c
+    rows_needed = oh + (kh - 1) * dilations[0]
+    sn, sh, sw, sc = padded.strides
+    shape = (rows_needed, width, span, c)
+    steps = (sh, sw * strides[1] * group, sw * (dilations[1] if group == 1 else 1), sc)
+    rows = scratch.get("rows", shape, padded.dtype)
+    flat = rows.reshape(rows_needed * width, span * c)
+    pixels = oh * width
+    tmp = scratch.get("rows_tmp", (pixels, weights.shape[2]), acc.dtype)
+    for b in range(n):
+        np.copyto(rows, np.ndarray(shape, padded.dtype, padded, b * sn, steps))
+        out = acc[b].reshape(pixels, -1)
+        np.matmul(flat[:pixels], weights[0], out=out)
+        for i in range(1, kh):
+            start = i * dilations[0] * width
+            np.matmul(flat[start:start + pixels], weights[i], out=tmp)
+            out += tmp
+    return group == 1 or finite or not np.isnan(acc.max())
+
+
+def channels_first(x: np.ndarray) -> bool:
+    """Whether NHWC `x` is a channels-first image seen channels last (an NCHW input's transpose) with at
+    most FEW_PLANES channels: plane_patches reads such an input a channel plane at a time."""
+    return x.shape[3] <= FEW_PLANES and x.strides[3] > x.strides[2]
+
+
+def plane_patches(x: np.ndarray, pads: tuple, strides: tuple, dilations: tuple, kernel_hw: tuple, out_hw: tuple,
+                  scratch: Scratch, dtype, zero_point: int = 0, fill: int = 0) -> tuple:
+    """The patch matrix of image x [H, W, C] (channels first in memory, see channels_first), transposed:
+    ([C*kh*kw, P] with rows in (channel, tap row, tap column) order, the flattened output width Wq), where
+    output pixel (r, q) is column r*Wq + q (columns q >= OW of each row are junk) and P = (OH-1)*Wq + OW.
+
+    The padded image is split by stride phase into planes (plane (a, b) holds the padded pixels
+    (R*sh + a, Q*sw + b), Wq = ceil(Wp / sw) wide); tap (i, j) reads plane ((i*dh) % sh, (j*dw) % sw) shifted
+    by ((i*dh) // sh, (j*dw) // sw), so its patch row is one contiguous piece of that plane: kh*kw long
+    copies instead of im2col's pixel-by-pixel pieces of C values. Values are x - zero_point as `dtype`,
+    padding is `fill` (as pad_hw)."""
+    h, w, c = x.shape
+    (pt, pb, pl, pr), (sh, sw), (dh, dw), (kh, kw), (oh, ow) = pads, strides, dilations, kernel_hw, out_hw
+    hq, wq = -(-(h + pt + pb) // sh), -(-(w + pl + pr) // sw)
+    dtype = np.dtype(dtype)
+    # keyed by the geometry: the padding cells, never written, keep the fill the buffer was made with
+    planes = filled_buffer(scratch, ("planes", pads, strides, (h, w)), (c, sh, sw, hq, wq), dtype, fill)
+    image = x.transpose(2, 0, 1)   # [C, H, W], contiguous planes
+    for a in range(sh):
+        r0, r1 = -(-(pt - a) // sh), (h - 1 + pt - a) // sh + 1   # plane rows holding image rows
+        for b in range(sw):
+            q0, q1 = -(-(pl - b) // sw), (w - 1 + pl - b) // sw + 1
+            if r0 >= r1 or q0 >= q1:
+                continue
+            src = image[:, r0 * sh + a - pt::sh, q0 * sw + b - pl::sw][:, :r1 - r0, :q1 - q0]
+            dst = planes[:, a, b, r0:r1, q0:q1]
+            if zero_point:
+                np.subtract(src, dtype.type(zero_point), out=dst, casting="unsafe")
+            else:
+                np.copyto(dst, src, casting="unsafe")
+    flat = planes.reshape(c, sh, sw, hq * wq)
+    pixels = (oh - 1) * wq + ow
+    cols = scratch.get("plane_cols", (c, kh, kw, pixels), dtype)
+    for i in range(kh):
+        u, a = divmod(i * dh, sh)
+        for j in range(kw):
+            v, b = divmod(j * dw, sw)
+            start = u * wq + v
+            np.copyto(cols[:, i, j], flat[:, a, b, start:start + pixels])
+    return cols.reshape(c * kh * kw, pixels), wq
 
 
 # a convolution whose zero padding would make its input at least this many times larger (dilated filters

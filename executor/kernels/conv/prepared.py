@@ -14,7 +14,12 @@ CONV_2D and GROUPED_CONV_2D make a plan per input size (GemmPlan): filter taps t
 padding are dropped (atrous pyramids: a 3x3 filter dilated past a small input is its centre tap),
 convolutions that are mostly padding form only the products with the input (gemm.clipped_taps), and
 large patch matrices are either not made at all (gemm.shifted_gemm: one GEMM per tap over the padded
-input at full width) or made a cache-sized piece at a time; grouped ones are one batched GEMM.
+input at full width) or made a cache-sized piece at a time; grouped ones are one batched GEMM. Small
+convolutions, where the patch copy costs as much as the GEMM, copy less: a unit row stride runs one GEMM
+per filter row over just the kw taps of each row (gemm.row_taps; with few output channels adjacent pixels
+share a GEMM row, gemm.row_group), and a few-channel image in channels-first memory (an NCHW model's
+input) is made into patches a plane at a time (gemm.plane_patches). A float 1x1 unit-stride convolution
+is a GEMM of its input as it is; its run, and row_taps', is planned once per input shape (PreparedConv._planned).
 
 Per-channel constants are applied to long rows (gemm.ChannelRows), which numpy
 does several times faster than C at a time.
@@ -37,12 +42,20 @@ from .quant import real_multipliers
 from .gemm import (
     ChannelRows,
     CLIPPED_MIN_PADDING,
+    PLANES_MAX_OUT,
+    SHIFTED_MIN_BYTES,
     abs_row_sums,
+    channels_first,
     clipped_taps,
     exact_dtype,
     im2col,
     pad_hw,
     patch_chunk_rows,
+    plane_patches,
+    row_group,
+    row_taps,
+    row_taps_pays,
+    row_weights,
     shifted_gemm,
     shifted_gemm_pays,
     tap_window,
@@ -206,6 +219,7 @@ class PreparedConv:
         self.finite_rows, self.finite_cols = finite.all(axis=1), finite.all(axis=0)
         self.plans: dict = {}
         self.geometry: dict = {}
+        self.planned: dict = {}   # input shape -> run (see _planned)
         self.scratch = pctx.compiled.scratch
 
     def _geometry(self, ctx, h: int, w: int):
@@ -231,6 +245,8 @@ class PreparedConv:
         (im2col), one GEMM per tap (shifted_gemm), or one batched GEMM per group."""
         n, h, w, c = x.shape
         plan = self._plan(ctx, h, w)
+        if plan.plannable and octx is not None and not self.epilogue.quant and x.flags.c_contiguous:
+            self.planned[x.shape] = self._planned(x.shape, plan)
         top, bottom, left, right = plan.crop
         if top or bottom or left or right:
             x = x[:, top: h - bottom, left: w - right]
@@ -242,6 +258,20 @@ class PreparedConv:
             clipped_taps(x, plan.taps, plan.pads[::2], plan.strides, plan.dilations, acc, self.scratch)
             out = epilogue(acc, epilogue.output(octx, shape))
             return [out.transpose(0, 3, 1, 2) if self.nchw else out]
+        if plan.planes and channels_first(x):
+            # a few-channel image in channels-first memory (a CNN's NCHW input): its patch matrix, made a
+            # plane at a time and transposed, is one GEMM at the phase planes' width
+            oh, ow = plan.out_hw
+            for b in range(n):
+                cols, wq = plane_patches(x[b], plan.pads, plan.strides, plan.dilations, plan.kernel_hw, plan.out_hw,
+                                         self.scratch, self.dtype, self.zero_point, self.fill)
+                wide = self.scratch.get("plane_wide", (oh * wq, shape[-1]), self.dtype)
+                np.matmul(cols.T, plan.plane_weights(), out=wide[:cols.shape[1]])
+                np.copyto(acc[b], wide.reshape(oh, wq, -1)[:, :ow])
+            if plan.dropped is not None:
+                acc += plan.dropped
+            out = epilogue(acc, epilogue.output(octx, shape))
+            return [out.transpose(0, 3, 1, 2) if self.nchw else out]
         # (contiguous: a channels-first view is copied a channel plane at a time, about twice as fast as
         # the element-by-element gather of the patch copy, and shifted_gemm needs it)
         padded = pad_hw(x, plan.pads, self.scratch, self.dtype, self.zero_point, self.fill, contiguous=True)
@@ -249,6 +279,12 @@ class PreparedConv:
             wide = self.scratch.get("wide", (n, plan.out_hw[0], padded.shape[2], shape[-1]), self.dtype)
             shifted_gemm(padded, plan.taps, plan.out_hw, plan.dilations, wide, self.scratch)
             np.copyto(acc, wide[:, :, :plan.out_hw[1]])
+        elif plan.rows:
+            group, weights = plan.rows
+            if not row_taps(padded, weights, group, plan.out_hw, plan.kernel_hw, plan.strides, plan.dilations, acc,
+                            self.scratch, finite=self.epilogue.quant):
+                row_taps(padded, plan.row_weights(1), 1, plan.out_hw, plan.kernel_hw, plan.strides, plan.dilations,
+                         acc, self.scratch)
         elif plan.chunk:
             # patch rows made and multiplied a piece of output rows at a time, each piece still in cache
             (oh, ow), (sh, _), step = plan.out_hw, plan.strides, plan.chunk
@@ -275,10 +311,49 @@ class PreparedConv:
         out = epilogue(acc, epilogue.output(octx, shape))
         return [out.transpose(0, 3, 1, 2) if self.nchw else out]
 
+    def _planned(self, shape: tuple, plan: "GemmPlan"):
+        """The run of a float NHWC convolution for a contiguous input of `shape` whose plan is one GEMM of
+        the input as it is (plan.pointwise: 1x1, unit stride, no padding), row_taps, or im2col in one piece,
+        without a crop or dropped taps (plan.plannable), with the general path's decisions taken once: small
+        convolutions are common, and those checks cost about as much as their GEMM."""
+        n, h, w, c = shape
+        out_shape = (n, *plan.out_hw, self.out_channels)
+        epilogue, dtype, scratch = self.epilogue, self.dtype, self.scratch
+        if plan.pointwise:
+            rows, weights = (n * h * w, c), plan.weights
+
+            def run(ctx, x):
+                acc = ctx.output_buffer(0, out_shape, dtype)
+                np.matmul(x.reshape(rows), weights, out=acc.reshape(-1, out_shape[-1]))
+                return [epilogue(acc)]
+            return run
+        pads, geometry = plan.pads, (plan.out_hw, plan.kernel_hw, plan.strides, plan.dilations)
+        if plan.rows:
+            group, weights = plan.rows
+
+            def run(ctx, x):
+                acc = ctx.output_buffer(0, out_shape, dtype)
+                padded = pad_hw(x, pads, scratch, dtype, contiguous=True)
+                if not row_taps(padded, weights, group, *geometry, acc, scratch):
+                    row_taps(padded, plan.row_weights(1), 1, *geometry, acc, scratch)
+                return [epilogue(acc)]
+            return run
+        weights = plan.weights
+
+        def run(ctx, x):   # (im2col in one piece)
+            acc = ctx.output_buffer(0, out_shape, dtype)
+            cols = im2col(pad_hw(x, pads, scratch, dtype, contiguous=True), *geometry, scratch)
+            np.matmul(cols, weights, out=acc.reshape(cols.shape[0], -1))
+            return [epilogue(acc)]
+        return run
+
     def __call__(self, ctx):
         v = ctx.inputs[self.x]
         if v is None or v.array.ndim != 4:
             return self.kernel(ctx)
+        run = self.planned.get(v.array.shape)
+        if run is not None and v.array.flags.c_contiguous:
+            return run(ctx, v.array)
         x = v.array.transpose(0, 2, 3, 1) if self.nchw else v.array
         n, h, w, c = x.shape
         if c != self.channels or n == 0:
@@ -295,7 +370,9 @@ class GemmPlan:
     """A GEMM convolution at one input size: the input crop (top, bottom, left, right) and zero padding
     that run only the filter taps reading the input (gemm.tap_window), those taps' weights ([K, O], or
     [G, K, O/G] grouped; `taps` [kh, kw, C, O] for shifted_gemm), whether shifted_gemm or clipped_taps
-    runs it, and `chunk`: output rows per im2col piece (0: one piece)."""
+    runs it, `chunk`: output rows per im2col piece (0: one piece), `rows`: row_taps' (pixels per GEMM row,
+    weights) or None, `planes`: whether a channels-first input takes plane_patches, and `pointwise`:
+    whether the GEMM reads the input as it is, and `plannable`: whether PreparedConv._planned may run it."""
 
     def __init__(self, conv: PreparedConv, ctx, h: int, w: int):
         (top, _, left, _), self.strides, self.dilations, self.out_hw = conv._geometry(ctx, h, w)
@@ -327,6 +404,7 @@ class GemmPlan:
             self.dropped = (conv.fill * (full - kept)).reshape(-1).astype(conv.dtype)
         if conv.kind == "gemm":
             self.taps, self.weights = self.taps[0], self.weights[0]
+        self._plane_weights = None
         inner = (h - ct - cb, w - cl - cr)
         padded = (1, inner[0] + pt + pb, inner[1] + pl + pr, c)
         # mostly padding: clipped_taps forms only the products with the input (so not with a non-finite weight,
@@ -338,6 +416,34 @@ class GemmPlan:
         copies = self.kernel_hw != (1, 1) or self.strides != (1, 1)   # (else im2col is a free reshape)
         self.chunk = 0 if self.shifted or self.clipped or conv.kind != "gemm" or not copies else \
             patch_chunk_rows(self.out_hw, self.kernel_hw, c, o, conv.dtype.itemsize)
+        small = padded[0] * self.out_hw[0] * self.out_hw[1] * self.kernel_hw[0] * self.kernel_hw[1] * c \
+            * conv.dtype.itemsize < SHIFTED_MIN_BYTES
+        self.planes = (conv.kind == "gemm" and small
+                       and o <= min(PLANES_MAX_OUT, c * self.kernel_hw[0] * self.kernel_hw[1]))
+        # row_taps: (pixels per GEMM row, its weights), or None
+        self.rows = None
+        if (conv.kind == "gemm" and not (self.shifted or self.clipped or self.chunk) and small
+                and row_taps_pays(self.kernel_hw, self.strides, c, o)):
+            group = row_group(self.out_hw[1], self.strides, self.dilations, c, o)
+            self.rows = (group, self.row_weights(group))
+        self.pointwise = (conv.kind == "gemm" and self.kernel_hw == (1, 1) and self.strides == (1, 1)
+                          and not any(self.pads) and not any(self.crop) and self.dropped is None and not self.clipped)
+        # (a planned run: one GEMM over the input as it is, row_taps or im2col in one piece, of all the taps)
+        self.plannable = (conv.kind == "gemm" and not (self.clipped or self.shifted or self.chunk)
+                          and not any(self.crop) and self.dropped is None)
+
+
+    def row_weights(self, group: int) -> np.ndarray:
+        """The kept taps as gemm.row_weights for `group` pixels per GEMM row."""
+        return row_weights(self.taps, group)
+
+    def plane_weights(self) -> np.ndarray:
+        """The kept taps as [C*kh*kw, O] in (channel, tap row, tap column) order, for gemm.plane_patches
+        (made at its first use: only a channels-first input takes that path)."""
+        if self._plane_weights is None:
+            kh, kw, c, o = self.taps.shape
+            self._plane_weights = np.ascontiguousarray(self.taps.transpose(2, 0, 1, 3).reshape(c * kh * kw, o))
+        return self._plane_weights
 
 
 def _prepare(pctx, layout):

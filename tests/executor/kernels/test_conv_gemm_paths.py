@@ -31,17 +31,31 @@ def _conv64(x, w, bias, stride, pads, dil):
     return acc + bias
 
 
-def _float_conv(x, flt, bias, stride, pads, dil):
-    n, h, w, _ = x.shape
+def _float_conv(x, flt, bias, stride, pads, dil, nchw=False):
+    """(prepared, plain, prepared callables) of CONV_2D on NHWC x; `nchw`: the model takes and gives NCHW
+    (the results are returned NHWC)."""
+    n, h, w, c = x.shape
     o, kh, kw, _ = flt.shape
     oh = (h + pads[0] + pads[1] - (kh - 1) * dil[0] - 1) // stride[0] + 1
     ow = (w + pads[2] + pads[3] - (kw - 1) * dil[1] - 1) // stride[1] + 1
     scalars = [(C.INT32, pads[2]), (C.INT32, pads[3]), (C.INT32, pads[0]), (C.INT32, pads[1]),
-               (C.INT32, stride[1]), (C.INT32, stride[0]), (C.INT32, 0), (C.BOOL, False),
+               (C.INT32, stride[1]), (C.INT32, stride[0]), (C.INT32, 0), (C.BOOL, nchw),
                (C.INT32, dil[1]), (C.INT32, dil[0])]
-    model = _model(Op.CONV_2D, OperandType(C.TENSOR_FLOAT32, x.shape), flt, OperandType(C.TENSOR_FLOAT32, flt.shape),
-                   bias, scalars, OperandType(C.TENSOR_FLOAT32, (n, oh, ow, o)))
-    return _run_both(model, x)
+    x_shape, out_shape = ((n, c, h, w), (n, o, oh, ow)) if nchw else (x.shape, (n, oh, ow, o))
+    model = _model(Op.CONV_2D, OperandType(C.TENSOR_FLOAT32, x_shape), flt, OperandType(C.TENSOR_FLOAT32, flt.shape),
+                   bias, scalars, OperandType(C.TENSOR_FLOAT32, out_shape))
+    if not nchw:
+        return _run_both(model, x)
+    fast, slow, prepared = _run_both(model, np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
+    return fast.transpose(0, 2, 3, 1), slow.transpose(0, 2, 3, 1), prepared
+
+
+def _within_bound(x, flt, bias, stride, pads, dil, *results):
+    exact = _conv64(x, flt, bias, stride, pads, dil)
+    bound = float_accumulation_bound(_conv64(np.abs(x), np.abs(flt), np.abs(bias), stride, pads, dil),
+                                     flt[0].size)
+    bound = bound + np.abs(exact) * 2.0 ** -24   # (float32 results: one more rounding)
+    return all(np.all(np.abs(r - exact) <= bound) for r in results)
 
 
 # (input NHWC, output channels, strides, pads (top, bottom, left, right), dilations,
@@ -137,3 +151,126 @@ def test_pad_hw_without_padding_makes_a_channels_first_view_contiguous_only_when
     assert pad_hw(view, (0, 0, 0, 0), Scratch(), np.float32) is view
     got = pad_hw(view, (0, 0, 0, 0), Scratch(), np.float32, contiguous=True)
     assert got.flags.c_contiguous and np.array_equal(got, view)
+
+
+# (input NHWC, output channels, kernel, strides, pads, dilations, output pixels per GEMM row when
+# gemm.row_taps runs it, else None)
+ROW_TAPS = {
+    "3x3": ((1, 12, 11, 16), 16, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    "dilated_strided_columns_batch": ((2, 9, 14, 8), 8, 3, (1, 2), (2, 0, 1, 2), (2, 1), 1),
+    "5x5_more_outputs": ((1, 10, 9, 4), 20, 5, (1, 1), (2, 2, 2, 2), (1, 1), 1),
+    # few output channels: adjacent output pixels share a GEMM row (gemm.row_group)
+    "grouped_pairs_batch": ((2, 10, 12, 8), 8, 3, (1, 1), (1, 1, 1, 1), (1, 1), 2),
+    "grouped_by_4_dilated_rows": ((1, 11, 8, 6), 3, 3, (1, 1), (2, 2, 0, 2), (2, 1), 4),
+    "grouped_odd_width_5x5": ((1, 9, 13, 4), 5, 5, (1, 1), (2, 2, 2, 2), (1, 1), 1),
+    "grouped_by_3": ((1, 7, 9, 2), 5, 3, (1, 1), (0, 0, 1, 1), (1, 1), 3),
+    # more output channels than kw * C: im2col; a row stride of 2: im2col
+    "too_many_outputs": ((1, 12, 11, 4), 16, 3, (1, 1), (1, 1, 1, 1), (1, 1), None),
+    "row_stride": ((1, 12, 11, 16), 16, 3, (2, 1), (1, 1, 1, 1), (1, 1), None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ROW_TAPS))
+def test_row_taps_within_the_accumulation_bound(case):
+    shape, o, k, stride, pads, dil, rows = ROW_TAPS[case]
+    x = RNG.standard_normal(shape).astype(np.float32)
+    flt = RNG.standard_normal((o, k, k, shape[3])).astype(np.float32)
+    bias = RNG.standard_normal(o).astype(np.float32)
+    fast, slow, prepared = _float_conv(x, flt, bias, stride, pads, dil)
+    plan, = prepared[0].plans.values()
+    assert (plan.rows and plan.rows[0]) == rows and not (plan.shifted or plan.clipped or plan.chunk)
+    assert _within_bound(x, flt, bias, stride, pads, dil, fast, slow)
+
+
+@pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
+def test_grouped_row_taps_keep_a_non_finite_input_to_the_outputs_that_read_it(value):
+    # the grouped GEMM multiplies the pixel by zero weights for the outputs beside its window (NaN);
+    # those outputs are then computed ungrouped, as the plain kernel has them
+    x = RNG.standard_normal((1, 6, 8, 4)).astype(np.float32)
+    x[0, 2, 3, 1] = value
+    flt = RNG.standard_normal((4, 3, 3, 4)).astype(np.float32)
+    fast, slow, prepared = _float_conv(x, flt, np.zeros(4, np.float32), (1, 1), (1, 1, 1, 1), (1, 1))
+    plan, = prepared[0].plans.values()
+    assert plan.rows[0] == 4
+    assert np.array_equal(np.isnan(fast), np.isnan(slow)) and np.array_equal(np.isinf(fast), np.isinf(slow))
+    assert np.isfinite(slow[0, :, :1]).all() and not np.isfinite(slow[0, 1:4, 2:5]).all()
+    finite = np.isfinite(slow)
+    np.testing.assert_allclose(fast[finite], slow[finite], rtol=1e-5, atol=1e-5)
+
+
+# (input NHWC, output channels, kernel, strides, pads, dilations): an NCHW model's few-channel input,
+# read a plane at a time (gemm.plane_patches)
+PLANES = {
+    "stride_2": ((1, 17, 16, 3), 8, 3, (2, 2), (1, 0, 2, 1), (1, 1)),
+    "stride_1_dilated": ((2, 14, 13, 3), 6, 3, (1, 1), (2, 2, 2, 2), (2, 2)),
+    "5x5_stride_3_1": ((1, 19, 16, 2), 5, 5, (3, 1), (2, 1, 0, 2), (1, 1)),
+    "7x7_stride_2": ((1, 21, 20, 3), 16, 7, (2, 2), (3, 3, 3, 3), (1, 1)),
+    "1x1_stride_2": ((1, 9, 8, 4), 4, 1, (2, 2), (0, 0, 0, 0), (1, 1)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PLANES))
+def test_channels_first_input_planes_within_the_accumulation_bound(case):
+    shape, o, k, stride, pads, dil = PLANES[case]
+    x = RNG.standard_normal(shape).astype(np.float32)
+    flt = RNG.standard_normal((o, k, k, shape[3])).astype(np.float32)
+    bias = RNG.standard_normal(o).astype(np.float32)
+    fast, slow, prepared = _float_conv(x, flt, bias, stride, pads, dil, nchw=True)
+    plan, = prepared[0].plans.values()
+    assert plan._plane_weights is not None   # (made at the planes path's first use)
+    assert _within_bound(x, flt, bias, stride, pads, dil, fast, slow)
+
+
+def test_plane_patches_are_the_transposed_patch_matrix():
+    from executor.kernels.conv.gemm import plane_patches
+    from executor.kernels.scratch import Scratch
+    x = RNG.standard_normal((3, 11, 10)).astype(np.float32).transpose(1, 2, 0)   # [H, W, C], channels first
+    pads, strides, dil, k = (2, 1, 1, 3), (2, 3), (1, 2), (3, 2)
+    xp = np.pad(x, (pads[:2], pads[2:], (0, 0)), constant_values=7)
+    oh = (xp.shape[0] - (k[0] - 1) * dil[0] - 1) // strides[0] + 1
+    ow = (xp.shape[1] - (k[1] - 1) * dil[1] - 1) // strides[1] + 1
+    cols, wq = plane_patches(x, pads, strides, dil, k, (oh, ow), Scratch(), np.float32, zero_point=1, fill=7)
+    got = cols.reshape(3, k[0], k[1], -1)
+    for r in range(oh):
+        for q in range(ow):
+            for i in range(k[0]):
+                for j in range(k[1]):
+                    pixel = xp[r * strides[0] + i * dil[0], q * strides[1] + j * dil[1]]
+                    # (the padding is the fill; the image values less the zero point)
+                    want = np.where(pixel == 7, 7, pixel - 1)
+                    assert np.array_equal(got[:, i, j, r * wq + q], want)
+
+
+@pytest.mark.parametrize("kernel,outputs,pads,value", [(1, 8, (0, 0, 0, 0), 0), (3, 4, (1, 1, 1, 1), 0),
+                                                        (3, 12, (0, 2, 1, 1), 0), (3, 4, (1, 1, 1, 1), np.inf),
+                                                        (3, 40, (1, 1, 1, 1), 0), (1, 8, (1, 0, 0, 1), 0)])
+def test_planned_runs_repeat_the_first_run(kernel, outputs, pads, value):
+    # the first run of an input shape takes the general path and plans the next ones (PreparedConv._planned);
+    # an inf input makes the grouped row_taps GEMM's NaN, rerun ungrouped there too
+    from executor.runtime import RunState, compile_model
+    x = RNG.standard_normal((2, 7, 8, 6)).astype(np.float32)
+    x[1, 3, 4, 2] += value
+    flt = RNG.standard_normal((outputs, kernel, kernel, 6)).astype(np.float32)
+    bias = RNG.standard_normal(outputs).astype(np.float32)
+    fast, slow, _ = _float_conv(x, flt, bias, (1, 1), pads, (1, 1))
+    oh, ow = 7 + pads[0] + pads[1] - kernel + 1, 8 + pads[2] + pads[3] - kernel + 1
+    scalars = [(C.INT32, pads[2]), (C.INT32, pads[3]), (C.INT32, pads[0]), (C.INT32, pads[1]),
+               (C.INT32, 1), (C.INT32, 1), (C.INT32, 1), (C.BOOL, False)]
+    model = _model(Op.CONV_2D, OperandType(C.TENSOR_FLOAT32, x.shape), flt, OperandType(C.TENSOR_FLOAT32, flt.shape),
+                   bias, scalars, OperandType(C.TENSOR_FLOAT32, (2, oh, ow, outputs)))
+    compiled = compile_model(model)
+    first = compiled.run([x], RunState(2.0))[0].array.copy()
+    plan, = compiled.steps[0].run.plans.values()
+    # (1x1 unpadded: the input as it is; 3x3 to 40 > 3 * 6 channels: im2col; else row_taps)
+    assert (plan.pointwise, plan.rows is not None) == (not any(pads), kernel == 3 and outputs <= 18)
+    assert list(compiled.steps[0].run.planned) == [x.shape]
+    for _ in range(2):
+        again = compiled.run([x], RunState(2.0))[0].array
+        assert np.array_equal(again, first, equal_nan=True)
+    # (fused RELU here, none in _float_conv; NaN stays NaN)
+    assert np.array_equal(first, np.where(np.isnan(fast), fast, np.maximum(fast, 0)), equal_nan=True)
+    if value:
+        assert np.array_equal(np.isnan(fast), np.isnan(slow)) and np.isfinite(first[0]).all()
+    other = RNG.standard_normal(x.shape).astype(np.float32)   # (the same GEMMs: bit for bit)
+    want, _, _ = _float_conv(other, flt, bias, (1, 1), pads, (1, 1))
+    assert np.array_equal(compiled.run([other], RunState(2.0))[0].array, np.maximum(want, 0))

@@ -266,6 +266,8 @@ def test_quantized_conv_fast_path_is_bit_identical(case, qtype):
         # (the clipped form skips the padding's products, which are zero only without a folded zero point)
         "clipped": [(False, not getattr(prepared[0], "fill", 0), (3, 3), False)], "pieces": [(False, False, (3, 3), True)]}.get(
         case, [(False, False, (3, 3), False)] if plans else [])
+    if case in ("conv", "worst_case"):   # one GEMM per filter row, two output pixels a GEMM row (gemm.row_taps)
+        assert [p.rows[0] for p in plans] == [2]
     real = (np.float32(x_scale) * scales).astype(np.float64) / np.float64(np.float32(out_scale))
     # a fused RELU in stored units is [max(qmin, zero point), qmax]
     assert np.array_equal(fast, _requant_ref(acc, real, out_zp, max(lo, out_zp) if fuse else lo, hi))
