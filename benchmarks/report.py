@@ -157,7 +157,7 @@ def memory_table(rows, baseline_bytes) -> list[str]:
     head = ["model", "file", "convert peak RSS MB", "limit MB", "convert", "executor peak RSS MB",
             "arena", "planned peak", "NNAPI ops", "notes"]
     lines = ["## Memory", "",
-             "Measured by benchmarks/memory.py in a process running beside the timings. "
+             "Measured by benchmarks/memory.py in a process of its own, before the timings. "
              f"`convert` peak RSS: `python -m converters.cli convert` in a process of its own (with `--partial` for "
              f"a partial model), its own peak resident set (VmHWM, read as it exits); the issue's limit is "
              f"{CONVERT_RSS_FILE_FACTOR}x the model file + {CONVERT_RSS_ALLOWANCE_BYTES >> 20} MB. Executor peak RSS: "

@@ -4,9 +4,10 @@ built-in kernels, LiteRT with XNNPACK and onnxruntime, medians of --runs; the do
 docs/benchmarks.md (or --output; benchmarks/report.py renders it). A script, not a test: machines differ,
 so only the ratios of one run mean anything, and nothing asserts a time.
 
-First the executor's own overhead per invocation and per operation (benchmarks/overhead.py); while the models
-are timed, a parallel process measures the memory of `convert` and of the executor per model
-(benchmarks/memory.py)."""
+First the executor's own overhead per invocation and per operation (benchmarks/overhead.py), then the memory
+of `convert` and of the executor per model (benchmarks/memory.py, in a process of its own that has finished
+before any model is timed: run beside the timings, its conversions of the large models competed for the
+memory bandwidth and cache the timed kernels use, which the thread's CPU time does not hide)."""
 from __future__ import annotations
 
 import json
@@ -125,8 +126,8 @@ def measure_entry(entry: Entry, runs: int, warmup: int) -> tuple[dict, dict | No
 
 
 class MemoryRun:
-    """benchmarks/memory.py over every resolvable entry, in a subprocess that runs while the timing does (the
-    timings are of the thread's CPU time, which another process on the machine hardly moves)."""
+    """benchmarks/memory.py over every resolvable entry, in a subprocess (started, then waited for before the
+    timing begins: see the module doc)."""
 
     def __init__(self, entries: list[Entry]):
         reqs = [{"id": e.model.id, "path": str(e.path), "input_shapes": e.shapes, "dims": e.model.dims,
@@ -206,8 +207,8 @@ def run_zoo(only, runs: int, warmup: int, output: Path, zoo: bool = True, held_o
                 _entries(HELD_OUT_DIR / "manifest", HELD_OUT_DIR, only))] if held_out else [])
     every = [e for _, _, entries in groups for e in entries]
     overhead = measure_overhead()
-    print(f"memory of {len(every)} models (convert and executor) in a parallel process", flush=True)
-    memory_run = MemoryRun(every)
+    print(f"memory of {len(every)} models (convert and executor), before the timings", flush=True)
+    memory = MemoryRun(every).wait()
     sections, blas, k = [], None, 0
     for title, intro, entries in groups:
         rows = []
@@ -219,8 +220,6 @@ def run_zoo(only, runs: int, warmup: int, output: Path, zoo: bool = True, held_o
             print(f"[{k}/{len(every)}] {e.model.id}: ours {row['ours'] if row['ours'] is None else round(row['ours'], 3)}"
                   f" ms, {verdict(row).text}", flush=True)
         sections.append((title, intro, rows))
-    print("waiting for the memory measurements", flush=True)
-    memory = memory_run.wait()
     for _, _, rows in sections:
         for r in rows:
             r["memory"] = memory.get(r["model"])
