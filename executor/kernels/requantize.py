@@ -21,7 +21,7 @@ At compile time the accumulator bound picks the cheapest exact way to evaluate i
   so agreeing on both sides of every output step suffices); with the sign term (a clamp below the zero
   point) split at the zero point into two such parts -- most channels pass, and for the few that no
   nearby constants make pass, the accumulator values where they miss are worked out at compile time
-  and corrected after the passes (_Corrections);
+  and corrected after the passes (Corrections);
 * "float": every numerator below 2^53, so float64 holds it exactly; the division
   by 2^(31+e) is folded into the constants (scaling by a power of two is exact)
   and the float accumulator is read directly: widen, multiply, add, then (8-bit
@@ -41,15 +41,16 @@ import numpy as np
 
 from .common import clip_ufunc as _clip
 from .fixedpoint import INT32_MAX, INT32_MIN, multiply_by_quantized_multiplier, quantize_multipliers
+from .requantize_float32 import Corrections, exact_steps, missed_values, nudged_constants, steps_agree
 from .scratch import Scratch
 
 
 # accumulators of at most this many values take the paths with the fewest numpy calls
 SMALL = 4096
-# the float32 form is kept while at most this share of channels needs corrections (_Corrections: their
+# the float32 form is kept while at most this share of channels needs corrections (Corrections: their
 # accumulators are gathered and compared with each missed value)
 EXACT_SHARE = 0.25
-# corrected float32 forms (_Corrections) run on accumulators of at least this many values; on fewer, the
+# corrected float32 forms (Corrections) run on accumulators of at least this many values; on fewer, the
 # correction's fixed cost passes what the float32 passes save over the float64 ones
 CORRECTED_MIN = 32768
 # the float32 form clamps on int16 (Requantizer.clamps16) for accumulators of at least this many values (on
@@ -57,106 +58,6 @@ CORRECTED_MIN = 32768
 NARROW_MIN = 8192
 # int8 results are computed offset by 128 (non-negative, so truncating casts floor) and flipped back
 _TOP_BIT = np.uint8(0x80)
-
-
-def _steps_agree(a: np.ndarray, steps: np.ndarray, acc_bound: int, mf: np.ndarray, cf: np.ndarray) -> np.ndarray:
-    """Per row of constants (mf, cf: float32 columns), whether g(acc) = floor(fl32(fl32(acc * mf) + cf))
-    steps to each n in `steps` at the accumulator a_n where the exact formula does (`a`: a_n clipped to
-    [-acc_bound, acc_bound + 1]). A step below the range means f >= n on all of it, so g(lowest) >= n
-    must hold; one above it (a_n = acc_bound + 1), g(highest) < n."""
-    g_at = np.floor(np.minimum(a, acc_bound).astype(np.float32) * mf + cf)
-    g_below = np.floor(np.maximum(a - 1, -acc_bound).astype(np.float32) * mf + cf)
-    reached = a <= acc_bound                  # f steps to n inside the range
-    starts_above = a == -acc_bound            # f >= n from the lowest value on
-    ok = np.where(reached, g_at >= steps, g_at < steps) & ((g_below < steps) | starts_above)
-    return ok.all(axis=-1)
-
-
-def _nudged_constants(parts: list, acc_bound: int, mf, top: int):
-    """float32 (mf, [cf per part]) within a few rounding units of the given ones that pass _steps_agree
-    for one channel, every part (a, steps, cf) with the same mf (the parts share the product), the
-    closest such constants; or None."""
-    mfs = np.array([np.float32(mf)], np.float32)
-    for _ in range(3):   # mf and its neighbours up to 3 float32 steps away
-        mfs = np.unique(np.concatenate([mfs, np.nextafter(mfs, np.float32(0)), np.nextafter(mfs, np.float32(1))]))
-    mfs = mfs[np.argsort(np.abs(mfs - np.float32(mf)), kind="stable")]
-    unit = np.spacing(np.float32(top)) / np.float32(4)   # below the rounding unit of the largest g
-    offsets = unit * np.arange(-8, 9, dtype=np.float32)
-    offsets = offsets[np.argsort(np.abs(offsets), kind="stable")]
-    for mf_try in mfs:
-        found = []
-        for a, steps, cf in parts:
-            cfs = (np.float32(cf) + offsets)[:, None]
-            ok = _steps_agree(a[None, :], steps, acc_bound, np.full(cfs.shape, mf_try, np.float32), cfs)
-            if not ok.any():
-                break
-            found.append(cfs[np.flatnonzero(ok)[0], 0])
-        else:
-            return mf_try, found
-    return None
-
-
-def _exact_steps(m, k, c, sign, threshold, lo: int, hi: int, acc_bound: int) -> np.ndarray:
-    """a[ch, j]: the first accumulator (clipped to [-acc_bound, acc_bound + 1]) where the exact result
-    f(acc) = floor((acc * M + C - sign [acc < threshold]) / 2^k) reaches n = lo + 1 + j, per channel
-    (int64 columns m, k, c, sign, threshold). f is non-decreasing: at the threshold the numerator grows by
-    M + sign. A channel with M = 0 is constant."""
-    steps = np.arange(lo + 1, hi + 1, dtype=np.int64)
-    m1 = np.maximum(m, 1)
-    target = (steps << k) - c
-    plain = -((-target) // m1)                       # ceil((n 2^k - C) / M): the formula above the threshold
-    signed = -((-(target + sign)) // m1)             # ... and below it
-    a = np.where(plain >= threshold, plain, np.minimum(signed, threshold))
-    a = np.where(m > 0, a, np.where((c >> k) >= steps, -acc_bound, acc_bound + 1))
-    return np.clip(a, -acc_bound, acc_bound + 1)
-
-
-def _missed_values(parts: list, acc_bound: int, mf) -> dict:
-    """For one channel whose float32 constants miss steps (_steps_agree): every accumulator in
-    [-acc_bound, acc_bound] where g (those constants, every part (a, steps, cf) clamped as _float32 does)
-    differs from the exact f, with f - g there; None when a missed step lies more than a few values away.
-    Both are non-decreasing, so f(acc) counts the steps n with a_n <= acc and g those with b_n <= acc,
-    b_n = min{acc: g(acc) >= n}: they differ exactly between a_n and b_n (+1 where a_n <= acc < b_n, -1
-    where b_n <= acc < a_n), and the check proves b_n = a_n at every step it passes."""
-    missed: dict = {}
-    window = np.arange(-_MISS_REACH, _MISS_REACH + 1)
-    mf = np.float32(mf)
-    for a, steps, cf in parts:
-        ok = _steps_agree(a[:, None], steps[:, None], acc_bound, np.full((a.size, 1), mf), np.full((a.size, 1), cf))
-        for a_n, n in zip(a[~ok], steps[~ok]):
-            accs = np.clip(int(a_n) + window, -acc_bound, acc_bound)
-            g = np.floor(accs.astype(np.float32) * mf + np.float32(cf))
-            reached = np.flatnonzero(g >= n)
-            if reached.size:
-                b_n = int(accs[reached[0]])
-                if reached[0] == 0 and accs[0] > -acc_bound:
-                    return None   # g reached n before the window: farther than a few values
-            elif accs[-1] == acc_bound:
-                b_n = acc_bound + 1   # g never reaches n in range
-            else:
-                return None
-            lo_, hi_, sign = (int(a_n), b_n, 1) if a_n < b_n else (b_n, int(a_n), -1)
-            for v in range(lo_, hi_):
-                missed[v] = missed.get(v, 0) + sign
-    return {v: d for v, d in missed.items() if d}
-
-
-# how far (in accumulator values) a missed step may lie from the exact one for _missed_values to correct it
-_MISS_REACH = 8
-
-
-class _Corrections:
-    """The channels [k] with missed accumulator values and those values [most, k] (float32, padded with
-    0.5, which no integer accumulator equals) with their corrections [most, k] (int16)."""
-
-    def __init__(self, misses: dict):
-        self.channels = np.array(sorted(misses), np.intp)
-        most = max(1, max(len(m) for m in misses.values()))
-        self.values = np.full((most, self.channels.size), 0.5, np.float32)
-        self.deltas = np.zeros((most, self.channels.size), np.int16)
-        for i, ch in enumerate(self.channels):
-            for j, (v, d) in enumerate(sorted(misses[ch].items())):
-                self.values[j, i], self.deltas[j, i] = v, d
 
 
 class Requantizer:
@@ -177,7 +78,7 @@ class Requantizer:
         self.clamp = x_bound > INT32_MAX
         self.mode = "reference"
         self.f32 = None
-        self.exact = None   # the float32 form's corrections (_Corrections), if it has any
+        self.exact = None   # the float32 form's corrections (Corrections), if it has any
         if not reference and not np.any(self.shift > 0):
             self._fold(min(x_bound, 2.0 ** 31), acc_bound)
 
@@ -255,8 +156,8 @@ class Requantizer:
 
         A channel that no nearby constants prove (about one in twenty on real per-channel convolutions: an
         exact step value within float32 rounding of an integer) keeps its nearest constants, and the few
-        accumulator values where they give another result than f are found here (_missed_values) and
-        corrected at run time (_Corrections, on accumulators of CORRECTED_MIN values or more; smaller ones
+        accumulator values where they give another result than f are found here (missed_values) and
+        corrected at run time (Corrections, on accumulators of CORRECTED_MIN values or more; smaller ones
         take the float64 form). Past EXACT_SHARE of the channels, or a step missed by more than a few
         values, the whole operation stays on the float64/int64 forms."""
         if self.clamp or not np.all(self.m >= 0):
@@ -276,7 +177,7 @@ class Requantizer:
         col = (lambda v: np.asarray(v, np.int64)[:, None])
         acc_bound = col(bounds)
         threshold = col(self.tau1 - self.bias) if self.needs_sign else -acc_bound - 1
-        a = _exact_steps(col(self.m), col(self.k), col(c_float), col(self.sign), threshold, lo, hi, acc_bound)
+        a = exact_steps(col(self.m), col(self.k), col(c_float), col(self.sign), threshold, lo, hi, acc_bound)
         steps = np.arange(lo + 1, hi + 1, dtype=np.int64)
         if self.needs_sign:   # (part, steps compared, constants before rounding to float32)
             parts = [(a[:, z - lo:], steps[z - lo:] - z, cf - z), (a[:, :z - lo], steps[:z - lo], cf - self.sign * scale)]
@@ -285,22 +186,22 @@ class Requantizer:
         consts = [p[2].astype(np.float32) for p in parts]
         agree = np.ones(self.m.size, bool)
         for (pa, ps, _), c32 in zip(parts, consts):
-            agree &= _steps_agree(pa, ps, acc_bound, mf32[:, None], c32[:, None])
+            agree &= steps_agree(pa, ps, acc_bound, mf32[:, None], c32[:, None])
         misses = {}   # channel -> {accumulator: exact - float32 result}
         for ch in np.flatnonzero(~agree):
             parts_ch = [(pa[ch], ps, c32[ch]) for (pa, ps, _), c32 in zip(parts, consts)]
-            nudged = _nudged_constants(parts_ch, int(bounds[ch]), mf32[ch], hi)
+            nudged = nudged_constants(parts_ch, int(bounds[ch]), mf32[ch], hi)
             if nudged is not None:
                 mf32[ch] = nudged[0]
                 for c32, v in zip(consts, nudged[1]):
                     c32[ch] = v
                 continue
-            missed = _missed_values(parts_ch, int(bounds[ch]), mf32[ch])
+            missed = missed_values(parts_ch, int(bounds[ch]), mf32[ch])
             if missed is None or len(misses) >= EXACT_SHARE * self.m.size:
                 return
             misses[ch] = missed
         if misses:
-            self.exact = _Corrections(misses)
+            self.exact = Corrections(misses)
         scalar = bool(np.all(mf32 == mf32[0]))
         bounds = [(0.0, float(hi - z)), (float(lo), float(z))] if self.needs_sign else [(float(lo), float(hi))]
         # (the multiplier, the constants per part, as they broadcast over [..., C]), the clamps
@@ -424,7 +325,7 @@ class Requantizer:
         return out
 
     def _exact_channels(self, acc: np.ndarray, out: np.ndarray) -> None:
-        """Correct the float32 results of the channels with missed accumulator values (_missed_values)
+        """Correct the float32 results of the channels with missed accumulator values (missed_values)
         where the accumulator is one of them: the channels' accumulators gathered, compared with those
         values, and (seldom) the hits corrected."""
         fix = self.exact

@@ -277,8 +277,8 @@ def test_quantized_conv_fast_path_is_bit_identical(case, qtype):
 @pytest.mark.parametrize("fuse", [0, 1])
 def test_per_channel_conv_with_channels_missing_the_float32_proof(fuse):
     """A per-channel int8 CONV_2D (seeded: 6 of its 32 output channels have steps no float32 constants near
-    the exact ones hit) runs the float32 requantization with those channels corrected (requantize.py
-    _Corrections), over an accumulator large enough for that form: bit-identical to the plain kernel and to
+    the exact ones hit) runs the float32 requantization with those channels corrected
+    (requantize_float32.Corrections), over an accumulator large enough for that form: bit-identical to the plain kernel and to
     the int64 convolution requantized by the Python-integer definition. With a fused RELU (no sign term)
     and without (the split form)."""
     rng = np.random.default_rng(3)
