@@ -135,6 +135,16 @@ def _mirror_index(n: int, before: int, after: int, mode: int) -> np.ndarray:
     return np.where(i >= n, 2 * n - 2 + edge - i, i)
 
 
+def _mirror_limit(shape: tuple, mode: int) -> np.ndarray:
+    """The most elements each dimension can mirror: REFLECT n - 1, SYMMETRIC n."""
+    return np.asarray(shape, dtype=np.int64) - (1 if mode == _REFLECT else 0)
+
+
+def _mirror_fits(pads: np.ndarray, limit: np.ndarray) -> bool:
+    """Whether [rank, 2] paddings are non-negative and within `limit` (no padding always fits)."""
+    return not ((pads < 0) | ((pads > 0) & (pads > limit[:, None]))).any()
+
+
 @kernel(Op.MIRROR_PAD)
 def mirror_pad(ctx):
     args = ctx.args
@@ -143,9 +153,8 @@ def mirror_pad(ctx):
         ctx.fail(f"mode {mode} is not 0 (REFLECT) or 1 (SYMMETRIC)")
     if pads.shape != (x.ndim, 2):
         ctx.fail(f"paddings must have shape [{x.ndim}, 2], got {list(pads.shape)}")
-    # REFLECT can mirror at most n-1 elements, SYMMETRIC at most n (no padding is always fine)
-    limit = np.asarray(x.shape, dtype=np.int64) - (1 if mode == _REFLECT else 0)
-    if ((pads < 0) | ((pads > 0) & (pads > limit[:, None]))).any():
+    limit = _mirror_limit(x.shape, mode)
+    if not _mirror_fits(pads, limit):
         ctx.fail(f"paddings {pads.tolist()} must lie in [0, {limit.tolist()}] per dimension for "
                  f"{'REFLECT' if mode == _REFLECT else 'SYMMETRIC'} mode and input shape {list(x.shape)}")
     index = [_mirror_index(n, int(p[0]), int(p[1]), mode) for n, p in zip(x.shape, pads)]
@@ -154,7 +163,7 @@ def mirror_pad(ctx):
 
 class PreparedMirrorPad:
     """MIRROR_PAD with constant paddings and mode: per input shape, the source index along each padded
-    dimension worked out once (the kernel's _mirror_index, checked against the kernel's limits), and each
+    dimension worked out once (the kernel's _mirror_index and its limits, _mirror_fits), and each
     run gathers with np.take along those dimensions only, the last gather into output 0's buffer."""
 
     fresh_outputs = True
@@ -170,8 +179,7 @@ class PreparedMirrorPad:
         fit it (the kernel reports that)."""
         plan = self.plans.get(shape)
         if plan is None:
-            edge = 1 if self.mode == _REFLECT else 0
-            if any(max(a, b) > n - edge for n, (a, b) in zip(shape, self.pads) if a or b):
+            if not _mirror_fits(np.array(self.pads, np.int64), _mirror_limit(shape, self.mode)):
                 return None
             out = tuple(n + a + b for n, (a, b) in zip(shape, self.pads))
             gathers = [(axis, _mirror_index(n, a, b, self.mode)) for axis, (n, (a, b))
