@@ -13,11 +13,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Optional
 
-DASK_PIP = "pip install 'nnapi-convert[scale]'  (or: pip install 'dask[distributed]')"
-
-
-class BatchDependencyMissing(Exception):
-    """--dask without dask.distributed installed; the message has the pip command."""
+from .dependencies import MissingDependency
 
 
 def guarded(fn: Callable, args: tuple) -> dict:
@@ -83,7 +79,7 @@ def _on_dask(fn, arg_tuples, address: str, done) -> list:
     try:
         from dask.distributed import Client, as_completed
     except ImportError:
-        raise BatchDependencyMissing(f"--dask needs dask.distributed, which is not installed: {DASK_PIP}") from None
+        raise MissingDependency("distributed", "by --dask") from None
     results: list = [None] * len(arg_tuples)
     with Client(address, set_as_default=False) as client:
         futures = [client.submit(guarded, fn, a, pure=False, key=f"nnapi-{k}-{Path(str(a[0])).name}")
@@ -109,7 +105,6 @@ def parity_row(path: str, options: dict) -> dict:
     "exit_code" what `nnapi parity MODEL` would exit with; or an error row with that exit code."""
     from . import parity
     from .parity_render import render_json
-    from .runners import MissingDependency
     from .source_graph import SourceError
     try:
         report = parity.check(path, **options)

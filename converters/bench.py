@@ -367,7 +367,7 @@ def _reference_fn(fmt: str, path: str, vs: str, ins, threads: int):
     try:
         import onnxruntime as ort
     except ImportError:
-        raise MissingDependency("onnxruntime is not installed: pip install onnxruntime") from None
+        raise MissingDependency("onnxruntime", "to time an .onnx model with onnxruntime") from None
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     sess = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])

@@ -1,41 +1,53 @@
 """The `nnapi` command line.
 
-Exit codes (stable): 0 ok, 1 parity mismatch, 2 unsupported operation(s),
-3 invalid model or input, 4 missing optional dependency.
+Exit codes (stable, converters/exit_codes.py): 0 ok, 1 parity mismatch, 2 unsupported operation(s),
+3 invalid model or input, 4 missing optional dependency, 5 internal error.
 """
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import os
 import sys
+import traceback
 from pathlib import Path
 
 import numpy as np
 
 from .command_args import CliError, dims as _dims, input_shapes as _input_shapes
-from .exit_codes import EXIT_INVALID, EXIT_MISMATCH, EXIT_MISSING_DEPENDENCY, EXIT_OK, EXIT_UNSUPPORTED  # noqa: F401
+from .output_paths import check_output
+from .exit_codes import (EXIT_INTERNAL, EXIT_INVALID, EXIT_MISMATCH, EXIT_MISSING_DEPENDENCY, EXIT_OK,  # noqa: F401
+                         EXIT_UNSUPPORTED)
+
+# what the file system answers about a path the user gave (a full disk, a read-only folder): exit 3
+USER_OS_ERRORS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EISDIR, errno.ENOTDIR,
+                  errno.ENOENT, errno.ENAMETOOLONG, errno.EEXIST}
+DEBUG_ENV = "NNAPI_DEBUG"  # set: an internal error also prints its traceback
+REPORT_TO = "report it on the nnapi-convert issue tracker with the command line and the model"
 
 
-def _load_nnapi(path: str):
+def _load_nnapi(path: str, command: str):
     import nnapi
+    from nnapi.serialize import MAGIC
     p = Path(path)
     if not p.exists():
         raise CliError(f"{path}: no such file")
+    if p.is_dir():
+        raise CliError(f"{path} is a folder; nnapi {command} takes a .nnapi model file")
+    with open(p, "rb") as f:
+        head = f.read(len(MAGIC))
+    if head != MAGIC:
+        from .load import detect_format
+        from .source_graph import SourceError
+        try:
+            fmt = detect_format(p)
+        except SourceError:
+            fmt = None
+        if fmt in ("tflite", "onnx"):
+            raise CliError(f"{path} is a {'TFLite' if fmt == 'tflite' else 'ONNX'} model and nnapi {command} takes "
+                           f"a .nnapi model: convert it first (nnapi convert {path} -o {p.with_suffix('.nnapi')})")
     return nnapi.load(p)
-
-
-def check_output_folder(command: str, out: str | None) -> None:
-    """The folder an -o path goes into must exist: checked before any work, so a typo in the path is
-    one clear error (exit 3) instead of a finished computation with nowhere to go. `export` writes the
-    folder itself, so there it is the folder's parent that must exist."""
-    if not out:
-        return
-    parent = Path(out).parent
-    what = "the folder that would hold the export folder" if command == "export" else "the output folder"
-    if not parent.exists():
-        raise CliError(f"-o {out}: {what} {str(parent)!r} does not exist (create it first)")
-    if not parent.is_dir():
-        raise CliError(f"-o {out}: {str(parent)!r} is not a folder")
 
 
 def _write_output(text: str, out: str | None) -> None:
@@ -50,7 +62,7 @@ def _write_output(text: str, out: str | None) -> None:
 
 def cmd_inspect(args) -> int:
     from .describe import model_dict, model_text
-    model = _load_nnapi(args.model)
+    model = _load_nnapi(args.model, "inspect")
     text = json.dumps(model_dict(model), indent=1) if args.format == "json" else model_text(model)
     _write_output(text, args.output)
     return EXIT_OK
@@ -60,7 +72,7 @@ def cmd_run(args) -> int:
     from nnapi.state import carry, initial_values, non_state_inputs
 
     from .running import npz_bytes, npz_output_keys, random_inputs, run_model
-    model = _load_nnapi(args.model)
+    model = _load_nnapi(args.model, "run")
     if args.steps < 1:
         raise CliError(f"--steps {args.steps}: at least 1 step")
     state = initial_values(model)  # {state input position: value} of the next execution
@@ -201,17 +213,13 @@ def cmd_coverage(args) -> int:
 
 def _run_batch(fn, arg_tuples, args) -> list:
     """The per-model tasks of a batch (converters/batch.py): here, in --jobs processes or on --dask's cluster."""
-    from .batch import BatchDependencyMissing, run
-    try:
-        return run(fn, arg_tuples, args.jobs, args.dask)
-    except BatchDependencyMissing as e:
-        raise CliError(str(e), EXIT_MISSING_DEPENDENCY) from None
+    from .batch import run
+    return run(fn, arg_tuples, args.jobs, args.dask)
 
 
 def cmd_parity(args) -> int:
     from . import parity
     from .parity_render import render
-    from .runners import MissingDependency
     from .source_graph import SourceError
     from .viz.view import check_parity_args, parity_text
     check_parity_args(args)
@@ -246,8 +254,6 @@ def cmd_parity(args) -> int:
             bar.update(1)
     try:
         report = parity.check(args.model, converted=args.converted, progress=progress, **options)
-    except MissingDependency as e:
-        raise CliError(str(e), EXIT_MISSING_DEPENDENCY) from None
     except parity.ParityError as e:
         if e.pins is not None and args.format == "json":  # a refused conversion: what would unlock it
             _write_output(json.dumps({"model": Path(args.model).name, "passed": False, "error": str(e), **e.pins},
@@ -266,7 +272,6 @@ def cmd_parity(args) -> int:
 def cmd_bench(args) -> int:
     from .bench import bench
     from .bench_render import render_text
-    from .runners import MissingDependency
     from .source_graph import SourceError
     shapes = _input_shapes(args)
     try:
@@ -274,8 +279,6 @@ def cmd_bench(args) -> int:
             raise CliError("--threads and --runs must be at least 1, --warmup at least 0")
         r = bench(args.model, args.vs, args.threads, args.runs, args.warmup, shapes, profile=args.profile,
                   dims=_dims(args), clock=args.clock)
-    except MissingDependency as e:
-        raise CliError(str(e), EXIT_MISSING_DEPENDENCY) from None
     except (SourceError, ValueError) as e:
         raise CliError(str(e), EXIT_UNSUPPORTED if "cannot be converted" in str(e) else EXIT_INVALID) from None
     if args.format == "json":
@@ -329,10 +332,11 @@ def main(argv=None) -> int:
     from nnapi import NnapiError
 
     from .convert import ConversionError
+    from .dependencies import MissingDependency, advice, optional_module
     from .running import RunError
     from .source_graph import SourceError
     try:
-        check_output_folder(args.command, getattr(args, "output", None))
+        check_output(args)
         return args.func(args)
     except CliError as e:
         print(f"nnapi {args.command}: error: {e}", file=sys.stderr)
@@ -343,10 +347,19 @@ def main(argv=None) -> int:
     except (ConversionError, SourceError, RunError) as e:
         print(f"nnapi {args.command}: error: {e}", file=sys.stderr)
         return EXIT_INVALID
-    except ModuleNotFoundError as e:
-        print(f"nnapi {args.command}: error: optional dependency missing: {e.name} "
-              f"(pip install \"nnapi-convert[runtimes]\")", file=sys.stderr)
+    except MissingDependency as e:
+        print(f"nnapi {args.command}: error: {e}", file=sys.stderr)
         return EXIT_MISSING_DEPENDENCY
+    except ModuleNotFoundError as e:
+        if optional_module(e.name) is None:  # a required package or the project's own module: a bug
+            return internal_error(args.command, e)
+        print(f"nnapi {args.command}: error: {advice(optional_module(e.name))}", file=sys.stderr)
+        return EXIT_MISSING_DEPENDENCY
+    except OSError as e:
+        if e.errno not in USER_OS_ERRORS or not e.filename:  # not the environment's answer about a path
+            return internal_error(args.command, e)
+        print(f"nnapi {args.command}: error: cannot write or read {e.filename}: {e.strerror}", file=sys.stderr)
+        return EXIT_INVALID
     except MemoryError:
         print(f"nnapi {args.command}: error: out of memory (the model needs more memory than is available)",
               file=sys.stderr)
@@ -355,9 +368,17 @@ def main(argv=None) -> int:
         print(f"nnapi {args.command}: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # a bug, not the user's fault: still one line, never a traceback
-        print(f"nnapi {args.command}: internal error: {type(e).__name__}: {e} (please report this with the "
-              f"model)", file=sys.stderr)
-        return EXIT_INVALID
+        return internal_error(args.command, e)
+
+
+def internal_error(command: str, e: BaseException) -> int:
+    """One line saying it is our bug and where to report it (exit 5); the traceback only when
+    NNAPI_DEBUG is set."""
+    if os.environ.get(DEBUG_ENV):
+        traceback.print_exception(type(e), e, e.__traceback__, file=sys.stderr)
+    print(f"nnapi {command}: internal error, please report: {type(e).__name__}: {e} ({REPORT_TO}; "
+          f"{DEBUG_ENV}=1 shows the traceback)", file=sys.stderr)
+    return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

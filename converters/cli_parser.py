@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .exit_codes import EXIT_INVALID
+from nnapi.codes import ANDROID_API_FEATURE_LEVELS, MAX_FEATURE_LEVEL
+
+from .exit_codes import EXIT_CODES_TEXT, EXIT_INVALID
 
 DASK_HELP = ("batch: run the per-model tasks on an existing Dask distributed cluster, e.g. tcp://scheduler:8786 "
              "(the same rows, in the same order, as a local run; every worker needs nnapi-convert installed and the "
@@ -18,6 +20,61 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message):
         self.print_usage(sys.stderr)
         self.exit(EXIT_INVALID, f"{self.prog}: error: {message}\n")
+
+
+def _api_mapping() -> str:
+    """'android-27 = 1, ..., android-31/32 = 5, ...': the API levels grouped by the feature level they give."""
+    by_level: dict = {}
+    for api, level in ANDROID_API_FEATURE_LEVELS.items():
+        by_level.setdefault(level, []).append(str(api))
+    return ", ".join(f"android-{'/'.join(apis)} = {level}" for level, apis in by_level.items())
+
+
+FEATURE_LEVEL_HELP = (f"target NNAPI feature level 1-{MAX_FEATURE_LEVEL}, or the Android release's API level as "
+                      f"android-29 or 29 ({_api_mapping()}; 6-8 come with the updatable NNAPI module)")
+
+
+def feature_level(text: str) -> int:
+    """--feature-level: 1-8 as they are, an Android API level (29, android-29, api-29) as the level it
+    provides (nnapi.codes.ANDROID_API_FEATURE_LEVELS)."""
+    t = text.strip().lower()
+    for prefix in ("android-", "api-"):
+        if t.startswith(prefix):
+            t = t[len(prefix):]
+            break
+    else:
+        if t.isdigit() and 1 <= int(t) <= MAX_FEATURE_LEVEL:
+            return int(t)
+    if t.isdigit() and int(t) in ANDROID_API_FEATURE_LEVELS:
+        return ANDROID_API_FEATURE_LEVELS[int(t)]
+    raise argparse.ArgumentTypeError(f"{text!r} is neither a feature level 1-{MAX_FEATURE_LEVEL} nor an Android API "
+                                     f"level {min(ANDROID_API_FEATURE_LEVELS)}-{max(ANDROID_API_FEATURE_LEVELS)} "
+                                     f"(e.g. android-29)")
+
+
+def feature_level_or_all(text: str):
+    return "all" if text.strip().lower() == "all" else feature_level(text)
+
+
+def fraction(text: str) -> float:
+    """--fail-under: a fraction 0-1, or a percent written with % ("95%" = 0.95); a bare 95 would always fail."""
+    t = text.strip()
+    try:
+        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (a fraction such as 0.95, or 95%)") from None
+    if not 0 <= value <= 1:
+        hint = f" (did you mean {value / 100:g}, or {t}%?)" if 1 < value <= 100 and not t.endswith("%") else ""
+        raise argparse.ArgumentTypeError(f"{text} is not a fraction between 0 and 1{hint}")
+    return value
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("nnapi-convert")
+    except PackageNotFoundError:
+        return "unknown (not installed as a package)"
 
 
 def _shape_pins(s) -> None:
@@ -35,9 +92,9 @@ def build_parser(handlers: dict) -> argparse.ArgumentParser:
         prog="nnapi",
         description="Convert TFLite/ONNX models to Android NNAPI models, run them with a numpy reference "
                     "executor, and check coverage and parity.",
-        epilog="exit codes: 0 ok, 1 parity mismatch, 2 unsupported operation(s), 3 invalid model or input, "
-               "4 missing optional dependency",
+        epilog=f"exit codes: {EXIT_CODES_TEXT}. Set NNAPI_DEBUG=1 to see an internal error's traceback.",
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s (nnapi-convert) {_version()}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     s = sub.add_parser(
@@ -52,8 +109,8 @@ def build_parser(handlers: dict) -> argparse.ArgumentParser:
     s.add_argument("model", help="the source model (.tflite or .onnx)")
     s.add_argument("-o", "--output", required=True, metavar="OUT.nnapi",
                    help="the .nnapi file to write (with --partial: the stem of the partition files)")
-    s.add_argument("--feature-level", type=int, default=8, choices=range(1, 9), metavar="N",
-                   help="target NNAPI feature level 1-8 (default 8)")
+    s.add_argument("--feature-level", type=feature_level, default=8, metavar="N",
+                   help=FEATURE_LEVEL_HELP + " (default 8)")
     _shape_pins(s)
     s.add_argument("--partial", action="store_true",
                    help="write each NNAPI partition plus a JSON manifest instead of failing on unsupported nodes")
@@ -76,7 +133,14 @@ def build_parser(handlers: dict) -> argparse.ArgumentParser:
                         "a name an earlier output already took gets _1, _2, ... appended")
     s.set_defaults(func=handlers["run"])
 
-    s = sub.add_parser("inspect", help="print a .nnapi model: operands, operations and parameters")
+    s = sub.add_parser(
+        "inspect", help="print a .nnapi model: operands, operations and parameters",
+        description="Prints a .nnapi model (as nnapi convert writes it): every operand with its type, shape and "
+                    "quantization, every operation with its parameters by name (padding SAME, fuse RELU6), the "
+                    "feature level the model needs, and the dimensions its inputs determine beyond those declared. "
+                    "A .tflite or .onnx model is converted first (nnapi convert MODEL -o MODEL.nnapi). Examples: "
+                    "nnapi inspect model.nnapi; nnapi inspect model.nnapi --format json -o model.json. Exit 0 ok, "
+                    "3 invalid model or arguments.")
     s.add_argument("model", help="the .nnapi model")
     s.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")
     s.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
@@ -92,9 +156,9 @@ def build_parser(handlers: dict) -> argparse.ArgumentParser:
                     "json -o coverage.json --jobs 4; nnapi coverage model.onnx --fail-under 0.95 (CI gate, exit 2 "
                     "below). Exit 0 ok, 2 below --fail-under, 3 invalid model or arguments.")
     s.add_argument("models", nargs="+", metavar="MODEL", help=".tflite/.onnx files or folders")
-    s.add_argument("--feature-level", default="8", choices=[str(k) for k in range(1, 9)] + ["all"],
+    s.add_argument("--feature-level", type=feature_level_or_all, default=8, metavar="N|all",
                    help="the feature level the per-node table is for (default 8; 'all' = 8 with every level "
-                        "summarized)")
+                        "summarized): " + FEATURE_LEVEL_HELP)
     s.add_argument("--format", choices=["text", "json", "markdown", "html", "model-explorer"], default="text",
                    help="report format (default text; json is the nnapi-coverage/1 schema in the README; "
                         "model-explorer: Model Explorer node data over the source graph, with -o FILE.json: FILE.json "
@@ -105,8 +169,9 @@ def build_parser(handlers: dict) -> argparse.ArgumentParser:
     s.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel worker processes for many models (default 1)")
     s.add_argument("--dask", metavar="ADDRESS", help=DASK_HELP)
     _shape_pins(s)
-    s.add_argument("--fail-under", type=float, metavar="FRACTION",
-                   help="exit 2 when the fraction of supported nodes is below FRACTION (for CI)")
+    s.add_argument("--fail-under", type=fraction, metavar="FRACTION",
+                   help="exit 2 when the fraction of supported nodes is below FRACTION, 0-1 (for CI; a percent "
+                        "needs its sign: 0.95 or 95%%)")
     s.add_argument("--as", dest="lens", default="converter", metavar="LENS[,LENS]",
                    help="whose decisions to report: converter (default; nnapi convert), tflite-delegate (LiteRT's "
                         "NNAPI delegate at the feature level, with its failure types and logcat wording), or both "
@@ -139,8 +204,8 @@ def build_parser(handlers: dict) -> argparse.ArgumentParser:
     s.add_argument("--dask", metavar="ADDRESS", help=DASK_HELP)
     s.add_argument("--model", dest="converted", metavar="CONVERTED.nnapi",
                    help="check this already-converted file instead of converting afresh")
-    s.add_argument("--feature-level", type=int, default=8, choices=range(1, 9), metavar="N",
-                   help="conversion target NNAPI feature level 1-8 (default 8)")
+    s.add_argument("--feature-level", type=feature_level, default=8, metavar="N",
+                   help="conversion " + FEATURE_LEVEL_HELP + " (default 8)")
     s.add_argument("--reference", choices=["litert", "litert-ref", "litert-xnnpack", "onnxruntime",
                                                 "onnxruntime-optimized"],
                    help="reference runtime (default: litert = LiteRT built-in kernels without XNNPACK for "
@@ -240,9 +305,9 @@ def build_parser(handlers: dict) -> argparse.ArgumentParser:
     s.add_argument("model", help="the model (.nnapi, .tflite or .onnx)")
     s.add_argument("--target", choices=["c"], default="c", help="what to generate (only c: NDK C11)")
     s.add_argument("-o", "--output", required=True, metavar="DIR", help="the folder to write")
-    s.add_argument("--feature-level", type=int, choices=range(1, 9), metavar="N",
-                   help="target NNAPI feature level 1-8 (conversion target, default 8; with it, a model needing more "
-                        "is refused)")
+    s.add_argument("--feature-level", type=feature_level, metavar="N",
+                   help=FEATURE_LEVEL_HELP + " (conversion target, default 8; with it, a model needing more is "
+                        "refused)")
     s.add_argument("--name", default="model", metavar="PREFIX",
                    help="C identifier prefix of the generated files and functions (default: model)")
     s.set_defaults(func=handlers["export"])
@@ -262,8 +327,8 @@ def build_parser(handlers: dict) -> argparse.ArgumentParser:
     s.add_argument("--parity", action="store_true", help="overlay the layerwise parity error over its tolerance")
     s.add_argument("--node-data", action="append", default=[], metavar="FILE.json",
                    help="also load this Model Explorer node data file (repeatable)")
-    s.add_argument("--feature-level", type=int, default=8, choices=range(1, 9), metavar="N",
-                   help="feature level of the overlays (default 8)")
+    s.add_argument("--feature-level", type=feature_level, default=8, metavar="N",
+                   help="feature level of the overlays: " + FEATURE_LEVEL_HELP + " (default 8)")
     _shape_pins(s)
     s.add_argument("--host", default="localhost", help="address to serve on (default localhost)")
     s.add_argument("--port", type=int, default=8080, metavar="N",
@@ -271,6 +336,11 @@ def build_parser(handlers: dict) -> argparse.ArgumentParser:
     s.add_argument("--no-browser", action="store_true", help="print the address instead of opening a browser")
     s.set_defaults(func=handlers["view"])
 
-    s = sub.add_parser("demo", help="the main job on a bundled sample model")
+    s = sub.add_parser(
+        "demo", help="the main job on a bundled sample model",
+        description="Converts a bundled TFLite sample (an int8 MobileNet) to NNAPI, saves and reloads it, prints "
+                    "which of its nodes NNAPI runs at each feature level, and runs it with the executor against "
+                    "LiteRT on 3 seeded samples (layerwise). Writes nothing outside a temporary folder. Exit 0 "
+                    "when the converted model matches, 1 mismatch, 4 LiteRT not installed.")
     s.set_defaults(func=handlers["demo"])
     return p

@@ -84,7 +84,7 @@ def image_samples(folder: Path, graph, input_shapes: Optional[dict], p: Preproce
         from PIL import Image
     except ImportError:
         from .runners import MissingDependency
-        raise MissingDependency("reading images needs Pillow: pip install \"nnapi-convert[datasets]\"") from None
+        raise MissingDependency("PIL", "to read a folder of images") from None
     if len(graph.inputs) != 1:
         raise DatasetError(f"{folder}: a folder of images feeds a model with one input; this one has "
                            f"{len(graph.inputs)} (pass an .npz instead)")

@@ -28,10 +28,7 @@ def importer(fmt: str):
         from . import tflite
         return tflite
     if fmt == "onnx":
-        try:
-            from . import onnx as onnx_importer
-        except ImportError as e:
-            raise SourceError(f"the ONNX importer is not available: {e}") from None
+        from . import onnx as onnx_importer  # onnx is a required dependency: a failing import is a bug
         return onnx_importer
     raise SourceError(f"no importer for {fmt} models")
 

@@ -8,8 +8,7 @@ from typing import Sequence
 import numpy as np
 
 
-class MissingDependency(Exception):
-    """A reference runtime is not installed; the message has the pip command."""
+from .dependencies import MissingDependency  # noqa: F401 (re-exported: the callers' historical import)
 
 
 LITERT_REFERENCES = ("litert", "litert-ref", "litert-xnnpack")
@@ -24,7 +23,7 @@ def litert_interpreter(model_bytes: bytes, reference: str = "litert", threads: i
     try:
         from ai_edge_litert.interpreter import Interpreter, OpResolverType
     except ImportError:
-        raise MissingDependency("LiteRT is not installed: pip install ai-edge-litert") from None
+        raise MissingDependency("ai_edge_litert", "to run a .tflite model with LiteRT") from None
     # litert: built-in kernels, XNNPACK off; litert-ref: reference kernels; litert-xnnpack: LiteRT's
     # default CPU path (XNNPACK applied), the only one that runs MediaPipe's Convolution2DTransposeBias
     resolver = {"litert-ref": OpResolverType.BUILTIN_REF, "litert-xnnpack": OpResolverType.AUTO}.get(
@@ -118,7 +117,7 @@ def run_onnxruntime(model, inputs: Sequence[np.ndarray], graph=None,
     try:
         import onnxruntime as ort
     except ImportError:
-        raise MissingDependency("onnxruntime is not installed: pip install onnxruntime") from None
+        raise MissingDependency("onnxruntime", "to run an .onnx model with onnxruntime") from None
     is_path = not isinstance(model, (bytes, bytearray, memoryview))
     data = str(model) if is_path else bytes(model)
     try:

@@ -41,6 +41,11 @@ class FeatureLevel(enum.IntEnum):
 
 MAX_FEATURE_LEVEL = 8
 
+# Android API level -> the NNAPI feature level that release provides. Levels 1-5 are the API levels
+# 27-31 themselves (CODES.md); 12L (32) added nothing to NNAPI; 6, 7 and 8 shipped as the updatable
+# NNAPI module with Android 13, 14 and 15 (API 33, 34, 35).
+ANDROID_API_FEATURE_LEVELS = {27: 1, 28: 2, 29: 3, 30: 4, 31: 5, 32: 5, 33: 6, 34: 7, 35: 8}
+
 
 class OperandCode(_LevelledEnum):
     FLOAT32 = 0, 1

@@ -4,7 +4,6 @@ parity over the source graph (`overlays.py`), an adapter that draws `.nnapi` mod
 `nnapi view` (`view.py`). The overlays need nothing but the standard library; the adapter and
 `nnapi view` need the `viz` extra."""
 
-PIP_COMMAND = 'pip install "nnapi-convert[viz]"'
 # the extension module name Model Explorer imports (it loads `<name>.main`)
 ADAPTER_EXTENSION = "converters.viz.model_explorer_adapter"
 ADAPTER_ID = "nnapi_adapter"

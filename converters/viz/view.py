@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from ..command_args import CliError, dims, input_shapes
-from ..exit_codes import EXIT_MISSING_DEPENDENCY, EXIT_OK
-from . import ADAPTER_EXTENSION, ADAPTER_ID, PIP_COMMAND
+from ..exit_codes import EXIT_OK
+from . import ADAPTER_EXTENSION, ADAPTER_ID
 
 # Model Explorer's adapter for each model format (built into ai-edge-model-explorer, or an extension)
 ADAPTERS = {"tflite": ("builtin_tflite_flatbuffer", None), "onnx": ("onnx_adapter", "model_explorer_onnx"),
@@ -47,8 +47,8 @@ def _require_model_explorer(fmt: str):
         if fmt == "onnx":
             import model_explorer_onnx  # noqa: F401 (the ONNX adapter extension)
     except ImportError as e:
-        raise CliError(f"nnapi view needs Model Explorer (missing {e.name}): {PIP_COMMAND}",
-                           EXIT_MISSING_DEPENDENCY) from None
+        from converters.dependencies import MissingDependency, optional_module
+        raise MissingDependency(optional_module(e.name) or "model_explorer", "by nnapi view") from None
     return model_explorer
 
 
@@ -73,12 +73,9 @@ def overlays_for(args, fmt: str) -> list[tuple[str, str]]:
         out.append((p.name, text))
     if args.parity:
         from converters import parity
-        from converters.runners import MissingDependency
-        try:
+        try:  # (a missing LiteRT / onnxruntime: exit 4 in the CLI's main)
             report = parity.check(args.model, feature_level=args.feature_level, layerwise=True,
                                   input_shapes=input_shapes(args), dims=dims(args))
-        except MissingDependency as e:
-            raise CliError(str(e), EXIT_MISSING_DEPENDENCY) from None
         except parity.ParityError as e:
             raise CliError(str(e), e.exit_code) from None
         out.append(("parity error over tolerance", parity_overlay(report.as_dict(), key_of)))

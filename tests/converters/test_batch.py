@@ -98,4 +98,4 @@ def test_dask_missing_exits_4_with_the_pip_command(folder, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "dask.distributed", None)  # import fails as where it is not installed
     assert main(["coverage", str(folder), "--dask", "tcp://127.0.0.1:1"]) == 4
     err = capsys.readouterr().err
-    assert "pip install 'nnapi-convert[scale]'" in err
+    assert 'pip install "nnapi-convert[scale]"' in err  # (the one wording: converters/dependencies.py)

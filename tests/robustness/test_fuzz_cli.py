@@ -70,7 +70,7 @@ def test_cli_process_on_corrupt_file_has_no_traceback(tmp_path):
 
 
 def test_a_bug_still_gives_one_line_and_the_fuzzer_flags_it(tmp_path, monkeypatch):
-    """The CLI's last-resort handler: an unexpected exception is one line with exit 3, never a
+    """The CLI's last-resort handler: an unexpected exception is one line with exit 5, never a
     traceback; fuzz.targets reports it as a finding all the same."""
     from converters import cli
     from fuzz import targets
@@ -80,6 +80,6 @@ def test_a_bug_still_gives_one_line_and_the_fuzzer_flags_it(tmp_path, monkeypatc
     monkeypatch.setattr(cli, "cmd_inspect", buggy)
     monkeypatch.setitem(targets.CLI_COMMANDS, "nnapi", [["inspect", "{in}"]])
     code, err = run_cli_argv(["inspect", "x.nnapi"])
-    assert code == 3 and err.count("\n") == 1 and "internal error: RuntimeError: a bug" in err, err
+    assert code == 5 and err.count("\n") == 1 and "internal error, please report: RuntimeError: a bug" in err, err
     with pytest.raises(targets.Finding, match="internal error"):
         targets.run_cli(seeds.nnapi_seeds()["demo"], tmp_path)
