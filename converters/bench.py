@@ -33,7 +33,7 @@ import nnapi
 
 from .load import detect_format, importer
 from .macs import graph_macs
-from .runners import LITERT_REFERENCES, MissingDependency, litert_interpreter
+from .runners import LITERT_REFERENCES, MissingDependency, allocated_litert
 from .running import random_source_inputs, to_nnapi_inputs
 
 
@@ -170,9 +170,8 @@ def _framework_stage(fmt: str, path: str, data: bytes, result, seg, framework: s
     from .extract import tflite_submodel
     graph = result.source.main
     if fmt == "tflite":
-        it = litert_interpreter(tflite_submodel(data, result.source.main_index, seg.nodes, seg.inputs, seg.outputs),
-                                framework, threads)
-        it.allocate_tensors()
+        it = allocated_litert(tflite_submodel(data, result.source.main_index, seg.nodes, seg.inputs, seg.outputs),
+                              framework, threads)
         ins, outs = it.get_input_details(), it.get_output_details()
 
         def run(arrays):
@@ -357,8 +356,7 @@ def _reference_fn(fmt: str, path: str, vs: str, ins, threads: int):
     if fmt == "tflite":
         if vs not in LITERT_REFERENCES:
             raise ValueError(f"--vs {vs} cannot run a .tflite model (use {', '.join(LITERT_REFERENCES)})")
-        it = litert_interpreter(data, vs, threads)
-        it.allocate_tensors()
+        it = allocated_litert(data, vs, threads)
         for d, x in zip(it.get_input_details(), ins):
             it.set_tensor(d["index"], x)
         return it.invoke

@@ -127,14 +127,10 @@ def _convert(args, partial: bool):
     return result
 
 
-def unsupported_lines(result) -> list[str]:
-    return [f"  node {n.index} {n.op} (v{n.version}) [{n.reason_code}]: {n.reason}" for n in result.unsupported]
-
-
 def cmd_convert(args) -> int:
     from nnapi.serialize import atomic_write, file_pieces
     from .convert import ConversionError
-    from .pins import for_result, sentences
+    from .pins import refused_node_lines, refusal
     try:
         result = _convert(args, args.partial)
     except ConversionError as e:
@@ -157,18 +153,13 @@ def cmd_convert(args) -> int:
                   f"(initial value stored in the file)")
         return EXIT_OK
     if not args.partial:
-        print(f"nnapi convert: {len(result.unsupported)} of {len(result.nodes)} nodes cannot be converted at "
-              f"feature level {args.feature_level}:", file=sys.stderr)
-        print("\n".join(unsupported_lines(result)), file=sys.stderr)
-        for line in sentences(for_result(result)):
-            print(line, file=sys.stderr)
-        print("use --partial to write the NNAPI partitions and a manifest", file=sys.stderr)
-        return EXIT_UNSUPPORTED
+        head, details, _ = refusal(result, "writes the NNAPI partitions and a manifest")
+        raise CliError(head, EXIT_UNSUPPORTED, details)
     from .partitions_file import write_partitions
     count = write_partitions(result, out, args.model, args.feature_level)
     print(f"wrote {count} partition(s) and {out.stem}.partitions.json; "
           f"{len(result.unsupported)} node(s) fall back to the CPU:")
-    print("\n".join(unsupported_lines(result)))
+    print("\n".join(f"  {line}" for line in refused_node_lines(result)))
     return EXIT_OK
 
 
@@ -220,6 +211,9 @@ def _run_batch(fn, arg_tuples, args) -> list:
 def cmd_parity(args) -> int:
     from . import parity
     from .parity_render import render
+    from nnapi import NnapiError
+
+    from .running import RunError
     from .source_graph import SourceError
     from .viz.view import check_parity_args, parity_text
     check_parity_args(args)
@@ -254,11 +248,21 @@ def cmd_parity(args) -> int:
             bar.update(1)
     try:
         report = parity.check(args.model, converted=args.converted, progress=progress, **options)
+    except (NnapiError, RunError) as e:
+        from .pins import unpinned_inputs
+        loose = unpinned_inputs(args.model, shapes, options["dims"]) if args.partial else {}
+        if not loose:
+            raise
+        raise CliError(f"the NNAPI partitions cannot run while the input shapes are not pinned: pin "
+                       + "; ".join(f"--input-shape {name}={shown[1:-1].replace(' ', '')}" for name, shown in loose.items())
+                       + " (with numbers for the ? and the named dimensions)",
+                       EXIT_INVALID, [f"input {name!r} is declared {shown}" for name, shown in loose.items()]
+                       + [f"the executor stopped at: {e}"]) from None
     except parity.ParityError as e:
         if e.pins is not None and args.format == "json":  # a refused conversion: what would unlock it
-            _write_output(json.dumps({"model": Path(args.model).name, "passed": False, "error": str(e), **e.pins},
-                                     indent=1), args.output)
-        raise CliError(str(e), e.exit_code) from None
+            _write_output(json.dumps({"model": Path(args.model).name, "passed": False, "error": str(e),
+                                      "details": e.details, **e.pins}, indent=1), args.output)
+        raise CliError(str(e), e.exit_code, e.details) from None
     except SourceError as e:
         raise CliError(str(e), EXIT_INVALID) from None
     finally:
@@ -272,6 +276,7 @@ def cmd_parity(args) -> int:
 def cmd_bench(args) -> int:
     from .bench import bench
     from .bench_render import render_text
+    from .runners import ReferenceFailed
     from .source_graph import SourceError
     shapes = _input_shapes(args)
     try:
@@ -279,6 +284,10 @@ def cmd_bench(args) -> int:
             raise CliError("--threads and --runs must be at least 1, --warmup at least 0")
         r = bench(args.model, args.vs, args.threads, args.runs, args.warmup, shapes, profile=args.profile,
                   dims=_dims(args), clock=args.clock)
+    except ReferenceFailed as e:   # e.g. a custom operator the reference has no kernel for
+        raise CliError(f"{e}; time the executor alone (without --vs)"
+                       + (" or try --vs litert-xnnpack, which has more operators" if args.vs != "litert-xnnpack"
+                          and str(args.vs).startswith("litert") else ""), EXIT_INVALID) from None
     except (SourceError, ValueError) as e:
         raise CliError(str(e), EXIT_UNSUPPORTED if "cannot be converted" in str(e) else EXIT_INVALID) from None
     if args.format == "json":
@@ -340,6 +349,8 @@ def main(argv=None) -> int:
         return args.func(args)
     except CliError as e:
         print(f"nnapi {args.command}: error: {e}", file=sys.stderr)
+        for line in e.details:
+            print(f"  {line}", file=sys.stderr)
         return e.exit_code
     except NnapiError as e:
         print(f"nnapi {args.command}: error: {e}", file=sys.stderr)

@@ -8,11 +8,13 @@ from .exit_codes import EXIT_INVALID
 
 
 class CliError(Exception):
-    """An error to show to the user (one line, no traceback) with an exit code."""
+    """An error to show to the user (one line saying what happened and what to do, no traceback) with an exit
+    code; `details` are printed after it, one indented line each."""
 
-    def __init__(self, message: str, exit_code: int = EXIT_INVALID):
+    def __init__(self, message: str, exit_code: int = EXIT_INVALID, details=()):
         super().__init__(message)
         self.exit_code = exit_code
+        self.details = list(details)
 
 
 def input_shapes(args) -> dict:

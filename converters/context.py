@@ -17,6 +17,7 @@ from nnapi.ops import SPECS, level_for
 
 from .registry import Reason, Unsupported
 from .source_graph import SourceGraph, SourceNode, SourceTensor
+from .pins import pin_hint
 
 # TFLite fused activations that NNAPI expresses as a FuseCode
 FUSE_CODES = {0: FuseCode.NONE, 1: FuseCode.RELU, 2: FuseCode.RELU1, 3: FuseCode.RELU6}
@@ -334,7 +335,7 @@ class ConversionContext:
         for i in (list(node.inputs) + list(node.outputs)) if node is not None else []:
             if i >= 0 and self.tensor(i).shape is None:
                 raise Unsupported(Reason.DYNAMIC_SHAPE, f"{label}: tensor {self.tensor(i).name!r} has unknown rank "
-                                                        f"(declare its shape, or pin the inputs)")
+                                                        f"({pin_hint()}, or declare its shape)")
         raise Unsupported(Reason.INVALID, f"{label}: it would need an empty constant{' ' + name if name else ''}, "
                                           f"which NNAPI cannot hold")
 

@@ -147,9 +147,11 @@ def check_input_shapes(source: SourceModel, input_shapes) -> None:
         if known is not None and len(known) and len(known) != len(dims):
             raise ConversionError(f"--input-shape {name}: {len(dims)} dimensions given, input {name!r} has rank "
                                   f"{len(known)} ({t.describe()})")
-        if known is not None and any(k > 0 and k != d for k, d in zip(known, dims)):
-            raise ConversionError(f"--input-shape {name}: {list(dims)} contradicts the model's static dimensions "
-                                  f"{list(known)} (-1 marks the dynamic ones)")
+        for axis, (k, d) in enumerate(zip(known if known is not None else (), dims)):
+            if k > 0 and k != d:
+                raise ConversionError(f"--input-shape {name}={','.join(map(str, dims))} contradicts the model: "
+                                      f"dimension {axis} of input {name!r} is {k} ({list(known)}, -1 marks the "
+                                      f"dynamic ones), the pin gives {d}")
 
 
 # importers may register passes over the source model (e.g. TFLite resource variables -> state), run once

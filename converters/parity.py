@@ -32,7 +32,7 @@ from .parity_references import (SPREAD_REFERENCES, choose_tolerance, dequantized
 from .parity_report import (OutputParity, ParityError, ParityReport, compare, merge_parity, rank0_as_source,
                             to_source_layout)
 from .parity_verdict import compare_outputs, first_divergence, localization_line, merge_layers, verdict_rule
-from .pins import for_result, sentences
+from .pins import refusal
 from .runners import MissingDependency
 from .running import random_source_inputs, run_traced, to_nnapi_inputs
 from .source_graph import SourceError
@@ -171,10 +171,8 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
         result = imp.convert(model_path, feature_level=feature_level, input_shapes=input_shapes, partial=partial,
                              dims=dims)
         if not result.complete and not partial:
-            lines = "; ".join(f"node {n.index} {n.op}: {n.reason}" for n in result.unsupported)
-            pins = for_result(result)
-            raise ParityError(f"{len(result.unsupported)} node(s) cannot be converted: {lines}"
-                              + "".join(f"; {s}" for s in sentences(pins)), exit_code=2, pins=pins)
+            head, details, pins = refusal(result, "checks the partitions that convert")
+            raise ParityError(head, exit_code=2, pins=pins, details=details)
         if result.model is None and not result.partitions:
             raise ParityError(f"no node of the model runs on NNAPI at feature level {feature_level}: "
                               f"nothing to compare", exit_code=2)

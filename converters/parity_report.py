@@ -15,10 +15,11 @@ from .tolerance import allowed_error, within_tolerance
 class ParityError(Exception):
     """The check could not run (bad inputs file, unsupported model without partial, ...)."""
 
-    def __init__(self, message: str, exit_code: int = 3, pins: Optional[dict] = None):
+    def __init__(self, message: str, exit_code: int = 3, pins: Optional[dict] = None, details: tuple = ()):
         super().__init__(message)
         self.exit_code = exit_code
         self.pins = pins  # a refused conversion: pins.analyse() (pins_needed, value_dependent)
+        self.details = list(details)  # lines shown after the one-line message (the nodes refused, ...)
 
 
 @dataclass

@@ -20,6 +20,12 @@ VALUE_OPS = {"NonZero", "Unique", "NonMaxSuppression", "Compress", "TopK", "Loop
 SMALL = 8  # elements: a float tensor this small next to shape values carries them (Resize scales)
 
 
+def pin_hint(what: str = "the inputs") -> str:
+    """The one wording of a refusal's advice to pin shapes: the command line's flags (the Python API takes
+    the same pins as input_shapes= and dims=, README)."""
+    return f"pin {what} with --input-shape NAME=DIMS or --dim SYMBOL=N"
+
+
 def analyse(source: SourceModel, results, macs) -> dict:
     """{"pins_needed": [...], "value_dependent": [...]} for the main graph's refused nodes (see module doc)."""
     graph = source.main
@@ -103,16 +109,40 @@ def for_result(result) -> dict:
     return analyse(result.source, result.nodes, graph_macs(result.source.main))
 
 
+def pin_flags(p: dict) -> str:
+    """The flags that pin one entry of pins_needed: '--input-shape x=?,3,?,? or --dim h=N --dim w=N'."""
+    named = [d for d in p["dims"] if d is not None]
+    return f"--input-shape {p['input']}={p['input_shape'] or '...'}" + (
+        f" or --dim {' --dim '.join(n + '=N' for n in dict.fromkeys(named))}" if named else "")
+
+
+def refusal(result, partial_does: str) -> tuple:
+    """(first line, detail lines, analyse()) of a refused conversion: the first line says how many nodes
+    cannot be converted and what to do (the pins, else --partial, which `partial_does`); the details list
+    every refused node and every pin and value-dependent extent."""
+    found = for_result(result)
+    head = (f"{len(result.unsupported)} of {len(result.nodes)} nodes cannot be converted at feature level "
+            f"{result.feature_level}")
+    pins_needed = found.get("pins_needed", [])
+    if pins_needed:
+        head += "; pin the input shapes first: " + "; ".join(pin_flags(p) for p in pins_needed) + \
+                f" (or --partial {partial_does})"
+    else:
+        head += f"; --partial {partial_does}"
+    return head, refused_node_lines(result) + sentences(found), found
+
+
+def refused_node_lines(result) -> list:
+    return [f"node {n.index} {n.op} (v{n.version}) [{n.reason_code}]: {n.reason}" for n in result.unsupported]
+
+
 def sentences(found: dict) -> list:
     """One line per pin and per value-dependent extent."""
     lines = []
     for p in found.get("pins_needed", []):
         dims = ", ".join(d if d is not None else f"axis {a}" for d, a in zip(p["dims"], p["axes"]))
-        named = [d for d in p["dims"] if d is not None]
-        how = f"--input-shape {p['input']}={p['input_shape'] or '...'}" + (
-            f" or --dim {' --dim '.join(n + '=N' for n in dict.fromkeys(named))}" if named else "")
         lines.append(f"pin {p['input']} ({dims}): {p['nodes']} node(s) and {100 * p['macs_fraction']:.0f}% of "
-                     f"MACs wait on it ({how})")
+                     f"MACs wait on it ({pin_flags(p)})")
     for v in found.get("value_dependent", []):
         if v["op"] == "If":   # the importer decides an If whose branch the pinned shapes settle (onnx/branches.py)
             lines.append(f"branch-dependent: the extent of {v['tensor']!r} (node {v['node']} If) depends on the "
@@ -123,3 +153,31 @@ def sentences(found: dict) -> list:
         lines.append(f"value-dependent: the extent of {v['tensor']!r} (node {v['node']} {v['op']}) depends on "
                      f"tensor values; {v['nodes']} node(s) wait on it and no pin fixes it")
     return lines
+
+
+def unpinned_inputs(model_path, input_shapes: dict, dims: dict) -> dict:
+    """{input name: its declared dimensions, e.g. '[batch, 3, ?, ?]'} of the inputs with a dynamic extent that
+    neither --input-shape nor --dim pins, read from the model's declarations alone (no conversion)."""
+    from .load import detect_format
+    fmt = detect_format(model_path)
+    declared: dict = {}
+    if fmt == "onnx":
+        import onnx
+
+        from .onnx.shapes import declared_inputs
+        for name, have in declared_inputs(onnx.load(str(model_path), load_external_data=False)).items():
+            declared[name] = [None if d is None or (isinstance(d, int) and d <= 0) else d for d in have or [None]]
+    elif fmt == "tflite":
+        from .tflite.reader import read_tflite
+        graph = read_tflite(model_path).main
+        for i in graph.inputs:
+            t = graph.tensors[i]
+            known = t.shape_signature if t.shape_signature is not None else t.shape
+            declared[t.name] = [d if d > 0 else None for d in known] if known is not None else [None]
+    found = {}
+    for name, have in declared.items():
+        if name in input_shapes:
+            continue
+        if any(d is None or (isinstance(d, str) and d not in dims) for d in have):
+            found[name] = "[" + ", ".join("?" if d is None else str(d) for d in have) + "]"
+    return found

@@ -37,6 +37,18 @@ def litert_interpreter(model_bytes: bytes, reference: str = "litert", threads: i
         raise ReferenceFailed(f"LiteRT could not load the model: {str(e).strip().splitlines()[0][:300]}") from None
 
 
+def allocated_litert(model_bytes: bytes, reference: str = "litert", threads: int = 1):
+    """litert_interpreter() with its tensors allocated: ReferenceFailed when LiteRT cannot prepare the model
+    (an operator it does not have, such as a custom operator without a registration)."""
+    it = litert_interpreter(model_bytes, reference, threads)
+    try:
+        it.allocate_tensors()
+    except (ValueError, RuntimeError) as e:
+        raise ReferenceFailed(f"LiteRT ({reference}) cannot run the model: "
+                              f"{str(e).strip().splitlines()[0][:300].rstrip('.')}") from None
+    return it
+
+
 def _invoke(it, inputs: Sequence[np.ndarray], allocate: bool = True) -> list[np.ndarray]:
     """Run LiteRT interpreter `it` on `inputs` (inputs resized to their shapes); copies of its outputs.
     `allocate=False` invokes an interpreter allocated before as it is (its variables kept)."""

@@ -12,6 +12,7 @@ from nnapi.bias_scale import bias_scale
 from nnapi.ops.geometry import implicit_padding
 
 from ..registry import REGISTRY, Reason, Unsupported, converter
+from ..pins import pin_hint
 
 OPSET_MAX = onnx.defs.onnx_opset_version()  # the newest opset the installed onnx package knows
 MS_DOMAIN_VERSIONS = (1, 1)                  # com.microsoft contrib ops (QLinearAdd, ...)
@@ -77,7 +78,7 @@ def known_rank(ctx, node, i: int) -> tuple:
     shape = ctx.source_shape(i)
     if not shape:  # (rank 0 reads as [1])
         raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: tensor {ctx.tensor(i).name!r} has an unknown rank "
-                                                f"(pin the inputs with input_shapes)")
+                                                f"({pin_hint()})")
     return tuple(shape)
 
 
@@ -122,7 +123,7 @@ def explicit_pads(ctx, node, x: int, y: int, kernel, strides, dilations=(1, 1)) 
     k_eff = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
     if not (h and w):
         raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: padding {auto} needs the input's height and "
-                                                f"width (pin them with input_shapes)")
+                                                f"width ({pin_hint('them')})")
     if auto in ("SAME_UPPER", "SAME_LOWER"):  # NNAPI's SAME puts the odd row last, as SAME_UPPER does
         pads = [implicit_padding(size, s, k, PaddingCode.SAME)[:2] for size, k, s in zip((h, w), k_eff, strides)]
         (pt, pb), (pl, pr) = pads if auto == "SAME_UPPER" else [(b, a) for a, b in pads]

@@ -29,6 +29,7 @@ from ..context import ConversionContext, stored
 from ..registry import Reason, Unsupported
 from . import fusion, layout, quant
 from .fusion_context import FLOAT_QLINEAR, FusionPlans
+from ..pins import pin_hint
 
 # outputs NNAPI computes as int32 where ONNX has int64 (the indices of ArgMax, ArgMin, TopK)
 INDEX_OUTPUTS = {"ArgMax": (0,), "ArgMin": (0,), "TopK": (1,)}
@@ -288,8 +289,8 @@ class OnnxContext(FusionPlans, ConversionContext):
         if perm is None and self.tensor(i).shape is None and self._writes_nhwc(self.node):
             # the plan cannot give a tensor of unknown rank a layout, so NHWC data would pass as NCHW
             raise Unsupported(Reason.DYNAMIC_SHAPE, f"{self.node.label()}: output {self.tensor(i).name!r} has "
-                                                    f"unknown rank after a layout change; declare its shape "
-                                                    f"(or run onnx shape inference with the input shapes pinned)")
+                                                    f"unknown rank after a layout change; {pin_hint()} "
+                                                    f"if they are not pinned yet, else declare its shape")
         if i in self.graph.outputs and self.int32_indices(i):
             self._note_layout(i, INDEX_NOTE)
         if perm is None:

@@ -36,36 +36,75 @@ from . import ms_shapes
 
 
 def pin(proto: onnx.ModelProto, input_shapes: Optional[dict], dims: Optional[dict]) -> None:
-    """Apply the user's pins to proto (in place); SourceError for a pin that names nothing in the model."""
+    """Apply the user's pins to proto (in place), after checking them against the declared shapes (check_pins)."""
     graph = proto.graph
     for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
         for d in vi.type.tensor_type.shape.dim if vi.type.HasField("tensor_type") else ():
             if d.HasField("dim_value") and d.dim_value < 0:  # exporters write -1 for "unknown"
                 d.dim_param = ""
-    # named dimensions first, so that an input also pinned whole (--input-shape) still has its names to match
-    seen = set()
+    check_pins(proto, input_shapes or {}, dims or {})
     for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
         if not vi.type.HasField("tensor_type"):
             continue
         for d in vi.type.tensor_type.shape.dim:
             if d.HasField("dim_param") and d.dim_param in (dims or {}):
-                seen.add(d.dim_param)
                 d.dim_value = int(dims[d.dim_param])  # clears dim_param (a oneof)
-    missing = sorted(set(dims or {}) - seen)
-    if any(missing):
-        known = sorted(symbols_of_inputs(proto))
-        raise SourceError(f"--dim {missing[0]}: the model has no dimension named {missing[0]!r} (named "
-                          f"dimensions: {', '.join(map(repr, known)) or 'none'})")
     for name, want in (input_shapes or {}).items():
-        vi = next((v for v in graph.input if v.name == name and v.type.HasField("tensor_type")), None)
-        if vi is None:
-            continue  # converters.convert.check_input_shapes names the inputs the model has
-        have = vi.type.tensor_type.shape.dim
-        if len(have) and len(have) != len(want):
-            raise SourceError(f"input {name!r} has rank {len(have)}, input_shapes gives {list(want)}")
+        have = next(v for v in graph.input if v.name == name).type.tensor_type.shape.dim
         del have[:]
         for d in want:
             have.add().dim_value = int(d)
+
+
+def declared_inputs(proto: onnx.ModelProto) -> dict:
+    """{input name: [extent (int), name (str) or None (unknown), ...] or None (unknown rank)} of the model
+    inputs that are not initializers."""
+    constants = {t.name for t in proto.graph.initializer}
+    found = {}
+    for vi in proto.graph.input:
+        if vi.name in constants or not vi.type.HasField("tensor_type"):
+            continue
+        tt = vi.type.tensor_type
+        found[vi.name] = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                          for d in tt.shape.dim] if tt.HasField("shape") else None
+    return found
+
+
+def check_pins(proto: onnx.ModelProto, input_shapes: dict, dims: dict) -> None:
+    """SourceError, before any work, for a pin the model contradicts or that names nothing: an unknown input
+    or dimension name, a rank other than the declared one, a static extent pinned to another value, a --dim
+    that an --input-shape of the same dimension overrides, one name pinned to two values."""
+    declared = declared_inputs(proto)
+    named = {d.dim_param for vi in list(proto.graph.input) + list(proto.graph.output) + list(proto.graph.value_info)
+             if vi.type.HasField("tensor_type") for d in vi.type.tensor_type.shape.dim if d.HasField("dim_param")}
+    for symbol in dims:
+        if symbol not in named:
+            raise SourceError(f"--dim {symbol}={dims[symbol]}: the model has no dimension named {symbol!r} (named "
+                              f"dimensions: {', '.join(map(repr, sorted(named))) or 'none'})")
+    given: dict = {}   # dimension name -> (value, where it was pinned)
+    for symbol, value in dims.items():
+        given[symbol] = (int(value), f"--dim {symbol}={value}")
+    for name, want in input_shapes.items():
+        pin_text = f"--input-shape {name}={','.join(map(str, want))}"
+        if name not in declared:
+            raise SourceError(f"{pin_text}: the model has no input named {name!r} (inputs: "
+                              f"{', '.join(map(repr, declared)) or 'none'})")
+        have = declared[name]
+        if have is None:
+            continue
+        shown = "[" + ", ".join("?" if d is None else str(d) for d in have) + "]"
+        if have and len(have) != len(want):
+            raise SourceError(f"{pin_text}: input {name!r} has rank {len(have)} ({shown}), the pin gives "
+                              f"{len(want)} dimensions")
+        for axis, (d, w) in enumerate(zip(have, want)):
+            if isinstance(d, int) and d > 0 and d != w:
+                raise SourceError(f"{pin_text} contradicts the model: dimension {axis} of input {name!r} is {d} "
+                                  f"({shown}), the pin gives {w}")
+            if isinstance(d, str):
+                value, where = given.setdefault(d, (int(w), pin_text))
+                if value != w:
+                    raise SourceError(f"{pin_text} gives dimension {d!r} (axis {axis} of input {name!r}) the "
+                                      f"value {w}, {where} gives it {value}")
 
 
 UNNAMED = "unnamed_dim_"  # prefix of the names given to input extents the model leaves unnamed ('?', -1)
@@ -86,11 +125,6 @@ def name_input_dims(proto: onnx.ModelProto) -> dict:
                 d.dim_param = f"{UNNAMED}{len(where)}"
             where.setdefault(d.dim_param, []).append((vi.name, axis))
     return where
-
-
-def symbols_of_inputs(proto: onnx.ModelProto) -> set:
-    return {d.dim_param for vi in proto.graph.input if vi.type.HasField("tensor_type")
-            for d in vi.type.tensor_type.shape.dim if d.HasField("dim_param") and d.dim_param}
 
 
 def unknown_extents(proto: onnx.ModelProto) -> tuple:

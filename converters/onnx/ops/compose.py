@@ -12,6 +12,7 @@ from nnapi.ops import SPECS
 
 from ...context import broadcast_data, stored
 from ...registry import Reason, Unsupported
+from ...pins import pin_hint
 
 _SCALAR_DTYPES = {C.TENSOR_FLOAT32: np.float32, C.TENSOR_FLOAT16: np.float16, C.TENSOR_INT32: np.int32}
 
@@ -77,7 +78,7 @@ def known_shape(ctx, node, i: int) -> tuple:
     shape = ctx.source_shape(i)
     if ctx.tensor(i).shape is None or not all(shape):
         raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: tensor {ctx.tensor(i).name!r} has unknown "
-                                                f"extents {list(shape)} (pin them with input_shapes)")
+                                                f"extents {list(shape)} ({pin_hint('them')})")
     return tuple(shape)
 
 

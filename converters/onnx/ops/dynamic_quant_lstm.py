@@ -31,6 +31,7 @@ from ..common import MS_DOMAIN_VERSIONS, onnx_op
 from .recurrent import Recurrent, const, direction_state, emit, read, reshape_into, temp
 from .runtime_quant import RuntimeQuantizer
 from .unrolled import activate, clipped, directions, split_gates, with_peephole
+from ...pins import pin_hint
 
 EXACT_SUM = 2 ** 24   # float32 holds every integer below it
 
@@ -167,7 +168,7 @@ def convert_quantized(ctx, node, rec: Recurrent, w: list, r: list) -> None:
     """The unrolled integer-exact composition (module docstring) of a DynamicQuantizeLSTM read as `rec`."""
     if not (rec.seq > 0 and rec.batch > 0):
         raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: unrolling needs the sequence length and the batch "
-                                                f"size (pin them with input_shapes)")
+                                                f"size ({pin_hint('them')})")
     x = ctx.operand_as(rec.x, None)
     q = RuntimeQuantizer(ctx, node.name or node.op)
     xq = q(x, (rec.seq, rec.batch, rec.input_size), "X/quant")

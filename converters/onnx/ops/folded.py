@@ -22,6 +22,7 @@ from ...registry import Reason, Unsupported
 from ..common import OPSET_MAX, const_ints, onnx_op
 from ..shapes import evaluate
 from .compose import broadcast_to
+from ...pins import pin_hint
 
 INT64_NOTE = "int64 -> int32: NNAPI has no int64 tensors"
 
@@ -30,7 +31,7 @@ def _static_shape(ctx, node, i: int) -> tuple:
     shape = ctx.tensor(i).shape
     if shape is None or any(d < 0 for d in shape):
         raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: the shape of {ctx.tensor(i).name!r} is not "
-                                                f"known before run time (pin the inputs with input_shapes)")
+                                                f"known before run time ({pin_hint()})")
     return tuple(shape)
 
 

@@ -23,6 +23,7 @@ from nnapi.ops import SPECS
 from ...registry import Reason, Unsupported
 from ...tflite.ops.recurrent_common import omitted, tensor_used
 from ..common import OPSET_MAX, onnx_op
+from ...pins import pin_hint
 
 GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 DEFAULT_ACTIVATIONS = {"LSTM": ("Sigmoid", "Tanh", "Tanh"), "GRU": ("Sigmoid", "Tanh"), "RNN": ("Tanh",)}
@@ -127,8 +128,8 @@ def read(node, ctx) -> Recurrent:
         raise Unsupported(Reason.INVALID, f"{node.label()}: layout {layout}")
     shape = ctx.source_shape(x)
     if ctx.tensor(x).shape is None:
-        raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: X {ctx.tensor(x).name!r} has an unknown rank (pin "
-                                                f"the inputs with input_shapes)")
+        raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: X {ctx.tensor(x).name!r} has an unknown rank "
+                                                f"({pin_hint()})")
     if len(shape) != 3:
         raise Unsupported(Reason.RANK, f"{node.label()}: X {ctx.tensor(x).name!r} has rank {len(shape)}, needs 3")
     seq, batch = (shape[0], shape[1]) if layout == 0 else (shape[1], shape[0])

@@ -17,6 +17,7 @@ from nnapi import OperationCode as Op
 from ...registry import Reason, Unsupported
 from ..common import OPSET_MAX, axes_of, axis_attr, const_ints, ints, known_rank, onnx_op
 from .compose import Chain
+from ...pins import pin_hint
 
 DIRECT = {"ReduceSum": Op.REDUCE_SUM, "ReduceMax": Op.REDUCE_MAX, "ReduceMin": Op.REDUCE_MIN,
           "ReduceProd": Op.REDUCE_PROD}
@@ -131,7 +132,7 @@ def arg_extreme(node, ctx):
         n = shape[axis]
         if not n:
             raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: select_last_index needs the extent of axis "
-                                                    f"{axis} (pin it with input_shapes)")
+                                                    f"{axis} ({pin_hint('it')})")
         rev = ctx.temp_like(x, "reversed", dimensions=tuple(shape))
         ctx.emit_form(Op.GATHER, "default", [rev], input=src, axis=ctx.i32(axis),
                       indices=ctx.const(np.arange(n - 1, -1, -1, dtype=np.int32)))

@@ -12,6 +12,7 @@ from ..common import MS_DOMAIN_VERSIONS, OPSET_MAX, axes_of, axis_attr, const_in
 from .. import layout
 from .compose import Chain
 from ..quant import data_inputs
+from ...pins import pin_hint
 
 
 def _i32(ctx, values) -> int:
@@ -21,7 +22,7 @@ def _i32(ctx, values) -> int:
 def _known_rank(ctx, node, i: int) -> None:
     if ctx.tensor(i).shape is None:
         raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: the rank of {ctx.tensor(i).name!r} is not known "
-                                                f"before run time (pin the inputs)")
+                                                f"before run time ({pin_hint()})")
 
 
 def reshape_to_output(node, ctx) -> None:
@@ -43,7 +44,7 @@ def reshape_to_output(node, ctx) -> None:
             shape[shape.index(-1)] = int(np.prod(src)) // -int(np.prod(shape))
     if shape.count(-1) > 1:
         raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: output shape {shape} has several unknown "
-                                                f"extents (pin the inputs with input_shapes)")
+                                                f"extents ({pin_hint()})")
     if len(shape) > 4:
         raise Unsupported(Reason.RANK, f"{node.label()}: RESHAPE output {ctx.tensor(y).name!r} has rank {len(shape)}, "
                                        f"NNAPI takes 4 at most")

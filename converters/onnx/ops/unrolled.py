@@ -18,6 +18,7 @@ from nnapi import OperandCode as C, OperandType, OperationCode as Op
 
 from ...registry import Reason, Unsupported
 from .recurrent import Activation, Recurrent, const, direction_state, emit, output, reshape_into, temp
+from ...pins import pin_hint
 
 NONE = 0  # FuseCode
 
@@ -270,7 +271,7 @@ def write_sequence(ctx, rec: Recurrent, per_dir: list) -> None:
 def unroll(ctx, rec: Recurrent) -> None:
     if not (rec.seq > 0 and rec.batch > 0):
         raise Unsupported(Reason.DYNAMIC_SHAPE, f"{rec.node.label()}: unrolling needs the sequence length and "
-                                                f"the batch size (pin them with input_shapes)")
+                                                f"the batch size ({pin_hint('them')})")
     x = ctx.operand_as(rec.x, None)
     if rec.layout == 1:
         x_tm = emit(ctx, rec, Op.TRANSPOSE, (rec.seq, rec.batch, rec.input_size), "X/time_major", input=x,

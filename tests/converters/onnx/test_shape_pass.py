@@ -156,7 +156,8 @@ def test_convert_and_parity_say_the_pins_when_they_refuse(tmp_path, capsys):
     out = tmp_path / "p.json"
     assert main(["parity", str(p), "--format", "json", "-o", str(out)]) == 2
     report = json.loads(out.read_text())
-    assert report["pins_needed"][0]["input"] == "x" and "pin x" in report["error"]
+    assert report["pins_needed"][0]["input"] == "x" and "--input-shape x=?,3,?,?" in report["error"]
+    assert any(line.startswith("pin x (batch, height, width)") for line in report["details"])
     assert main(["parity", str(p), "--dim", "batch=1", "--dim", "height=5", "--dim", "width=6"]) == 0
 
 
