@@ -2,7 +2,11 @@
 The converted NNAPI model runs through running.py."""
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
 import warnings
+from contextlib import contextmanager
 from typing import Sequence
 
 import numpy as np
@@ -18,6 +22,33 @@ class ReferenceFailed(Exception):
     """The reference framework refused or failed to run the source model (its message included)."""
 
 
+@contextmanager
+def litert_quiet():
+    """LiteRT's C++ runtime prints "INFO: Created TensorFlow Lite XNNPACK delegate for CPU." on file
+    descriptor 2 when it applies XNNPACK (at the first allocation), and honours no environment variable for it
+    (TF_CPP_MIN_LOG_LEVEL and TFLITE_LOG_SEVERITY leave it on, ai-edge-litert 2.x): meanwhile fd 2 goes to a
+    temporary file, and all but those INFO lines is passed on to standard error."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:   # no fd 2 to redirect
+        yield
+        return
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            kept = [line for line in tmp.read().decode(errors="replace").splitlines(keepends=True)
+                    if not line.startswith("INFO: ")]
+            if kept:
+                sys.stderr.write("".join(kept))
+                sys.stderr.flush()
+
+
 def litert_interpreter(model_bytes: bytes, reference: str = "litert", threads: int = 1,
                        preserve_all_tensors: bool = False):
     try:
@@ -29,8 +60,8 @@ def litert_interpreter(model_bytes: bytes, reference: str = "litert", threads: i
     resolver = {"litert-ref": OpResolverType.BUILTIN_REF, "litert-xnnpack": OpResolverType.AUTO}.get(
         reference, OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
     try:
-        with warnings.catch_warnings():  # LiteRT warns that preserving tensors under XNNPACK is for debugging
-            warnings.simplefilter("ignore", UserWarning)
+        with warnings.catch_warnings(), litert_quiet():
+            warnings.simplefilter("ignore", UserWarning)  # preserving tensors under XNNPACK is for debugging
             return Interpreter(model_content=bytes(model_bytes), experimental_op_resolver_type=resolver,
                                num_threads=threads, experimental_preserve_all_tensors=preserve_all_tensors)
     except (ValueError, RuntimeError) as e:
@@ -42,7 +73,8 @@ def allocated_litert(model_bytes: bytes, reference: str = "litert", threads: int
     (an operator it does not have, such as a custom operator without a registration)."""
     it = litert_interpreter(model_bytes, reference, threads)
     try:
-        it.allocate_tensors()
+        with litert_quiet():
+            it.allocate_tensors()
     except (ValueError, RuntimeError) as e:
         raise ReferenceFailed(f"LiteRT ({reference}) cannot run the model: "
                               f"{str(e).strip().splitlines()[0][:300].rstrip('.')}") from None
@@ -58,7 +90,8 @@ def _invoke(it, inputs: Sequence[np.ndarray], allocate: bool = True) -> list[np.
             for d, x in zip(details, inputs):
                 if tuple(d["shape"]) != tuple(np.shape(x)):
                     it.resize_tensor_input(d["index"], list(np.shape(x)))
-            it.allocate_tensors()
+            with litert_quiet():
+                it.allocate_tensors()
         for d, x in zip(details, inputs):
             it.set_tensor(d["index"], np.asarray(x, dtype=d["dtype"]))
         it.invoke()

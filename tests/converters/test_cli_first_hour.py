@@ -209,3 +209,22 @@ def test_every_subcommand_has_a_description():
     sub = next(a for a in parser._actions if a.dest == "command")   # noqa: SLF001 (argparse's only listing)
     missing = [name for name, p in sub.choices.items() if not p.description]
     assert not missing, missing
+
+
+# -- 9. LiteRT's INFO lines -------------------------------------------------------------------------------------
+
+def test_litert_info_lines_stay_off_the_terminal_and_other_messages_pass():
+    """The C++ runtime writes the INFO line to fd 2 when XNNPACK is applied: only a real process shows it."""
+    code = ("import sys, numpy as np\n"
+            "from converters.runners import litert_quiet, run_litert\n"
+            f"data = open({str(ROOT / 'samples' / 'mobilenet_float.tflite')!r}, 'rb').read()\n"
+            "from ai_edge_litert.interpreter import Interpreter\n"
+            "shape = Interpreter(model_content=data).get_input_details()[0]['shape']\n"
+            "run_litert(data, [np.zeros(shape, np.float32)], 'litert-xnnpack')\n"
+            "import os\n"
+            "with litert_quiet():\n"
+            "    os.write(2, b'INFO: noise\\nWARNING: kept\\n')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0, r.stderr
+    assert "INFO:" not in r.stderr and "WARNING: kept" in r.stderr, r.stderr
