@@ -244,3 +244,50 @@ class Lifetime(enum.Enum):
 MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES = 128
 DEFAULT_LOOP_TIMEOUT_S = 2.0
 MAXIMUM_LOOP_TIMEOUT_S = 15.0
+
+
+# -- the NDK header's spelling of the codes (<android/NeuralNetworksTypes.h>) ---------------------------------
+
+NDK_PREFIX = "ANEURALNETWORKS_"
+# (the NDK's enum type, the enum here, the prefix its members take after ANEURALNETWORKS_, members the NDK
+# names otherwise); FeatureLevel's FLn are FEATURE_LEVEL_n, valued as .android_api
+NDK_ENUMS = (
+    ("OperandCode", OperandCode, "", {"SUBGRAPH": "MODEL"}),
+    ("OperationCode", OperationCode, "", {}),
+    ("FuseCode", FuseCode, "FUSED_", {}),
+    ("PaddingCode", PaddingCode, "PADDING_", {}),
+    ("PreferenceCode", PreferenceCode, "PREFER_", {}),
+    ("PriorityCode", Priority, "PRIORITY_", {}),
+    ("DeviceTypeCode", DeviceType, "DEVICE_", {}),
+    ("ResultCode", ResultCode, "", {}),
+    ("FeatureLevelCode", FeatureLevel, "", {f"FL{k}": f"FEATURE_LEVEL_{k}" for k in range(1, 9)}),
+)
+# constants the NDK adds to those enums: PRIORITY_DEFAULT is MEDIUM
+NDK_ALIASES = {"PriorityCode": {"PRIORITY_DEFAULT": Priority.MEDIUM}}
+
+
+def ndk_name(member: enum.IntEnum) -> str:
+    """The NDK's constant for a member of one of NDK_ENUMS: ANEURALNETWORKS_MODEL for OperandCode.SUBGRAPH,
+    ANEURALNETWORKS_FUSED_RELU6, ANEURALNETWORKS_FEATURE_LEVEL_6, ..."""
+    for _, cls, prefix, renamed in NDK_ENUMS:
+        if type(member) is cls:
+            return NDK_PREFIX + renamed.get(member.name, prefix + member.name)
+    raise TypeError(f"{member!r} is not one of the NDK's enums")
+
+
+def ndk_value(member: enum.IntEnum) -> int:
+    """The value the NDK gives the member's constant (a feature level's is its NDK code, e.g. 1000006)."""
+    return member.android_api if isinstance(member, FeatureLevel) else int(member)
+
+
+def ndk_constants() -> list:
+    """[(NDK enum type, [(constant, value), ...]), ...]: every constant of NDK_ENUMS as the NDK header
+    declares it, plus MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES (the header generator's input,
+    converters/export/ndk_header.py)."""
+    groups = []
+    for ndk_enum, cls, _, _ in NDK_ENUMS:
+        members = [(ndk_name(m), ndk_value(m)) for m in cls]
+        members += [(NDK_PREFIX + n, int(v)) for n, v in NDK_ALIASES.get(ndk_enum, {}).items()]
+        groups.append((ndk_enum, members))
+    groups.append(("", [(NDK_PREFIX + "MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES", MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES)]))
+    return groups

@@ -9,47 +9,42 @@ from __future__ import annotations
 
 from typing import Optional
 
-from nnapi.codes import FeatureLevel, FuseCode, OperandCode, OperationCode, PaddingCode
-
-PREFIX = "ANEURALNETWORKS_"
-
-# project names that differ from the NDK's
-_OPERAND_NDK_NAMES = {OperandCode.SUBGRAPH: "MODEL"}
+from nnapi.codes import (FeatureLevel, FuseCode, OperandCode, OperationCode, PaddingCode, PreferenceCode,
+                         ndk_name)
 
 
 def operand_type(code: OperandCode) -> str:
     """ANEURALNETWORKS_TENSOR_FLOAT32, ... (SUBGRAPH is ANEURALNETWORKS_MODEL in the NDK)."""
-    code = OperandCode(code)
-    return PREFIX + _OPERAND_NDK_NAMES.get(code, code.name)
+    return ndk_name(OperandCode(code))
 
 
 def operation_type(code: OperationCode) -> str:
-    return PREFIX + OperationCode(code).name
+    return ndk_name(OperationCode(code))
 
 
 def fuse_code(value: int) -> Optional[str]:
     try:
-        return PREFIX + "FUSED_" + FuseCode(int(value)).name
+        return ndk_name(FuseCode(int(value)))
     except ValueError:
         return None
 
 
 def padding_code(value: int) -> Optional[str]:
     try:
-        return PREFIX + "PADDING_" + PaddingCode(int(value)).name
+        return ndk_name(PaddingCode(int(value)))
     except ValueError:
         return None
 
 
 PREFERENCES = {
-    "low-power": PREFIX + "PREFER_LOW_POWER",
-    "fast-single-answer": PREFIX + "PREFER_FAST_SINGLE_ANSWER",
-    "sustained-speed": PREFIX + "PREFER_SUSTAINED_SPEED",
+    "low-power": ndk_name(PreferenceCode.LOW_POWER),
+    "fast-single-answer": ndk_name(PreferenceCode.FAST_SINGLE_ANSWER),
+    "sustained-speed": ndk_name(PreferenceCode.SUSTAINED_SPEED),
 }
 
 
 def feature_level_constant(level: int) -> str:
-    return f"{PREFIX}FEATURE_LEVEL_{int(level)}"
+    return ndk_name(FeatureLevel(int(level)))
 
 
 def android_api_level(level: int) -> int:
