@@ -108,6 +108,7 @@ def cmd_run(args) -> int:
 
 def _convert(args, partial: bool):
     from .load import detect_format, importer, parse_dims, parse_input_shapes
+    from .quick_refusal import quick_refusal
     from .source_graph import SourceError
     try:
         shapes = parse_input_shapes(getattr(args, "input_shape", []))
@@ -120,6 +121,10 @@ def _convert(args, partial: bool):
             if fmt != "tflite":
                 raise CliError("--signature applies to .tflite models only")
             extra["signature"] = args.signature
+        quick = None if partial else quick_refusal(args.model, args.feature_level, shapes, dims,
+                                                   "writes the NNAPI partitions and a manifest")
+        if quick:
+            raise CliError(quick[0], EXIT_UNSUPPORTED, quick[1])
         result = importer(fmt).convert(args.model, feature_level=args.feature_level, input_shapes=shapes,
                                        partial=partial, dims=dims, **extra)
     except (SourceError, ValueError) as e:
@@ -213,6 +218,7 @@ def cmd_parity(args) -> int:
     from .parity_render import render
     from nnapi import NnapiError
 
+    from .quick_refusal import quick_refusal
     from .running import RunError
     from .source_graph import SourceError
     from .viz.view import check_parity_args, parity_text
@@ -247,6 +253,10 @@ def cmd_parity(args) -> int:
         if bar is not None:
             bar.update(1)
     try:
+        quick = None if args.partial or args.converted else quick_refusal(
+            args.model, args.feature_level, shapes, options["dims"], "checks the partitions that convert")
+        if quick:
+            raise parity.ParityError(quick[0], exit_code=EXIT_UNSUPPORTED, pins=quick[2], details=quick[1])
         report = parity.check(args.model, converted=args.converted, progress=progress, **options)
     except (NnapiError, RunError) as e:
         from .pins import unpinned_inputs

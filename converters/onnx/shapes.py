@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import importlib
 import logging
 import re
@@ -354,12 +355,27 @@ def known_values(proto: onnx.ModelProto, rounds: int = 8) -> tuple:
     return inferred, known
 
 
+# False inside onnx_inference_only(): the rounds run with onnx's inference alone
+_SYMBOLIC = contextvars.ContextVar("symbolic_shape_inference", default=True)
+
+
+@contextlib.contextmanager
+def onnx_inference_only():
+    """Shape passes inside skip onnxruntime's SymbolicShapeInference: about a second where, on a model with
+    unpinned dimensions, its sympy simplification can take minutes (converters/quick_refusal.py)."""
+    token = _SYMBOLIC.set(False)
+    try:
+        yield
+    finally:
+        _SYMBOLIC.reset(token)
+
+
 def _best_inference(proto: onnx.ModelProto, symbolic: bool = True) -> onnx.ModelProto:
     # the com.microsoft quantized ops' shapes too: the shape computations behind them (Shape -> Gather ->
     # Concat -> Reshape after a DynamicQuantizeLSTM) are evaluated in the next round only if they are known
     best = ms_shapes.complete(_onnx_inference(proto))
     missing = unknown_extents(best)
-    if symbolic and any(missing):
+    if symbolic and _SYMBOLIC.get() and any(missing):
         symbolic = _symbolic_inference(proto)
         if symbolic is not None and unknown_extents(symbolic) < missing:
             best = symbolic
