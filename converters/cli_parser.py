@@ -92,7 +92,9 @@ def build_parser(handlers: dict) -> argparse.ArgumentParser:
         prog="nnapi",
         description="Convert TFLite/ONNX models to Android NNAPI models, run them with a numpy reference "
                     "executor, and check coverage and parity.",
-        epilog=f"exit codes: {EXIT_CODES_TEXT}. Set NNAPI_DEBUG=1 to see an internal error's traceback.",
+        epilog=f"exit codes: {EXIT_CODES_TEXT}. Set NNAPI_DEBUG=1 to see an internal error's traceback. An -o "
+               f"path is checked before any work: never an input of the command, never a folder (export: never a "
+               f"file), with the extension its content implies (.nnapi, .npz, .json, .html, .md).",
     )
     p.add_argument("--version", action="version", version=f"%(prog)s (nnapi-convert) {_version()}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")

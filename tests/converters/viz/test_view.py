@@ -12,13 +12,13 @@ def test_without_the_viz_extra_exit_4_with_the_pip_command(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "model_explorer", None)  # import model_explorer raises ImportError
     assert main(["view", KWS, "--no-browser"]) == 4
     err = capsys.readouterr().err
-    assert 'pip install "nnapi-convert[viz]"' in err and "model_explorer" in err
+    assert 'pip install "nnapi-convert[viz]"' in err and "ai-edge-model-explorer" in err  # (dependencies.advice)
 
 
 def test_onnx_needs_the_onnx_adapter_too(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "model_explorer_onnx", None)
     assert main(["view", "tests/zoo/models/torch/resnet_small_fixed_op13.onnx", "--no-browser"]) == 4
-    assert "model_explorer_onnx" in capsys.readouterr().err
+    assert "model-explorer-onnx" in capsys.readouterr().err
 
 
 def test_overlays_of_a_nnapi_model_are_refused(capsys):
