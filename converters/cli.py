@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from .command_args import CliError, dims as _dims, input_shapes as _input_shapes
-from .output_paths import check_output
 from .exit_codes import (EXIT_INTERNAL, EXIT_INVALID, EXIT_MISMATCH, EXIT_MISSING_DEPENDENCY, EXIT_OK,  # noqa: F401
                          EXIT_UNSUPPORTED)
+from .output_paths import check_output
 
 # what the file system answers about a path the user gave (a full disk, a read-only folder): exit 3
 USER_OS_ERRORS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EISDIR, errno.ENOTDIR,
@@ -214,10 +214,11 @@ def _run_batch(fn, arg_tuples, args) -> list:
 
 
 def cmd_parity(args) -> int:
-    from . import parity
-    from .parity_render import render
     from nnapi import NnapiError
 
+    from . import parity
+    from .parity_render import render
+    from .pins import unpinned_advice, unpinned_inputs
     from .quick_refusal import quick_refusal
     from .running import RunError
     from .source_graph import SourceError
@@ -258,16 +259,12 @@ def cmd_parity(args) -> int:
         if quick:
             raise parity.ParityError(quick[0], exit_code=EXIT_UNSUPPORTED, pins=quick[2], details=quick[1])
         report = parity.check(args.model, converted=args.converted, progress=progress, **options)
-    except (NnapiError, RunError) as e:
-        from .pins import unpinned_inputs
+    except (NnapiError, RunError) as e:   # a partition meeting an extent the unpinned inputs left unknown
         loose = unpinned_inputs(args.model, shapes, options["dims"]) if args.partial else {}
         if not loose:
             raise
-        raise CliError(f"the NNAPI partitions cannot run while the input shapes are not pinned: pin "
-                       + "; ".join(f"--input-shape {name}={shown[1:-1].replace(' ', '')}" for name, shown in loose.items())
-                       + " (with numbers for the ? and the named dimensions)",
-                       EXIT_INVALID, [f"input {name!r} is declared {shown}" for name, shown in loose.items()]
-                       + [f"the executor stopped at: {e}"]) from None
+        head, details = unpinned_advice(loose, "the NNAPI partitions cannot run")
+        raise CliError(head, EXIT_INVALID, details + [f"the executor stopped at: {e}"]) from None
     except parity.ParityError as e:
         if e.pins is not None and args.format == "json":  # a refused conversion: what would unlock it
             _write_output(json.dumps({"model": Path(args.model).name, "passed": False, "error": str(e),
@@ -295,9 +292,9 @@ def cmd_bench(args) -> int:
         r = bench(args.model, args.vs, args.threads, args.runs, args.warmup, shapes, profile=args.profile,
                   dims=_dims(args), clock=args.clock)
     except ReferenceFailed as e:   # e.g. a custom operator the reference has no kernel for
-        raise CliError(f"{e}; time the executor alone (without --vs)"
-                       + (" or try --vs litert-xnnpack, which has more operators" if args.vs != "litert-xnnpack"
-                          and str(args.vs).startswith("litert") else ""), EXIT_INVALID) from None
+        other = " or try --vs litert-xnnpack, which has more operators" if args.vs in ("litert", "litert-ref") else ""
+        raise CliError(f"{e}; time the executor alone (without --vs){other}" if args.vs else str(e),
+                       EXIT_INVALID) from None
     except (SourceError, ValueError) as e:
         raise CliError(str(e), EXIT_UNSUPPORTED if "cannot be converted" in str(e) else EXIT_INVALID) from None
     if args.format == "json":

@@ -155,6 +155,13 @@ def sentences(found: dict) -> list:
     return lines
 
 
+def unpinned_advice(loose: dict, what: str) -> tuple:
+    """(first line, detail lines) for `what` failed because of the unpinned inputs `loose` (unpinned_inputs)."""
+    flags = "; ".join(f"--input-shape {name}={shown[1:-1].replace(' ', '')}" for name, shown in loose.items())
+    return (f"{what} while the input shapes are not pinned: pin {flags} (numbers for the ? and the named "
+            f"dimensions)", [f"input {name!r} is declared {shown}" for name, shown in loose.items()])
+
+
 def unpinned_inputs(model_path, input_shapes: dict, dims: dict) -> dict:
     """{input name: its declared dimensions, e.g. '[batch, 3, ?, ?]'} of the inputs with a dynamic extent that
     neither --input-shape nor --dim pins, read from the model's declarations alone (no conversion)."""

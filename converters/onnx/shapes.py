@@ -66,8 +66,9 @@ def declared_inputs(proto: onnx.ModelProto) -> dict:
         if vi.name in constants or not vi.type.HasField("tensor_type"):
             continue
         tt = vi.type.tensor_type
-        found[vi.name] = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-                          for d in tt.shape.dim] if tt.HasField("shape") else None
+        found[vi.name] = [d.dim_value if d.HasField("dim_value") else (
+            None if d.dim_param in ("", "?") else d.dim_param)  # "?" (Paddle) names no particular extent
+            for d in tt.shape.dim] if tt.HasField("shape") else None
     return found
 
 

@@ -62,6 +62,12 @@ def test_tflite_static_dimension_pinned_to_another_value_names_it(capsys, tmp_pa
     assert f"dimension {len(shape) - 1} of input 'image' is {shape[-1]}" in err and f"gives {shape[-1] + 1}" in err
 
 
+def test_unnamed_question_mark_extents_are_not_one_dimension(tmp_path):
+    """Paddle writes '?' for every unknown extent: two of them pinned to different values agree with the model."""
+    path = dynamic_onnx(tmp_path / "q.onnx", dims=("?", 3, "?", "?"))
+    assert main(["convert", path, "-o", str(tmp_path / "o.nnapi"), "--input-shape", "x=1,3,8,6"]) == 0
+
+
 def test_agreeing_pins_still_convert(tmp_path, model):
     assert main(["convert", model, "-o", str(tmp_path / "o.nnapi"), "--input-shape", "x=1,3,8,8", "--dim", "h=8"]) == 0
 
