@@ -1,7 +1,6 @@
 """Pins checked against the model before any work, refusals that say what to do first and speak the
 command line's language (issue 33)."""
 import subprocess
-import sys
 
 import numpy as np
 import onnx
