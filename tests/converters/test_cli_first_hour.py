@@ -136,6 +136,15 @@ def test_unwritable_folder_is_exit_3(tmp_path, capsys):
     assert "permission denied" in capsys.readouterr().err
 
 
+def test_a_folder_the_user_cannot_write_is_refused_before_any_work(monkeypatch, tmp_path, capsys):
+    """As test_unwritable_folder_is_exit_3 where the tests run as root: the folder's access answer is no."""
+    import converters.output_paths as output_paths
+    monkeypatch.setattr(output_paths.os, "access", lambda path, mode: False)
+    assert main(["inspect", str(DEMO), "-o", str(tmp_path / "m.txt")]) == 3
+    err = capsys.readouterr().err
+    assert "permission denied" in err and str(tmp_path) in err, err
+
+
 def test_a_write_the_file_system_refuses_is_exit_3_naming_the_path(monkeypatch, tmp_path, capsys):
     import errno
 
