@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from .dependencies import MissingDependency
+from .exit_codes import EXIT_INTERNAL
 
 
 def guarded(fn: Callable, args: tuple) -> dict:
@@ -97,9 +98,6 @@ def _on_dask(fn, arg_tuples, address: str, done) -> list:
 
 # -- parity over many models ----------------------------------------------------------------------------------
 
-EXIT_ORDER = (0, 1, 2, 3, 4)
-
-
 def parity_row(path: str, options: dict) -> dict:
     """One model's parity as a batch row: the JSON report (README schema) with "model" the path given and
     "exit_code" what `nnapi parity MODEL` would exit with; or an error row with that exit code."""
@@ -121,8 +119,8 @@ def parity_row(path: str, options: dict) -> dict:
 
 
 def parity_exit_code(rows: list) -> int:
-    """The batch's exit code: the largest of the models' (an internal error counts as 3)."""
-    return max((r.get("exit_code", 3) for r in rows), default=0)
+    """The batch's exit code: the largest of the models' (a row without one is an internal error: 5)."""
+    return max((r.get("exit_code", EXIT_INTERNAL) for r in rows), default=0)
 
 
 def _worst(row: dict) -> str:
@@ -140,7 +138,8 @@ def render_parity_batch(rows: list, fmt: str) -> str:
     table = []
     for r in rows:
         if "error" in r:
-            table.append((r["model"], r.get("error_kind", "error").upper(), r.get("exit_code", 3), "", r["error"]))
+            table.append((r["model"], r.get("error_kind", "error").upper(), r.get("exit_code", EXIT_INTERNAL), "",
+                          r["error"]))
         else:
             table.append((r["model"], "passed" if r["passed"] else "MISMATCH", r["exit_code"], _worst(r),
                           (r.get("verdict") or {}).get("rule", "")))

@@ -70,6 +70,19 @@ def test_every_command_gives_the_same_advice_for_missing_litert(monkeypatch, cap
         "'ai-edge-litert')", lines
 
 
+def test_a_bug_inside_coverage_or_a_batch_row_is_exit_5(monkeypatch, capsys):
+    """coverage catches one model's failure into its report row (batches go on): a bug there is still 5."""
+    from converters import coverage
+    from converters.batch import error_row, parity_exit_code
+
+    def buggy(*a, **k):
+        raise TypeError("a bug")
+    monkeypatch.setattr(coverage, "build_report", buggy)
+    assert main(["coverage", str(DEMO_TFLITE)]) == 5
+    assert "internal error, please report: TypeError: a bug" in capsys.readouterr().err
+    assert parity_exit_code([{"model": "a", "exit_code": 1}, error_row("b", "the worker process failed")]) == 5
+
+
 def test_help_and_readme_list_exit_code_5(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
