@@ -16,7 +16,13 @@ def test_quantized_models_are_judged_operation_by_operation_against_the_referenc
     assert judged and judged <= set(range(len(model.operations)))
     assert all(e["max_units"] is not None and e["passed"] and e["reference"] == "litert-ref" for e in r["local"])
     assert r["passed"] and "end-to-end drift" in r["verdict"]["summary"]
-    assert set(r["verdict"]["drift"]) == {"max_units", "max_abs_error", "cosine", "top1_agreement", "top5_agreement"}
+    assert set(r["verdict"]["drift"]) == {"max_units", "max_abs_error", "cosine", "top1_agreement", "top5_agreement",
+                                          "kernel_spread"}
+    spread = r["verdict"]["drift"]["kernel_spread"]
+    assert spread["kernel_sets"] == ["litert", "litert-ref", "litert-xnnpack"] and spread["drift"] >= 0
+    e2e = r["end_to_end"]
+    assert e2e["reference"] == "litert-ref" and e2e["passed"] and e2e["max_units"] <= e2e["allowed_units"]
+    assert r["unjudged"] == [] or all(u["harmless"] for u in r["unjudged"])
 
 
 def test_an_altered_quantized_weight_fails_at_its_own_operation(tmp_path):
@@ -84,9 +90,11 @@ def test_partitions_of_a_partial_quantized_model_are_judged_operation_by_operati
 def test_an_output_of_another_shape_fails_the_local_verdict():
     """Drift is left to the end-to-end figures, a different shape (max |diff| inf) is not drift."""
     from converters.parity import OutputParity, ParityReport
+    from converters.parity_verdict import conclude
     report = ParityReport("m.onnx", "onnxruntime", 1, [OutputParity("y", [2], "float32", max_abs_error=0.5)])
     report.verdict = {"rule": "local"}
     report.local = [{"passed": True}]
-    assert report.passed
-    report.partitions = [{"passed": False, "outputs": [{"name": "z", "max_abs_error": float("inf")}]}]
-    assert not report.passed
+    assert conclude(report) and report.passed
+    report.partitions = [{"index": 0, "passed": False, "outputs": [{"name": "z", "max_abs_error": float("inf")}]}]
+    assert not conclude(report) and not report.passed
+    assert report.verdict["failures"] == ["output 'z' has another shape or NaNs where the framework has none"]
