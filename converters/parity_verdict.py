@@ -37,7 +37,8 @@ def conclude(report: ParityReport) -> bool:
     from .parity_local import uncomparable
     parts = report.partitions or []
     failures = []
-    compared = [o.name for o in report.outputs] + [o["name"] for p in parts if not p.get("unchecked")
+    compared = [o.name for o in report.outputs] + [o["name"] for p in parts  # a segment's are not the model's
+                                                   if not p.get("unchecked") and not p.get("segment")
                                                    for o in p["outputs"]]
     if not compared:
         why = "; ".join(f"{u['name']!r}: {u['why']}" for u in report.unchecked_outputs[:3])
