@@ -221,8 +221,8 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
     report.samples = len(sample_inputs)
     report.model_outputs = [graph.tensors[t].name for t in graph.outputs]
     unjudged: dict = {}   # local pass: {operation (or (partition, operation)): why it was not judged}
-    end_to_end = EndToEnd(local_reference, graph, dq_steps, result.model.relaxed) \
-        if rule == "local" and result.model is not None else None
+    end_to_end = EndToEnd(local_reference, graph, dq_steps, result.model.relaxed if result.model else False) \
+        if rule == "local" else None
     for k, sample in enumerate(sample_inputs):
         if progress:
             progress(k, len(sample_inputs))
@@ -301,7 +301,7 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
                     local_tensors = ref_tensors if local_reference == reference else \
                         runs_of(data, local_reference, True)[j][1]
                     report.local = local_check_partitions(result, local_tensors, tol, dq_steps, local_reference,
-                                                          report.local, unjudged)
+                                                          report.local, unjudged, end_to_end)
                 continue
             got_outs, trace = run_traced(result.model, to_nnapi_inputs(result, ins, state=state))
             state = carry(result.model, got_outs)
@@ -337,7 +337,7 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
                 report.layers = merge_layers(report.layers, layers)
     if report.local is not None:
         report.unjudged = [unjudged_entry(key, why, result) for key, why in sorted(unjudged.items(), key=str)]
-    if end_to_end is not None:
+    if end_to_end is not None and end_to_end.outputs:
         report.end_to_end = end_to_end.as_dict()
     output_coverage(report, result)
     if hybrid_data is not None and report.hybrid:

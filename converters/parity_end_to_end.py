@@ -38,11 +38,13 @@ from .parity_report import rank0_as_source, to_source_layout
 from .tolerance import allowed_error
 
 
-def rounding_depth(graph) -> dict:
-    """{tensor index: the most rounding points on a path from a model input to it}: a node that writes a
-    non-constant quantized tensor rounds once (a requantization, a QuantizeLinear)."""
-    depth = {t: 0 for t in graph.inputs}
-    for node in graph.nodes:  # execution order
+def rounding_depth(graph, nodes=None, starts=None) -> dict:
+    """{tensor index: the most rounding points on a path from a model input (or from `starts`, through `nodes`:
+    a partition) to it}: a node that writes a non-constant quantized tensor rounds once (a requantization, a
+    QuantizeLinear)."""
+    depth = {t: 0 for t in (graph.inputs if starts is None else starts)}
+    chosen = graph.nodes if nodes is None else [graph.nodes[k] for k in nodes]
+    for node in chosen:  # execution order
         before = max((depth.get(t, 0) for t in node.inputs if t >= 0), default=0)
         for t in node.outputs:
             if t < 0:
@@ -86,6 +88,20 @@ class EndToEnd:
                                                            ref)
             self._fold(t_index, t.name, np.asarray(ref), got)
 
+    def add_partition(self, k: int, p, part_result, got_outs: list, ref_tensors: dict) -> None:
+        """A partition of a partial conversion, fed the reference kernels' tensors at its inputs: its outputs
+        against theirs, the depth counted from the partition's inputs."""
+        depth = rounding_depth(self.graph, p.nodes, p.inputs)
+        for j, t_index in enumerate(p.outputs):
+            ref = ref_tensors.get(t_index)
+            if ref is None or j >= len(got_outs):
+                continue
+            t = self.graph.tensors[t_index]
+            got = got_outs[j]
+            got = None if got is None else rank0_as_source(
+                to_source_layout(part_result, p.model.outputs[j], got, t.dtype), np.asarray(ref))
+            self._fold(t_index, t.name, np.asarray(ref), got, depth.get(t_index, 0), partition=k)
+
     def add_kernel_sets(self, result, got_outs: list, default: str, runs: dict) -> None:
         """The drift against the default reference, and the framework's own spread between its kernel sets
         (`runs`: {kernel set: outputs}) on the same inputs, per output in its unit (absolute where none)."""
@@ -108,11 +124,14 @@ class EndToEnd:
                     rec["drift"] = max(rec["drift"], float(np.abs(mine.astype(np.float64) - outs[default]).max())
                                        / unit)
 
-    def _fold(self, t_index: int, name: str, ref: np.ndarray, got: Optional[np.ndarray]) -> None:
+    def _fold(self, t_index: int, name: str, ref: np.ndarray, got: Optional[np.ndarray],
+              depth: Optional[int] = None, partition: Optional[int] = None) -> None:
         unit, what = output_unit(self.graph, t_index, self.dq_steps)
-        depth = self.depth.get(t_index, 0)
+        depth = self.depth.get(t_index, 0) if depth is None else depth
         rec = self.outputs.setdefault(name, {"name": name, "unit": what, "depth": depth, "max_units": 0.0,
                                              "max_abs_error": 0.0, "passed": True})
+        if partition is not None:
+            rec["partition"] = partition
         if got is None or got.shape != ref.shape:
             rec.update(max_units=float("inf"), max_abs_error=float("inf"), passed=False)
             return

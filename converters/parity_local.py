@@ -213,10 +213,12 @@ def _badness(entry: dict) -> tuple:
 
 
 def local_check_partitions(result, ref_tensors: dict, tol: dict, dq_steps: dict, reference: str,
-                           previous: Optional[list] = None, unjudged: Optional[dict] = None) -> list:
+                           previous: Optional[list] = None, unjudged: Optional[dict] = None,
+                           end_to_end=None) -> list:
     """local_check for each partition of a partial conversion (the framework ran the whole model, so every
     boundary tensor is known): each partition runs on the framework's boundary tensors, then each of its
-    operations is judged on its own. Entries carry "partition"; `unjudged` is keyed (partition, operation)."""
+    operations is judged on its own. Entries carry "partition"; `unjudged` is keyed (partition, operation).
+    `end_to_end` (parity_end_to_end.EndToEnd) receives each partition's outputs of that run."""
     from .convert import ConversionResult
     from .running import run_traced, to_nnapi_inputs
     entries = []
@@ -231,7 +233,9 @@ def local_check_partitions(result, ref_tensors: dict, tol: dict, dq_steps: dict,
             continue
         part = ConversionResult(result.source, result.feature_level, [], model=p.model, operand_map=p.operand_map,
                                 operand_perm=p.operand_perm)
-        _, trace = run_traced(p.model, to_nnapi_inputs(part, [ref_tensors[t] for t in p.inputs], p.model))
+        outs, trace = run_traced(p.model, to_nnapi_inputs(part, [ref_tensors[t] for t in p.inputs], p.model))
+        if end_to_end is not None:
+            end_to_end.add_partition(k, p, part, outs, ref_tensors)
         mine = {op: why for (kk, op), why in unjudged.items() if kk == k}
         entries += [dict(e, partition=k) for e in local_check(part, trace, ref_tensors, tol, dq_steps, reference,
                                                               earlier, mine)]

@@ -63,7 +63,9 @@ def conclude(report: ParityReport) -> bool:
         for name in uncomparable(report.outputs, parts):
             failures.append(f"output {name!r} has another shape or NaNs where the framework has none")
         e2e = report.end_to_end
-        if e2e is not None and not e2e["passed"]:
+        if e2e is None:
+            failures.append("no output was compared end to end with the reference kernels")
+        elif not e2e["passed"]:
             worst = next((o for o in e2e["outputs"] if not o["passed"]), None)
             failures.append(f"end to end against {e2e['reference']}: output {worst['name']!r} "
                             + (f"{worst['max_units']:g} units beyond the allowed {worst['allowed_units']}"

@@ -82,6 +82,9 @@ def test_partitions_of_a_partial_quantized_model_are_judged_operation_by_operati
     assert r["verdict"]["rule"] == "local", r["verdict"]
     assert {e["partition"] for e in r["local"]} == {0, 1}
     assert r["passed"] and all(e["passed"] for e in r["local"])
+    # each partition fed the reference kernels' boundary tensors, its outputs against theirs
+    e2e = r["end_to_end"]
+    assert e2e["passed"] and {o.get("partition") for o in e2e["outputs"]} <= {0, 1} and e2e["outputs"]
     assert any(e["nnapi_op"] == "CONV_2D" and e["max_units"] is not None and e["max_units"] <= 1 for e in r["local"])
     e2e = check(str(path), partial=True, max_lsb=1).as_dict()
     assert e2e["verdict"]["rule"] == "end-to-end" and "local" not in e2e
@@ -94,6 +97,8 @@ def test_an_output_of_another_shape_fails_the_local_verdict():
     report = ParityReport("m.onnx", "onnxruntime", 1, [OutputParity("y", [2], "float32", max_abs_error=0.5)])
     report.verdict = {"rule": "local"}
     report.local = [{"passed": True}]
+    report.end_to_end = {"reference": "onnxruntime", "max_units": 0, "allowed_units": 1, "passed": True,
+                         "outputs": []}
     assert conclude(report) and report.passed
     report.partitions = [{"index": 0, "passed": False, "outputs": [{"name": "z", "max_abs_error": float("inf")}]}]
     assert not conclude(report) and not report.passed
