@@ -58,22 +58,26 @@ def chained_run(graph, data: bytes, main_index: int, inputs: list, reference: st
     return known, lacking
 
 
-def custom_node_checks(graph, executor: dict) -> list:
-    """Each custom node's reference fed the executor's values of its inputs: [(node, output tensor, reference
-    value or None, why none)]."""
+def custom_node_checks(graph, executor: dict, chained: dict) -> list:
+    """Each custom node's reference fed the executor's values of its inputs, the chain's where the converted
+    model keeps no operand of an input (a composition read its parts instead): [(node, output tensor,
+    reference value or None, why none, how many inputs came from the chain)]."""
     checks = []
     for node in graph.nodes:
         if not node.op.startswith("CUSTOM:"):
             continue
         out = node.outputs[0]
-        ins = [_value(graph, executor, t) for t in node.inputs if t >= 0]
+        mine = [_value(graph, executor, t) for t in node.inputs if t >= 0]
+        ins = [v if v is not None else _value(graph, chained, t) for v, t in zip(mine, [t for t in node.inputs
+                                                                                        if t >= 0])]
         if any(v is None for v in ins):
-            checks.append((node, out, None, "the executor kept no value of one of its inputs"))
+            checks.append((node, out, None, "no value of one of its inputs", 0))
             continue
         try:
-            checks.append((node, out, run_custom(node, [np.asarray(v) for v in ins], graph.tensors[out].shape), ""))
+            checks.append((node, out, run_custom(node, [np.asarray(v) for v in ins], graph.tensors[out].shape), "",
+                           sum(v is None for v in mine)))
         except NoReference as e:
-            checks.append((node, out, None, str(e)))
+            checks.append((node, out, None, str(e), 0))
     return checks
 
 
@@ -121,20 +125,21 @@ def check_chained(report, result, data: bytes, inputs: list, reference: str, oth
     report.outputs = [by_name[graph.tensors[t].name] for t in graph.outputs if graph.tensors[t].name in by_name]
     report.unchecked_outputs = list(unchecked.values())
     nodes = {c["node_index"]: c for c in report.custom_nodes or []}
-    for node, out, ref, why in custom_node_checks(graph, executor):
+    for node, out, ref, why, from_chain in custom_node_checks(graph, executor, known):
         entry = nodes.setdefault(node.index, {"node_index": node.index, "op": node.op[len("CUSTOM:"):],
                                               "tensor": graph.tensors[out].name})
         mine = executor.get(out)
         if ref is None or mine is None:
             entry.setdefault("checked_by", None)
-            entry.setdefault("why", why or "the converted model keeps no operand of its output (a fold merged it): "
+            entry.setdefault("why", why or "the converted model holds no value of its output tensor: "
                                            "judged only through the model outputs it reaches")
             continue
         par = compare(graph.tensors[out].name, ref, rank0_as_source(np.asarray(mine), ref), False, model.relaxed,
                       tol_float_only(tol))
         worse = par.max_abs_error > entry.get("max_abs_error", -1.0)
-        entry.update(checked_by="parity's numpy reference fed the executor's inputs of the node",
-                     passed=entry.get("passed", True) and par.passed)
+        entry.update(checked_by="parity's numpy reference fed the executor's inputs of the node" + (
+            f" ({from_chain} from the chain: the converted model keeps no operand of them)" if from_chain else ""),
+            passed=entry.get("passed", True) and par.passed)
         if worse:
             entry.update(max_abs_error=par.max_abs_error, allowed=par.allowed)
     report.custom_nodes = [nodes[k] for k in sorted(nodes)]
