@@ -240,21 +240,30 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
             ins = sample[0]
             report.whole_model_run = str(whole_run_failed)
             if result.model is not None:
-                # converted whole, but the framework lacks a custom operator: check the segments it can run
-                if others:
+                # converted whole, but the framework lacks a custom operator: check the segments it can run, and
+                # (TFLite) the outputs against the segments chained with parity's references of the custom ops
+                chained_spread = fmt == "tflite" and others
+                if others and not chained_spread:
                     report.tolerance = {"mode": "fixed", "why": "the framework cannot run the whole model, so "
                                                                 "its spread cannot be measured"}
                     others = []
                     for key in ("spread_factor", "spread_source"):
                         tol.pop(key, None)
-                report.partitions = check_segments(result, fmt, model_path, data, ins, reference, tol,
+                report.partitions = check_segments(result, fmt, model_path, data, ins, reference,
+                                                    {kk: v for kk, v in tol.items() if kk not in ("spread_factor",
+                                                                                                 "spread_source")},
                                                     report.partitions, whole_run_failed)
                 if fmt == "tflite":
                     try:
-                        check_chained(report, result, data, ins, reference, others, tol, dq_steps)
+                        others = check_chained(report, result, data, ins, reference, others, tol, dq_steps)
                     except ChainFailed as e:
                         report.unchecked_outputs = [{"name": n, "why": f"no whole-model reference: {e}"}
                                                     for n in report.model_outputs]
+                    chained_why = "; spread of the chained reference over the kernel sets that run it"
+                    if chained_spread:
+                        report.tolerance.update(references=[reference] + others,
+                                                why=report.tolerance["why"].replace(chained_why, "") + chained_why)
+                        tol["spread_source"] = ", ".join([reference] + others)
                 continue
             # the framework cannot run the whole model: check each partition as an extracted sub-model
             feeder = extracted_feeder(result, fmt, model_path, data, ins, reference, seed + k, others)

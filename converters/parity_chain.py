@@ -86,22 +86,27 @@ CHAINED = "chained: LiteRT ({reference}) runs the segments between the custom op
 
 
 def check_chained(report, result, data: bytes, inputs: list, reference: str, others: list, tol: dict,
-                  dq_steps: dict) -> None:
+                  dq_steps: dict) -> list:
     """Fold one sample into the report: every model output the chain reaches against the executor's (the
     others in report.unchecked_outputs, with why), each custom node against its reference fed the executor's
     inputs (report.custom_nodes). With `others` (--tolerance spread), the chain also runs on those kernel sets
-    and the outputs' spread between them widens the tolerance."""
+    and the outputs' spread between them widens the tolerance; returns the ones that ran it."""
     from .parity_references import framework_spread, tolerance_for
     from .parity_report import compare, merge_parity, rank0_as_source, to_source_layout
     from .running import run_traced, to_nnapi_inputs
     graph, model = result.source.main, result.model
     known, lacking = chained_run(graph, data, result.source.main_index, inputs, reference)
-    spreads = None
+    spreads, ran = None, []
     if others:
-        runs = [([known.get(t) for t in graph.outputs], {})]
-        runs += [([chained_run(graph, data, result.source.main_index, inputs, r)[0].get(t) for t in graph.outputs],
-                  {}) for r in others]
-        spreads = framework_spread([(o, {}) for o, _ in runs if all(v is not None for v in o)], graph)
+        runs = [[known.get(t) for t in graph.outputs]]
+        for r in others:
+            try:
+                runs.append([chained_run(graph, data, result.source.main_index, inputs, r)[0].get(t)
+                             for t in graph.outputs])
+                ran.append(r)
+            except ChainFailed:   # a kernel set that cannot run a segment is left out of the spread
+                continue
+        spreads = framework_spread([(o, {}) for o in runs if all(v is not None for v in o)], graph)
     got, trace = run_traced(model, to_nnapi_inputs(result, inputs))
     executor = dict(zip(graph.inputs, inputs))
     for o, (t, _) in result.operand_map.items():
@@ -143,6 +148,7 @@ def check_chained(report, result, data: bytes, inputs: list, reference: str, oth
         if worse:
             entry.update(max_abs_error=par.max_abs_error, allowed=par.allowed)
     report.custom_nodes = [nodes[k] for k in sorted(nodes)]
+    return ran
 
 
 def tol_float_only(tol: dict) -> dict:
