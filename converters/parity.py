@@ -31,7 +31,8 @@ from .parity_local import (HARMLESS_UNJUDGED, LOCAL_REFERENCES, drift_line, drif
                            local_check_partitions)
 from .parity_partitions import check_partitions, check_segments, extracted_feeder
 from .parity_references import (SPREAD_REFERENCES, choose_tolerance, dequantized_steps, exact_distances,
-                                framework_spread, kernel_set_runs, reference_run, reference_run_or_fallback)
+                                framework_spread, kernel_set_runs, reference_run, reference_run_or_fallback,
+                                xnnpack_may_stand_in)
 from .parity_report import (OutputParity, ParityError, ParityReport, compare, merge_parity, rank0_as_source,
                             to_source_layout)
 from .parity_verdict import (compare_outputs, conclude, first_divergence, localization_line, merge_layers,
@@ -229,7 +230,8 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
         want_all = layerwise or result.model is None or report.local is not None
         try:
             ref_runs, used, fallback = reference_run_or_fallback(fmt, model_path, data, graph, sample, reference,
-                                                                 want_all, may_fall_back and result.model is not None)
+                                                                 want_all, may_fall_back and result.model is not None
+                                                                 and xnnpack_may_stand_in(graph))
             if used != reference:   # the default reference cannot run the model; XNNPACK runs it whole
                 reference, report.reference, report.reference_fallback = used, used, fallback
                 others = [r for r in others if r != used]

@@ -40,9 +40,9 @@ def chained_run(graph, data: bytes, main_index: int, inputs: list, reference: st
             if any(v is None for v in ins):
                 lacking[step.index] = "an input depends on a custom node without a reference"
                 continue
-            out = step.outputs[0]
             try:
-                known[out] = run_custom(step, [np.asarray(v) for v in ins], graph.tensors[out].shape)
+                outs = run_custom(step, [np.asarray(v) for v in ins], graph.tensors[step.outputs[0]].shape)
+                known.update((t, v) for t, v in zip(step.outputs, outs) if t >= 0)
             except NoReference as e:
                 lacking[step.index] = str(e)
             continue
@@ -61,23 +61,23 @@ def chained_run(graph, data: bytes, main_index: int, inputs: list, reference: st
 def custom_node_checks(graph, executor: dict, chained: dict) -> list:
     """Each custom node's reference fed the executor's values of its inputs, the chain's where the converted
     model keeps no operand of an input (a composition read its parts instead): [(node, output tensor,
-    reference value or None, why none, how many inputs came from the chain)]."""
+    reference value or None, why none, how many inputs came from the chain)], one per output."""
     checks = []
     for node in graph.nodes:
         if not node.op.startswith("CUSTOM:"):
             continue
-        out = node.outputs[0]
+        outs = [t for t in node.outputs if t >= 0]
         mine = [_value(graph, executor, t) for t in node.inputs if t >= 0]
         ins = [v if v is not None else _value(graph, chained, t) for v, t in zip(mine, [t for t in node.inputs
                                                                                         if t >= 0])]
         if any(v is None for v in ins):
-            checks.append((node, out, None, "no value of one of its inputs", 0))
+            checks += [(node, out, None, "no value of one of its inputs", 0) for out in outs]
             continue
         try:
-            checks.append((node, out, run_custom(node, [np.asarray(v) for v in ins], graph.tensors[out].shape), "",
-                           sum(v is None for v in mine)))
+            refs = run_custom(node, [np.asarray(v) for v in ins], graph.tensors[outs[0]].shape)
+            checks += [(node, out, ref, "", sum(v is None for v in mine)) for out, ref in zip(outs, refs)]
         except NoReference as e:
-            checks.append((node, out, None, str(e), 0))
+            checks += [(node, out, None, str(e), 0) for out in outs]
     return checks
 
 
@@ -129,10 +129,11 @@ def check_chained(report, result, data: bytes, inputs: list, reference: str, oth
         by_name[t.name] = merge_parity(by_name[t.name], par) if t.name in by_name else par
     report.outputs = [by_name[graph.tensors[t].name] for t in graph.outputs if graph.tensors[t].name in by_name]
     report.unchecked_outputs = list(unchecked.values())
-    nodes = {c["node_index"]: c for c in report.custom_nodes or []}
+    nodes = {(c["node_index"], c["tensor"]): c for c in report.custom_nodes or []}   # one entry per output
     for node, out, ref, why, from_chain in custom_node_checks(graph, executor, known):
-        entry = nodes.setdefault(node.index, {"node_index": node.index, "op": node.op[len("CUSTOM:"):],
-                                              "tensor": graph.tensors[out].name})
+        entry = nodes.setdefault((node.index, graph.tensors[out].name),
+                                 {"node_index": node.index, "op": node.op[len("CUSTOM:"):],
+                                  "tensor": graph.tensors[out].name})
         mine = executor.get(out)
         if ref is None or mine is None:
             entry.setdefault("checked_by", None)
@@ -147,7 +148,7 @@ def check_chained(report, result, data: bytes, inputs: list, reference: str, oth
             passed=entry.get("passed", True) and par.passed)
         if worse:
             entry.update(max_abs_error=par.max_abs_error, allowed=par.allowed)
-    report.custom_nodes = [nodes[k] for k in sorted(nodes)]
+    report.custom_nodes = list(nodes.values())
     return ran
 
 

@@ -20,6 +20,11 @@ NNAPI compositions (converters/tflite/ops/mediapipe*.py): the point is a second,
   the subset's landmarks rotated by r, their bounding box, its centre rotated back, and the 4x4 product
   shift(centre) * rotation(-r) * scale(scale_x w / out_w, scale_y h / out_h) * shift(-out_w / 2, -out_h / 2),
   each product a float32 sum over k in order.
+- MaxPoolingWithArgmax2D: per window (TFLite's SAME / VALID output size and padding), the first strictly
+  greater value in row-major order starting from the lowest float (NaNs never win), clamped to the fused
+  activation's range, and its index in the window, fy * filter_width + fx + 0.1.
+- MaxUnpooling2D: an output of the input's size times the filter's, zeros, each value written at the window
+  position its index names (padding as TFLite computes it for that output); positions outside are skipped.
 """
 from __future__ import annotations
 
@@ -74,6 +79,63 @@ def transpose_conv_bias(node, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np
                     if 0 <= ox < ow:
                         # sum over input channels for every output channel: [n, ic] @ [ic, oc]
                         out[:, oy, ox, :] += (x[:, y, xx, :].astype(F32) @ w[:, fy, fx, :].astype(F32).T).astype(F32)
+    return out
+
+
+POOL_FIELDS = ("padding", "stride_width", "stride_height", "filter_width", "filter_height", "activation")
+LOWEST = float(np.finfo(np.float32).min)
+# TFLite's CalculateActivationRange for float: RELU, RELU_N1_TO_1, RELU6; anything else no clamp
+ACTIVATION = {1: (0.0, float(np.finfo(np.float32).max)), 2: (-1.0, 1.0), 3: (0.0, 6.0)}
+
+
+def _compute_padding(stride: int, in_size: int, filter_size: int, out_size: int) -> int:
+    return max(0, ((out_size - 1) * stride + filter_size - in_size) // 2)
+
+
+def max_pool_argmax(node, x: np.ndarray) -> list:
+    p = _struct_options(node, POOL_FIELDS)
+    sh, sw, fh, fw = p["stride_height"], p["stride_width"], p["filter_height"], p["filter_width"]
+    n, ih, iw, c = x.shape
+    size = {1: lambda i, f, s: (i + s - 1) // s, 2: lambda i, f, s: (i - f + s) // s}.get(p["padding"])
+    if size is None or min(sh, sw, fh, fw) <= 0:
+        raise NoReference(f"MaxPoolingWithArgmax2D options {p} are not a pooling the kernel runs")
+    oh, ow = size(ih, fh, sh), size(iw, fw, sw)
+    top, left = _compute_padding(sh, ih, fh, oh), _compute_padding(sw, iw, fw, ow)
+    lo, hi = ACTIVATION.get(p["activation"], (-np.inf, np.inf))
+    values, indices = np.empty((n, oh, ow, c), F32), np.empty((n, oh, ow, c), F32)
+    for b in range(n):
+        for oy in range(oh):
+            for ox in range(ow):
+                y0, x0 = oy * sh - top, ox * sw - left
+                for ch in range(c):
+                    best, at = LOWEST, 0
+                    for fy in range(max(0, -y0), min(fh, ih - y0)):
+                        for fx in range(max(0, -x0), min(fw, iw - x0)):
+                            v = float(x[b, y0 + fy, x0 + fx, ch])
+                            if v > best:
+                                best, at = v, fy * fw + fx
+                    values[b, oy, ox, ch] = min(max(best, lo), hi)
+                    indices[b, oy, ox, ch] = F32(at) + F32(0.1)
+    return [values, indices]
+
+
+def max_unpooling(node, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    p = _struct_options(node, POOL_FIELDS)
+    sh, sw, fh, fw = p["stride_height"], p["stride_width"], p["filter_height"], p["filter_width"]
+    if min(sh, sw, fh, fw) <= 0:
+        raise NoReference(f"MaxUnpooling2D options {p} are not an unpooling the kernel runs")
+    n, ih, iw, c = x.shape
+    oh, ow = ih * fh, iw * fw
+    top, left = _compute_padding(sh, oh, fh, ih), _compute_padding(sw, ow, fw, iw)
+    out = np.zeros((n, oh, ow, c), F32)
+    for b in range(n):
+        for y in range(ih):
+            for xx in range(iw):
+                for ch in range(c):
+                    k = int(indices[b, y, xx, ch])   # the kernel's float -> int conversion: toward zero
+                    oy, ox = y * sh - top + k // fw, xx * sw - left + k % fw
+                    if 0 <= oy < oh and 0 <= ox < ow:
+                        out[b, oy, ox, ch] = x[b, y, xx, ch]
     return out
 
 
@@ -186,12 +248,14 @@ CUSTOM_REFERENCES: dict[str, Callable] = {
     "TransformLandmarks": transform_landmarks,
     "TransformTensorBilinear": transform_tensor_bilinear,
     "Landmarks2TransformMatrix": landmarks_to_transform_matrix,
+    "MaxPoolingWithArgmax2D": max_pool_argmax,
+    "MaxUnpooling2D": max_unpooling,
 }
 NEEDS_OUTPUT_SHAPE = {"TransformTensorBilinear"}
 
 
-def run_custom(node, inputs: list, output_shape) -> np.ndarray:
-    """The custom node's output from its input arrays; NoReference when there is no reference for it."""
+def run_custom(node, inputs: list, output_shape) -> list:
+    """The custom node's outputs from its input arrays; NoReference when there is no reference for it."""
     op = node.op[len("CUSTOM:"):]
     fn = CUSTOM_REFERENCES.get(op)
     if fn is None:
@@ -199,4 +263,5 @@ def run_custom(node, inputs: list, output_shape) -> np.ndarray:
     version = getattr(node, "version", None)
     if op in ("TransformLandmarks", "TransformTensorBilinear", "Landmarks2TransformMatrix") and version not in (2, None):
         raise NoReference(f"{op} version {version}: the reference implements version 2")
-    return fn(node, *inputs, output_shape) if op in NEEDS_OUTPUT_SHAPE else fn(node, *inputs)
+    out = fn(node, *inputs, output_shape) if op in NEEDS_OUTPUT_SHAPE else fn(node, *inputs)
+    return out if isinstance(out, list) else [out]

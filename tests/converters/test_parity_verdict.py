@@ -96,8 +96,8 @@ def test_every_output_of_an_operation_is_judged(tmp_path, monkeypatch):
 
 
 def _argmax_pool_model(path):
-    """x -> ADD 1 -> CUSTOM MaxPoolingWithArgmax2D (converted; LiteRT's built-in kernels have none, and parity
-    has no numpy reference of it) -> (values, indices)."""
+    """x -> ADD 1 -> CUSTOM MaxPoolingWithArgmax2D (converted; LiteRT's built-in kernels have none, XNNPACK
+    encodes its indices another way) -> (values, indices)."""
     g = GraphBuilder()
     x = g.input("x", [1, 4, 4, 1])
     a = g.tensor("added", [1, 4, 4, 1])
@@ -110,10 +110,23 @@ def _argmax_pool_model(path):
     path.write_bytes(g.finish())
 
 
-def test_outputs_no_reference_reaches_are_listed_and_the_verdict_fails(tmp_path):
+def test_both_outputs_of_an_argmax_pooling_are_compared_through_the_chain(tmp_path):
     path = tmp_path / "m.tflite"
     _argmax_pool_model(path)
-    r = check(str(path), reference="litert").as_dict()
+    r = check(str(path)).as_dict()
+    assert r["reference"] == "litert" and r.get("reference_fallback") is None   # not XNNPACK's other indices
+    assert r["passed"] and [o["name"] for o in r["outputs"]] == ["values", "indices"]
+    assert [c["tensor"] for c in r["custom_nodes"]] == ["values", "indices"] and all(c["passed"]
+                                                                                      for c in r["custom_nodes"])
+
+
+def test_outputs_no_reference_reaches_are_listed_and_the_verdict_fails(tmp_path, monkeypatch):
+    """A custom operator parity has no numpy reference of (as MaxPoolingWithArgmax2D were without one)."""
+    from converters import parity_custom_refs
+    monkeypatch.delitem(parity_custom_refs.CUSTOM_REFERENCES, "MaxPoolingWithArgmax2D")
+    path = tmp_path / "m.tflite"
+    _argmax_pool_model(path)
+    r = check(str(path)).as_dict()
     assert r["outputs"] == [] and [u["name"] for u in r["unchecked_outputs"]] == ["values", "indices"]
     assert all("no independent reference for the custom operator MaxPoolingWithArgmax2D" in u["why"]
                for u in r["unchecked_outputs"])
