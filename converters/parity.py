@@ -347,7 +347,8 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
                 report.first_divergence = report.first_divergence or found
                 report.layers = merge_layers(report.layers, layers)
     if report.local is not None:
-        report.unjudged = [unjudged_entry(key, why, result) for key, why in sorted(unjudged.items(), key=str)]
+        in_order = sorted(unjudged.items(), key=lambda kv: kv[0] if isinstance(kv[0], tuple) else (-1, kv[0]))
+        report.unjudged = [unjudged_entry(key, why, result) for key, why in in_order]
     if end_to_end is not None and end_to_end.outputs:
         report.end_to_end = end_to_end.as_dict()
     output_coverage(report, result)
