@@ -6,6 +6,7 @@ import numpy as np
 import nnapi
 from converters import tflite
 from converters.parity import check
+from converters.parity_render import render_text
 from converters.tflite.authoring import GraphBuilder
 
 from tests.converters.test_parity_tolerance import _with_constant
@@ -45,8 +46,12 @@ def face_ops_model(path):
 def test_the_outputs_of_a_model_no_kernel_set_runs_are_compared_end_to_end(tmp_path):
     path = tmp_path / "face.tflite"
     face_ops_model(path)
-    r = check(str(path), samples=2).as_dict()
+    report = check(str(path), samples=2)
+    r = report.as_dict()
     assert "Landmarks2TransformMatrix" in r["whole_model_run"] and r.get("reference_fallback") is None
+    text = render_text(report)
+    assert "outputs: 2 of 2 compared (chained: LiteRT (litert) runs the segments" in text
+    assert "custom node 3 TransformTensorBilinear -> 'crop': " in text
     assert r["passed"] and [o["name"] for o in r["outputs"]] == ["y", "z"] and r["unchecked_outputs"] == []
     assert r["checked_by"].startswith("chained: LiteRT (litert) runs the segments")
     nodes = {c["op"]: c for c in r["custom_nodes"]}

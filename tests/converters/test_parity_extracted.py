@@ -4,6 +4,7 @@ from ai_edge_litert import schema_py_generated as schema
 
 from converters.extract import tflite_submodel
 from converters.parity import check
+from converters.parity_render import render_text
 from converters.runners import run_litert
 from converters.tflite.authoring import GraphBuilder
 
@@ -83,8 +84,12 @@ def test_a_complete_conversion_is_checked_end_to_end_where_the_framework_lacks_a
     path = tmp_path / "m.tflite"
     custom_converted_in_the_middle(path)
     assert tflite.convert(str(path)).complete
-    r = check(str(path)).as_dict()
+    report = check(str(path))
+    r = report.as_dict()
     assert r["reference"] == "litert-xnnpack" and "Convolution2DTransposeBias" in r["reference_fallback"]
+    text = render_text(report)
+    assert "PASS against litert-xnnpack" in text and "reference: litert could not run the model" in text
+    assert "outputs: 1 of 1 compared (whole-model reference litert-xnnpack)" in text
     assert r["passed"] and "whole_model_run" not in r and [o["name"] for o in r["outputs"]] == ["y"]
     assert r["checked_by"] == "whole-model reference litert-xnnpack" and r["unchecked_outputs"] == []
     chained = check(str(path), reference="litert").as_dict()
