@@ -5,14 +5,17 @@ tolerance.
 
 This module is the main flow (`check`: inputs, the conversion or a saved model, per sample and step the
 framework's run against ours); the report and comparison are in parity_report.py, the framework runs and
-spread in parity_references.py, the verdict rules and --layerwise in parity_verdict.py, partitions and
-segments in parity_partitions.py, the per-operation check in parity_local.py.
+spread in parity_references.py, the verdict rules, `passed` (conclude) and --layerwise in parity_verdict.py,
+partitions and segments in parity_partitions.py, the per-operation check in parity_local.py, the quantized
+models' end-to-end bound in parity_end_to_end.py, the chained reference of a model no LiteRT kernel set
+runs in parity_chain.py with its custom-operator references in parity_custom_refs.py.
 
 `check(...) -> ParityReport`; `ParityReport.as_dict()` has the stable JSON
 schema documented in the README: model, reference, passed, samples, outputs
 [{name, shape, dtype, max_abs_error, max_rel_error, mean_abs_error, cosine,
 lsb_histogram, passed}], first_divergence (null or {operation_index,
-nnapi_op, source_tensor, max_abs_error, inputs}), partitions (partial only).
+nnapi_op, source_tensor, max_abs_error, inputs}), partitions (partial only), checked_by, unchecked_outputs,
+and where they apply reference_fallback, custom_nodes, unjudged, end_to_end.
 """
 from __future__ import annotations
 
