@@ -5,14 +5,17 @@ tolerance.
 
 This module is the main flow (`check`: inputs, the conversion or a saved model, per sample and step the
 framework's run against ours); the report and comparison are in parity_report.py, the framework runs and
-spread in parity_references.py, the verdict rules and --layerwise in parity_verdict.py, partitions and
-segments in parity_partitions.py, the per-operation check in parity_local.py.
+spread in parity_references.py, the verdict rules, `passed` (conclude) and --layerwise in parity_verdict.py,
+partitions and segments in parity_partitions.py, the per-operation check in parity_local.py, the quantized
+models' end-to-end bound in parity_end_to_end.py, the chained reference of a model no LiteRT kernel set
+runs in parity_chain.py with its custom-operator references in parity_custom_refs.py.
 
 `check(...) -> ParityReport`; `ParityReport.as_dict()` has the stable JSON
 schema documented in the README: model, reference, passed, samples, outputs
 [{name, shape, dtype, max_abs_error, max_rel_error, mean_abs_error, cosine,
 lsb_histogram, passed}], first_divergence (null or {operation_index,
-nnapi_op, source_tensor, max_abs_error, inputs}), partitions (partial only).
+nnapi_op, source_tensor, max_abs_error, inputs}), partitions (partial only), checked_by, unchecked_outputs,
+and where they apply reference_fallback, custom_nodes, unjudged, end_to_end.
 """
 from __future__ import annotations
 
@@ -25,14 +28,19 @@ from nnapi.state import carry
 from .convert import ConversionResult, check_input_shapes, prepare_source
 from .extract import tflite_float_twin
 from .load import detect_format, importer
-from .parity_local import LOCAL_REFERENCES, drift_line, drift_summary, local_check, local_check_partitions
+from .parity_chain import ChainFailed, check_chained
+from .parity_end_to_end import EndToEnd
+from .parity_local import (HARMLESS_UNJUDGED, LOCAL_REFERENCES, drift_line, drift_summary, local_check,
+                           local_check_partitions)
 from .parity_partitions import check_partitions, check_segments, extracted_feeder
 from .parity_references import (SPREAD_REFERENCES, choose_tolerance, dequantized_steps, exact_distances,
-                                framework_spread, kernel_set_runs, reference_run)
+                                framework_spread, kernel_set_runs, reference_run, reference_run_or_fallback,
+                                xnnpack_may_stand_in)
 from .parity_report import (OutputParity, ParityError, ParityReport, compare, merge_parity, rank0_as_source,
                             to_source_layout)
-from .parity_verdict import compare_outputs, first_divergence, localization_line, merge_layers, verdict_rule
-from .pins import refusal
+from .parity_verdict import (compare_outputs, conclude, first_divergence, localization_line, merge_layers,
+                             output_coverage, verdict_rule)
+from .pins import for_result, refusal, sentences
 from .runners import MissingDependency
 from .running import random_source_inputs, run_traced, to_nnapi_inputs
 from .source_graph import SourceError
@@ -157,6 +165,7 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
     fmt = detect_format(model_path)
     if fmt not in ("tflite", "onnx"):
         raise ParityError(f"{model_path}: parity needs the source model (.tflite or .onnx)")
+    may_fall_back = reference is None and fmt == "tflite"   # the default reference may give way to XNNPACK
     reference = reference or ("litert" if fmt == "tflite" else "onnxruntime")
     if (fmt == "tflite") != reference.startswith("litert"):
         raise ParityError(f"reference {reference!r} cannot run a {fmt} model")
@@ -212,12 +221,21 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
     except ValueError as e:
         raise ParityError(str(e)) from None
     report.samples = len(sample_inputs)
+    report.model_outputs = [graph.tensors[t].name for t in graph.outputs]
+    unjudged: dict = {}   # local pass: {operation (or (partition, operation)): why it was not judged}
+    end_to_end = EndToEnd(local_reference, graph, dq_steps, result.model.relaxed if result.model else False) \
+        if rule == "local" else None
     for k, sample in enumerate(sample_inputs):
         if progress:
             progress(k, len(sample_inputs))
         want_all = layerwise or result.model is None or report.local is not None
         try:
-            ref_runs = reference_run(fmt, model_path, data, graph, sample, reference, want_all)
+            ref_runs, used, fallback = reference_run_or_fallback(fmt, model_path, data, graph, sample, reference,
+                                                                 want_all, may_fall_back and result.model is not None
+                                                                 and xnnpack_may_stand_in(graph))
+            if used != reference:   # the default reference cannot run the model; XNNPACK runs it whole
+                reference, report.reference, report.reference_fallback = used, used, fallback
+                others = [r for r in others if r != used]
         except ParityError as whole_run_failed:
             if steps > 1:
                 raise ParityError(f"{whole_run_failed}; --steps needs the framework to run the whole model") \
@@ -225,15 +243,30 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
             ins = sample[0]
             report.whole_model_run = str(whole_run_failed)
             if result.model is not None:
-                # converted whole, but the framework lacks a custom operator: check the segments it can run
-                if others:
+                # converted whole, but the framework lacks a custom operator: check the segments it can run, and
+                # (TFLite) the outputs against the segments chained with parity's references of the custom ops
+                chained_spread = fmt == "tflite" and others
+                if others and not chained_spread:
                     report.tolerance = {"mode": "fixed", "why": "the framework cannot run the whole model, so "
                                                                 "its spread cannot be measured"}
                     others = []
                     for key in ("spread_factor", "spread_source"):
                         tol.pop(key, None)
-                report.partitions = check_segments(result, fmt, model_path, data, ins, reference, tol,
+                report.partitions = check_segments(result, fmt, model_path, data, ins, reference,
+                                                    {kk: v for kk, v in tol.items() if kk not in ("spread_factor",
+                                                                                                 "spread_source")},
                                                     report.partitions, whole_run_failed)
+                if fmt == "tflite":
+                    try:
+                        others = check_chained(report, result, data, ins, reference, others, tol, dq_steps)
+                    except ChainFailed as e:
+                        report.unchecked_outputs = [{"name": n, "why": f"no whole-model reference: {e}"}
+                                                    for n in report.model_outputs]
+                    chained_why = "; spread of the chained reference over the kernel sets that run it"
+                    if chained_spread:
+                        report.tolerance.update(references=[reference] + others,
+                                                why=report.tolerance["why"].replace(chained_why, "") + chained_why)
+                        tol["spread_source"] = ", ".join([reference] + others)
                 continue
             # the framework cannot run the whole model: check each partition as an extracted sub-model
             feeder = extracted_feeder(result, fmt, model_path, data, ins, reference, seed + k, others)
@@ -280,7 +313,7 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
                     local_tensors = ref_tensors if local_reference == reference else \
                         runs_of(data, local_reference, True)[j][1]
                     report.local = local_check_partitions(result, local_tensors, tol, dq_steps, local_reference,
-                                                          report.local)
+                                                          report.local, unjudged, end_to_end)
                 continue
             got_outs, trace = run_traced(result.model, to_nnapi_inputs(result, ins, state=state))
             state = carry(result.model, got_outs)
@@ -296,17 +329,30 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
                 exact_state = exact_distances(report, result, graph, ins, exact_state, got_outs,
                                                {r: runs[j][0] for r, runs in kernel_sets.items()})
             if report.local is not None:
-                local_tensors = (ref_tensors if local_reference == reference
-                                 else runs_of(data, local_reference, True)[j][1])
+                local_outs, local_tensors = ((ref_outs, ref_tensors) if local_reference == reference
+                                             else runs_of(data, local_reference, True)[j])
                 report.local = local_check(result, trace, local_tensors, tol, dq_steps, local_reference,
-                                           report.local)
+                                           report.local, unjudged)
+                if end_to_end is not None:
+                    end_to_end.add(result, got_outs, local_outs)
+                    kernel_sets = {reference: ref_outs, local_reference: local_outs}
+                    for r in SPREAD_REFERENCES[fmt]:
+                        try:
+                            kernel_sets.setdefault(r, runs_of(data, r, False)[j][0])
+                        except ParityError:   # a kernel set that cannot run the model is left out of the spread
+                            continue
+                    end_to_end.add_kernel_sets(result, got_outs, reference, kernel_sets)
             if layerwise:
                 layers: list = []
                 found = first_divergence(result, trace, ref_tensors, tol, spreads, layers)
                 report.first_divergence = report.first_divergence or found
                 report.layers = merge_layers(report.layers, layers)
-    if layerwise and result.model is not None:
-        report.localization = localization_line(report, result)
+    if report.local is not None:
+        in_order = sorted(unjudged.items(), key=lambda kv: kv[0] if isinstance(kv[0], tuple) else (-1, kv[0]))
+        report.unjudged = [unjudged_entry(key, why, result) for key, why in in_order]
+    if end_to_end is not None and end_to_end.outputs:
+        report.end_to_end = end_to_end.as_dict()
+    output_coverage(report, result)
     if hybrid_data is not None and report.hybrid:
         report.verdict["hybrid_drift"] = drift_summary(report.hybrid)
     if report.verdict["rule"] == "local":
@@ -316,7 +362,24 @@ def check(model_path: str, *, converted: Optional[str] = None, feature_level: in
             report.verdict["drift"] = drift_summary(report.outputs or [o for p in report.partitions
                                                                         for o in p["outputs"]])
             report.verdict["summary"] = drift_line(report.local, report.verdict["drift"], report.samples)
+            spread = end_to_end.drift_against_spread() if end_to_end is not None else None
+            if spread is not None:
+                report.verdict["drift"]["kernel_spread"] = spread
+    conclude(report)
+    if layerwise and result.model is not None:
+        report.localization = localization_line(report, result)
     return report
+
+
+def unjudged_entry(key, why: str, result) -> dict:
+    """One JSON record of an operation the local pass could not judge."""
+    part, k = key if isinstance(key, tuple) else (None, key)
+    model = result.model if part is None else result.partitions[part].model
+    entry = {"operation_index": k, "nnapi_op": model.operations[k].code.name, "why": why,
+             "harmless": why in HARMLESS_UNJUDGED}
+    if part is not None:
+        entry["partition"] = part
+    return entry
 
 
 __all__ = ["check", "compare", "ParityReport", "OutputParity", "ParityError", "MissingDependency", "SourceError",

@@ -85,14 +85,22 @@ def _nnapi_layout(result, operand: int, value: np.ndarray) -> np.ndarray:
     return x.astype(t.dtype) if t.dtype is not None and x.dtype != t.dtype else x
 
 
+# why an operation was left unjudged, by kind; only TEMPORARIES_ONLY is harmless: such an operation is one
+# step of a lowering, and the operation of the same lowering that writes the source tensor is judged on the
+# values this pass computed for the temporaries (so its error is in that judgement)
+TEMPORARIES_ONLY = "writes only operands the converter made (a lowering's temporaries, judged through the " \
+                   "operation that writes the source tensor)"
+HARMLESS_UNJUDGED = (TEMPORARIES_ONLY,)
+
+
 def local_check(result, trace: dict, ref_tensors: dict, tol: dict, dq_steps: dict, reference: str,
-                previous: Optional[list] = None) -> list:
-    """Per NNAPI operation that writes a source tensor: its error when fed the framework's inputs.
-    `previous` (the same list from earlier samples or steps) is folded in: worst case per operation."""
+                previous: Optional[list] = None, unjudged: Optional[dict] = None) -> list:
+    """Per NNAPI operation: its error when fed the framework's inputs, over every output that mirrors a
+    source tensor (the entry keeps the worst one, by error / allowed; `outputs_judged` counts them).
+    `previous` (the same list from earlier samples or steps) is folded in: worst case per operation.
+    `unjudged` ({operation index: why}) receives each operation that could not be judged, and why."""
     from nnapi.validate import execution_order
 
-    from .parity_references import tolerance_for
-    from .parity_report import compare, rank0_as_source, to_source_layout
     from .running import compile_model
     model, graph = result.model, result.source.main
     recurrent = recurrent_steps(graph, ref_tensors)
@@ -100,6 +108,7 @@ def local_check(result, trace: dict, ref_tensors: dict, tol: dict, dq_steps: dic
     compiled = compile_model(model)
     constant = {i for i, o in enumerate(model.operands) if o.is_constant or o.lifetime.name == "NO_VALUE"}
     by_op = {e["operation_index"]: e for e in previous or []}
+    unjudged = {} if unjudged is None else unjudged
     node_of = result.operation_nodes or []
     # operands without a source tensor (the temporaries of a lowering, e.g. FULLY_CONNECTED as RESHAPE,
     # CONV_2D, RESHAPE) take the value this local pass computed, so the operations one source node emitted
@@ -118,61 +127,121 @@ def local_check(result, trace: dict, ref_tensors: dict, tol: dict, dq_steps: dic
                 arrays[i] = local[i]
             elif i in trace:
                 arrays[i] = trace[i]
-        if any(i >= 0 and i not in constant and i not in arrays for i in op.inputs):
+        lacking = [i for i in op.inputs if i >= 0 and i not in constant and i not in arrays]
+        if lacking:
+            unjudged.setdefault(k, f"its input operand {lacking[0]} ({model.operands[lacking[0]].name or 'unnamed'}) "
+                                   f"has neither a framework value nor one of the executor's")
             continue
         try:
             outs = compiled.run_operation(k, arrays)
-        except Exception:  # noqa: BLE001 - a framework tensor this operation cannot take (shape): not judged
+        except Exception as e:  # noqa: BLE001 - whatever the kernel raised, the operation is not judged: say so
+            unjudged.setdefault(k, f"the executor raised on the framework's inputs: {type(e).__name__}: "
+                                   f"{str(e).splitlines()[0][:200] if str(e) else ''}")
             continue
         local.update((o, got) for o, got in zip(op.outputs, outs) if got is not None)
-        for o, got in zip(op.outputs, outs):
-            t_index = result.operand_map.get(o, (None,))[0]
-            ref = ref_tensors.get(t_index) if t_index is not None else None
-            if ref is None or got is None:
-                continue
-            tensor = graph.tensors[t_index]
-            mine = integers_as_reference(to_source_layout(result, o, got, tensor.dtype), ref)
-            if mine.size == ref.size:
-                mine = mine.reshape(ref.shape)
-            quantized = tensor.quant is not None and ref.dtype.kind in "iu"
-            par = compare(tensor.name, ref, rank0_as_source(mine, ref), quantized, model.relaxed,
-                          tolerance_for(tol, steps, t_index))
-            units = par.max_abs_error if quantized or (ref.dtype.kind in "iu" and mine.dtype == ref.dtype) else None
-            if t_index in recurrent and recurrent[t_index][2] > 0:
-                units = par.max_abs_error / recurrent[t_index][2]
-            node = node_of[k] if k < len(node_of) else None
-            entry = {"operation_index": k, "nnapi_op": op.code.name, "source_tensor": tensor.name,
-                     "source_node": None if node is None else f"{node} {graph.nodes[node].op}",
-                     "reference": reference, "max_abs_error": par.max_abs_error, "max_units": units,
-                     "allowed": par.allowed, "passed": par.passed}
-            old = by_op.get(k)
-            if old is not None:   # an earlier sample or step: keep the worst error and every failure
-                entry["passed"] = entry["passed"] and old["passed"]
-                if old["max_abs_error"] > entry["max_abs_error"]:
-                    entry.update(max_abs_error=old["max_abs_error"], max_units=old["max_units"],
-                                 allowed=old["allowed"])
-            by_op[k] = entry
-            break   # one entry per operation: its first output that mirrors a source tensor
+        entry, mapped, kept_none = _judge_outputs(result, op, outs, ref_tensors, tol, steps, recurrent, k, reference)
+        if entry is None:
+            unjudged.setdefault(k, TEMPORARIES_ONLY if not mapped else
+                                f"the framework kept no value of its tensor {kept_none!r}")
+            continue
+        node = node_of[k] if k < len(node_of) else None
+        entry["source_node"] = None if node is None else f"{node} {graph.nodes[node].op}"
+        old = by_op.get(k)
+        if old is not None:   # an earlier sample or step: keep the worst error and every failure
+            entry["passed"] = entry["passed"] and old["passed"]
+            if old["max_abs_error"] > entry["max_abs_error"]:
+                entry.update(max_abs_error=old["max_abs_error"], max_units=old["max_units"], allowed=old["allowed"],
+                             source_tensor=old["source_tensor"])
+        by_op[k] = entry
+    for k in by_op:   # judged on another sample or step after all
+        unjudged.pop(k, None)
     return [by_op[k] for k in sorted(by_op)]
 
 
+def _judge_outputs(result, op, outs, ref_tensors, tol, steps, recurrent, k, reference):
+    """(entry for the worst of the operation's outputs that mirror a source tensor, or None; whether any output
+    mirrors one; the name of a mirrored tensor the framework kept no value of)."""
+    from .parity_references import tolerance_for
+    from .parity_report import compare, rank0_as_source, to_source_layout
+    model, graph = result.model, result.source.main
+    worst, mapped, kept_none, judged, all_passed = None, False, None, 0, True
+    made = converter_tensors(graph)
+    for o, got in zip(op.outputs, outs):
+        t_index = result.operand_map.get(o, (None,))[0]
+        if t_index is None or t_index in made:
+            continue
+        mapped = True
+        tensor = graph.tensors[t_index]
+        ref = ref_tensors.get(t_index)
+        if ref is None:
+            kept_none = kept_none or tensor.name
+            continue
+        mine = None if got is None else integers_as_reference(to_source_layout(result, o, got, tensor.dtype), ref)
+        if mine is not None and mine.size == ref.size:
+            mine = mine.reshape(ref.shape)
+        quantized = tensor.quant is not None and ref.dtype.kind in "iu"
+        par = compare(tensor.name, ref, rank0_as_source(mine, ref), quantized, model.relaxed,
+                      tolerance_for(tol, steps, t_index))
+        units = par.max_abs_error if quantized or (ref.dtype.kind in "iu" and mine is not None
+                                                   and mine.dtype == ref.dtype) else None
+        if t_index in recurrent and recurrent[t_index][2] > 0:
+            units = par.max_abs_error / recurrent[t_index][2]
+        judged += 1
+        all_passed = all_passed and par.passed
+        entry = {"operation_index": k, "nnapi_op": op.code.name, "source_tensor": tensor.name,
+                 "reference": reference, "max_abs_error": par.max_abs_error, "max_units": units,
+                 "allowed": par.allowed, "passed": par.passed}
+        if worst is None or _badness(entry) > _badness(worst):
+            worst = entry
+    if worst is not None:
+        worst.update(passed=all_passed, outputs_judged=judged)
+    return worst, mapped, kept_none
+
+
+def converter_tensors(graph) -> set:
+    """Tensors the ONNX importer added to the source graph (the float twins of a QLinear operator computed in
+    float, converters/onnx/fusion_context.py): no framework has their values, they are a lowering's temporaries."""
+    return set(graph.__dict__.get("_float_twins", {}).values())
+
+
+def _badness(entry: dict) -> tuple:
+    """Failing first, then error / allowed."""
+    err = entry["max_abs_error"]
+    ratio = float("inf") if err != err else err / entry["allowed"] if entry["allowed"] else \
+        (0.0 if err == 0 else float("inf"))
+    return (not entry["passed"], ratio)
+
+
 def local_check_partitions(result, ref_tensors: dict, tol: dict, dq_steps: dict, reference: str,
-                           previous: Optional[list] = None) -> list:
+                           previous: Optional[list] = None, unjudged: Optional[dict] = None,
+                           end_to_end=None) -> list:
     """local_check for each partition of a partial conversion (the framework ran the whole model, so every
     boundary tensor is known): each partition runs on the framework's boundary tensors, then each of its
-    operations is judged on its own. Entries carry "partition"."""
+    operations is judged on its own. Entries carry "partition"; `unjudged` is keyed (partition, operation).
+    `end_to_end` (parity_end_to_end.EndToEnd) receives each partition's outputs of that run."""
     from .convert import ConversionResult
     from .running import run_traced, to_nnapi_inputs
     entries = []
+    unjudged = {} if unjudged is None else unjudged
     for k, p in enumerate(result.partitions):
-        if any(ref_tensors.get(t) is None for t in p.inputs):
+        earlier = [e for e in previous or [] if e.get("partition") == k]
+        lost = [result.source.main.tensors[t].name for t in p.inputs if ref_tensors.get(t) is None]
+        if lost:
+            for j in range(len(p.model.operations)):
+                unjudged.setdefault((k, j), f"partition {k}'s input {lost[0]!r} has no framework value")
+            entries += earlier
             continue
         part = ConversionResult(result.source, result.feature_level, [], model=p.model, operand_map=p.operand_map,
                                 operand_perm=p.operand_perm)
-        _, trace = run_traced(p.model, to_nnapi_inputs(part, [ref_tensors[t] for t in p.inputs], p.model))
-        earlier = [e for e in previous or [] if e.get("partition") == k]
+        outs, trace = run_traced(p.model, to_nnapi_inputs(part, [ref_tensors[t] for t in p.inputs], p.model))
+        if end_to_end is not None:
+            end_to_end.add_partition(k, p, part, outs, ref_tensors)
+        mine = {op: why for (kk, op), why in unjudged.items() if kk == k}
         entries += [dict(e, partition=k) for e in local_check(part, trace, ref_tensors, tol, dq_steps, reference,
-                                                              earlier)]
+                                                              earlier, mine)]
+        for key in [key for key in unjudged if key[0] == k]:
+            del unjudged[key]
+        unjudged.update(((k, op), why) for op, why in mine.items())
     return entries
 
 

@@ -99,6 +99,36 @@ def reference_run(fmt: str, path: str, data: bytes, graph, steps: list, referenc
         raise ParityError(f"{Path(path).name}: {e}") from None
 
 
+# MediaPipe custom operators LiteRT's XNNPACK delegate runs with MediaPipe's own semantics (it also runs
+# MaxPoolingWithArgmax2D and MaxUnpooling2D, but encodes the argmax indices its own way, column-major uint32
+# bits in the float tensor: no reference for a model whose outputs carry them)
+XNNPACK_CUSTOM_OPS = {"Convolution2DTransposeBias"}
+
+
+def xnnpack_may_stand_in(graph) -> bool:
+    """Whether litert-xnnpack can stand in for the default reference: every custom operator of the model is
+    one XNNPACK runs as MediaPipe defines it."""
+    return all(n.op[len("CUSTOM:"):] in XNNPACK_CUSTOM_OPS for n in graph.nodes if n.op.startswith("CUSTOM:"))
+
+
+def reference_run_or_fallback(fmt: str, path: str, data: bytes, graph, steps: list, reference: str, want_all: bool,
+                              may_fall_back: bool) -> tuple[list, str, Optional[str]]:
+    """(runs, the reference that ran, why it is not `reference` or None). With `may_fall_back` (the default
+    LiteRT reference, a completely converted model), a model LiteRT's built-in kernels cannot run (a custom
+    operator such as MediaPipe's Convolution2DTransposeBias, which XNNPACK implements) is run by litert-xnnpack."""
+    try:
+        return reference_run(fmt, path, data, graph, steps, reference, want_all), reference, None
+    except ParityError as e:
+        if not may_fall_back or reference == "litert-xnnpack":
+            raise
+        try:
+            runs = reference_run(fmt, path, data, graph, steps, "litert-xnnpack", want_all)
+        except ParityError:
+            raise e from None
+        return runs, "litert-xnnpack", (f"{reference} could not run the model ({str(e).split(': ', 1)[-1]}); "
+                                        f"LiteRT with XNNPACK (litert-xnnpack) runs it whole")
+
+
 def kernel_set_runs(fmt, model_path, data, graph, sample, reference, ref_runs) -> dict:
     """{kernel set: its per-step runs} for every framework kernel set that runs the model (for --exact)."""
     runs = {reference: ref_runs}

@@ -14,6 +14,7 @@ def render_text(report) -> str:
     lines = [f"{d['model']}: {'PASS' if d['passed'] else 'MISMATCH'} against {d['reference']} "
              f"({d['samples']} sample{'s' if d['samples'] != 1 else ''}"
              f"{' of ' + str(d['steps']) + ' steps' if d.get('steps', 1) > 1 else ''}, feature level {d['feature_level']})"]
+    lines += coverage_lines(d)
     t = d.get("tolerance")
     if t:
         lines.append(f"  tolerance: {t['mode']} ({t['why']})" + (
@@ -70,6 +71,44 @@ def render_text(report) -> str:
             lines.append(f"    {o['name']!r}: max |diff| {o['max_abs_error']:.3g} (allowed {o['allowed']:.3g}), "
                          f"mean {o['mean_abs_error']:.3g}{_lsb_text(o)}")
     return "\n".join(lines)
+
+
+def coverage_lines(d: dict) -> list:
+    """What was checked and how: the reference actually used, the outputs compared and those not (with why),
+    the custom nodes, the local pass's unjudged operations, the end-to-end bound, and why a verdict failed."""
+    lines = []
+    if d.get("reference_fallback"):
+        lines.append(f"  reference: {d['reference_fallback']}")
+    compared, unchecked = len(d["outputs"]), d.get("unchecked_outputs") or []
+    if d.get("checked_by"):
+        lines.append(f"  outputs: {compared} of {len(d['outputs']) + len(unchecked)} compared"
+                     f" ({d['checked_by']})" if not d.get("partitions") or d["outputs"] else
+                     f"  outputs: {d['checked_by']}")
+    for u in unchecked:
+        lines.append(f"  output {u['name']!r} NOT CHECKED: {u['why']}")
+    for c in d.get("custom_nodes") or []:
+        how = (f"{c['max_abs_error']:.3g} (allowed {c['allowed']:.3g}) -> {'ok' if c['passed'] else 'MISMATCH'}, "
+               f"{c['checked_by']}" if c.get("checked_by") else f"not checked on its own: {c['why']}")
+        lines.append(f"  custom node {c['node_index']} {c['op']} -> {c['tensor']!r}: {how}")
+    if d.get("unjudged") is not None:
+        harmless = sum(u["harmless"] for u in d["unjudged"])
+        lines.append(f"  local pass: {len(d.get('local') or [])} operation(s) judged, {len(d['unjudged'])} not "
+                     f"({harmless} harmless: only a lowering's temporaries)")
+        for u in [u for u in d["unjudged"] if not u["harmless"]][:5]:
+            lines.append(f"    operation {u['operation_index']} {u['nnapi_op']} NOT JUDGED: {u['why']}")
+    e = d.get("end_to_end")
+    if e:
+        size = (f"{e['max_units']:g} unit(s) (allowed {e['allowed_units']})" if e.get("max_units") is not None
+                else "no output has a quantization unit")
+        lines.append(f"  end to end against {e['reference']}: {size} -> {'ok' if e['passed'] else 'MISMATCH'}")
+    spread = ((d.get("verdict") or {}).get("drift") or {}).get("kernel_spread")
+    if spread:
+        lines.append(f"  drift from {d['reference']}: {spread['drift']:g}, the framework's own spread between "
+                     f"{', '.join(spread['kernel_sets'])}: {spread['spread']:g} (in units of the outputs) -> "
+                     + ("within it" if spread["within_spread"] else "BEYOND it"))
+    for f in (d.get("verdict") or {}).get("failures") or []:
+        lines.append(f"  fails: {f}")
+    return lines
 
 
 def node_ranges(nodes: list) -> str:

@@ -68,15 +68,18 @@ class ParityReport:
     # stored unit differently from its reference kernels, which the state then carries from step to step
     state: list = field(default_factory=list)
     state_names: list = field(default_factory=list)
+    model_outputs: list = field(default_factory=list)   # the source model's output names
+    checked_by: str = ""                     # how the outputs were compared (whole-model reference, chained, ...)
+    unchecked_outputs: list = field(default_factory=list)  # [{name, why}]: model outputs not compared
+    reference_fallback: Optional[str] = None  # the default reference could not run the model: which one did
+    custom_nodes: Optional[list] = None      # custom operators: [{node_index, op, tensor, checked_by, ...}]
+    unjudged: Optional[list] = None          # local pass: [{operation_index, nnapi_op, why, harmless}]
+    end_to_end: Optional[dict] = None        # quantized models: {reference, max_units, allowed_units, passed}
 
     @property
     def passed(self) -> bool:
-        parts_ok = all(p["passed"] for p in self.partitions) if self.partitions else True
-        if self.verdict and self.verdict["rule"] == "local":   # partition outputs are drift then, as the model's
-            from .parity_local import uncomparable
-            return bool(self.local) and all(e["passed"] for e in self.local) and \
-                not uncomparable(self.outputs, self.partitions)
-        return all(o.passed for o in self.outputs) and parts_ok
+        """The verdict's decision (parity_verdict.conclude); False until a verdict is concluded."""
+        return bool(self.verdict and self.verdict.get("passed"))
 
     def as_dict(self) -> dict:
         outs = []
@@ -102,6 +105,11 @@ class ParityReport:
             d["exact"] = [e for e in self.exact if e is not None]
         if self.verdict:
             d["verdict"] = self.verdict
+        d["checked_by"] = self.checked_by
+        d["unchecked_outputs"] = self.unchecked_outputs
+        for key in ("reference_fallback", "custom_nodes", "unjudged", "end_to_end"):
+            if getattr(self, key) is not None:
+                d[key] = getattr(self, key)
         if self.state:
             d["state"] = [{"variable": v, **{k: x for k, x in o.__dict__.items() if k != "diffs"}}
                           for v, o in zip(self.state_names, self.state)]

@@ -25,6 +25,95 @@ def verdict_rule(local: Optional[bool], max_lsb: Optional[int], graph, result) -
     return "end-to-end", "default for float models" + ("; --local reports each operation" if local else "")
 
 
+def conclude(report: ParityReport) -> bool:
+    """Decide the report's `passed` (stored in its verdict with `failures`, one line per reason):
+
+    - at least one output was compared (the model's, or with --partial a partition's), and every model output
+      was compared or is listed in `unchecked_outputs` with the reason;
+    - end-to-end rule: every compared output, partition, segment and custom node within its tolerance;
+    - local rule (quantized models): at least one operation judged, every judged operation within its
+      tolerance, no unjudged operation whose reason is not harmless (parity_local.HARMLESS_UNJUDGED), no output
+      of another shape, and the end-to-end bound against the reference kernels (parity_end_to_end) held."""
+    from .parity_local import uncomparable
+    parts = report.partitions or []
+    failures = []
+    compared = [o.name for o in report.outputs] + [o["name"] for p in parts  # a segment's are not the model's
+                                                   if not p.get("unchecked") and not p.get("segment")
+                                                   for o in p["outputs"]]
+    if not compared:
+        why = "; ".join(f"{u['name']!r}: {u['why']}" for u in report.unchecked_outputs[:3])
+        failures.append("no output was compared" + (f" ({why})" if why else ""))
+    explained = set(compared) | {u["name"] for u in report.unchecked_outputs}
+    unexplained = [n for n in report.model_outputs if n not in explained]
+    if unexplained:
+        failures.append(f"model output {unexplained[0]!r} was neither compared nor explained")
+    failures += [p["unchecked"] for p in parts if p.get("unchecked")]
+    failures += [f"custom node {c['node_index']} {c['op']} writing {c['tensor']!r}: {c['max_abs_error']:.3g} beyond "
+                 f"{c['allowed']:.3g}" for c in report.custom_nodes or [] if c.get("passed") is False]
+    if report.verdict["rule"] == "local":
+        failing = [e for e in report.local or [] if not e["passed"]]
+        if failing:
+            e = failing[0]
+            failures.append(f"{len(failing)} operation(s) beyond their tolerance, first operation "
+                            f"{e['operation_index']} ({e['nnapi_op']} writing {e['source_tensor']!r})")
+        harmful = [u for u in report.unjudged or [] if not u["harmless"]]
+        if harmful:
+            failures.append(f"{len(harmful)} operation(s) could not be judged, first operation "
+                            f"{harmful[0]['operation_index']} ({harmful[0]['nnapi_op']}): {harmful[0]['why']}")
+        for name in uncomparable(report.outputs, parts):
+            failures.append(f"output {name!r} has another shape or NaNs where the framework has none")
+        e2e = report.end_to_end
+        if e2e is None:
+            failures.append("no output was compared end to end with the reference kernels")
+        elif not e2e["passed"]:
+            worst = next((o for o in e2e["outputs"] if not o["passed"]), None)
+            failures.append(f"end to end against {e2e['reference']}: output {worst['name']!r} "
+                            + (f"{worst['max_units']:g} units beyond the allowed {worst['allowed_units']}"
+                               if worst.get("max_units") is not None else
+                               f"{worst['max_abs_error']:.3g} beyond {worst.get('allowed', 0):.3g}"))
+    else:
+        failures += [f"output {o.name!r}: max |diff| {o.max_abs_error:.3g} beyond the allowed {o.allowed:.3g}"
+                     for o in report.outputs if not o.passed]
+        failures += [f"{'segment' if p.get('segment') else 'partition'} {p['index']}: "
+                     + ", ".join(f"{o['name']!r} {o['max_abs_error']:.3g} > {o['allowed']:.3g}"
+                                 for o in p["outputs"] if not o["passed"])
+                     for p in parts if not p.get("unchecked") and not p["passed"]]
+    report.verdict["passed"] = not failures
+    report.verdict["failures"] = failures
+    return not failures
+
+
+def output_coverage(report: ParityReport, result: ConversionResult) -> None:
+    """Set how the outputs were compared (`checked_by`) and list each model output no comparison reached, with
+    why (`unchecked_outputs`), unless the chained reference has (parity_chain)."""
+    if report.checked_by:
+        return
+    graph = result.source.main
+    if result.model is not None:
+        if report.outputs:
+            report.checked_by = f"whole-model reference {report.reference}"
+            return
+        why = f"the framework cannot run the whole model ({report.whole_model_run})" if report.whole_model_run \
+            else "not compared"
+        report.checked_by = "segments only" if report.partitions else ""
+        report.unchecked_outputs = [{"name": n, "why": why} for n in report.model_outputs]
+        return
+    fed = "the framework's tensors of the whole-model run" if not report.whole_model_run else \
+        "sub-models the framework runs on their own"
+    report.checked_by = f"partitions: each NNAPI partition's outputs, fed with {fed}"
+    made_by = {t: n for n in graph.nodes for t in n.outputs}
+    in_partition = {t for p in result.partitions for t in p.outputs}
+    unchecked = []
+    for t in graph.outputs:
+        if t in in_partition:
+            continue
+        node = made_by.get(t)
+        why = (f"computed by CPU fallback node {node.index} {node.op}, which the framework runs: nothing converted "
+               f"to compare" if node is not None else "a model input passed through")
+        unchecked.append({"name": graph.tensors[t].name, "why": why})
+    report.unchecked_outputs = unchecked
+
+
 def localization_line(report: "ParityReport", result: ConversionResult) -> str:
     """One line on how --layerwise localized, so an empty first divergence never reads as a result."""
     how = result.localization or "operands matched to source tensors by name"

@@ -4,6 +4,7 @@ from ai_edge_litert import schema_py_generated as schema
 
 from converters.extract import tflite_submodel
 from converters.parity import check
+from converters.parity_render import render_text
 from converters.runners import run_litert
 from converters.tflite.authoring import GraphBuilder
 
@@ -75,20 +76,31 @@ def custom_converted_in_the_middle(path):
     path.write_bytes(g.finish())
 
 
-def test_a_complete_conversion_is_checked_segment_by_segment_where_the_framework_lacks_a_custom_op(tmp_path):
+def test_a_complete_conversion_is_checked_end_to_end_where_the_framework_lacks_a_custom_op(tmp_path):
+    """LiteRT's built-in kernels cannot run Convolution2DTransposeBias: by default XNNPACK, which can, runs the
+    whole model; with --reference litert, the segments around the custom node are chained with parity's numpy
+    reference of it, so the model's output is still compared end to end."""
     from converters import tflite
     path = tmp_path / "m.tflite"
     custom_converted_in_the_middle(path)
     assert tflite.convert(str(path)).complete
-    r = check(str(path)).as_dict()
-    assert "Convolution2DTransposeBias" in r["whole_model_run"]
-    assert r["passed"] and [p["nodes"] for p in r["partitions"]] == [[0], [2]]
-    assert all(p["segment"] and "executor's values" in p["fed"] for p in r["partitions"])
-    assert [o["name"] for o in r["partitions"][0]["outputs"]] == ["added"]
-    assert [o["name"] for o in r["partitions"][1]["outputs"]] == ["y"]
-    # against XNNPACK, which has the custom kernel, the whole model is compared as usual
-    whole = check(str(path), reference="litert-xnnpack").as_dict()
-    assert whole["passed"] and "whole_model_run" not in whole and whole["outputs"][0]["name"] == "y"
+    report = check(str(path))
+    r = report.as_dict()
+    assert r["reference"] == "litert-xnnpack" and "Convolution2DTransposeBias" in r["reference_fallback"]
+    text = render_text(report)
+    assert "PASS against litert-xnnpack" in text and "reference: litert could not run the model" in text
+    assert "outputs: 1 of 1 compared (whole-model reference litert-xnnpack)" in text
+    assert r["passed"] and "whole_model_run" not in r and [o["name"] for o in r["outputs"]] == ["y"]
+    assert r["checked_by"] == "whole-model reference litert-xnnpack" and r["unchecked_outputs"] == []
+    chained = check(str(path), reference="litert").as_dict()
+    assert "Convolution2DTransposeBias" in chained["whole_model_run"]
+    assert chained["passed"] and [p["nodes"] for p in chained["partitions"]] == [[0], [2]]
+    assert all(p["segment"] and "executor's values" in p["fed"] for p in chained["partitions"])
+    assert [o["name"] for o in chained["outputs"]] == ["y"] and chained["outputs"][0]["max_abs_error"] < 1e-5
+    assert chained["checked_by"].startswith("chained") and chained["unchecked_outputs"] == []
+    (node,) = chained["custom_nodes"]
+    assert node["node_index"] == 1 and node["op"] == "Convolution2DTransposeBias" and node["passed"]
+    assert node["tensor"] == "upsampled" and "numpy reference" in node["checked_by"]
 
 
 def test_dynamic_range_models_are_judged_on_their_dequantized_weights():

@@ -16,7 +16,13 @@ def test_quantized_models_are_judged_operation_by_operation_against_the_referenc
     assert judged and judged <= set(range(len(model.operations)))
     assert all(e["max_units"] is not None and e["passed"] and e["reference"] == "litert-ref" for e in r["local"])
     assert r["passed"] and "end-to-end drift" in r["verdict"]["summary"]
-    assert set(r["verdict"]["drift"]) == {"max_units", "max_abs_error", "cosine", "top1_agreement", "top5_agreement"}
+    assert set(r["verdict"]["drift"]) == {"max_units", "max_abs_error", "cosine", "top1_agreement", "top5_agreement",
+                                          "kernel_spread"}
+    spread = r["verdict"]["drift"]["kernel_spread"]
+    assert spread["kernel_sets"] == ["litert", "litert-ref", "litert-xnnpack"] and spread["drift"] >= 0
+    e2e = r["end_to_end"]
+    assert e2e["reference"] == "litert-ref" and e2e["passed"] and e2e["max_units"] <= e2e["allowed_units"]
+    assert r["unjudged"] == [] or all(u["harmless"] for u in r["unjudged"])
 
 
 def test_an_altered_quantized_weight_fails_at_its_own_operation(tmp_path):
@@ -76,6 +82,9 @@ def test_partitions_of_a_partial_quantized_model_are_judged_operation_by_operati
     assert r["verdict"]["rule"] == "local", r["verdict"]
     assert {e["partition"] for e in r["local"]} == {0, 1}
     assert r["passed"] and all(e["passed"] for e in r["local"])
+    # each partition fed the reference kernels' boundary tensors, its outputs against theirs
+    e2e = r["end_to_end"]
+    assert e2e["passed"] and {o.get("partition") for o in e2e["outputs"]} <= {0, 1} and e2e["outputs"]
     assert any(e["nnapi_op"] == "CONV_2D" and e["max_units"] is not None and e["max_units"] <= 1 for e in r["local"])
     e2e = check(str(path), partial=True, max_lsb=1).as_dict()
     assert e2e["verdict"]["rule"] == "end-to-end" and "local" not in e2e
@@ -84,9 +93,13 @@ def test_partitions_of_a_partial_quantized_model_are_judged_operation_by_operati
 def test_an_output_of_another_shape_fails_the_local_verdict():
     """Drift is left to the end-to-end figures, a different shape (max |diff| inf) is not drift."""
     from converters.parity import OutputParity, ParityReport
+    from converters.parity_verdict import conclude
     report = ParityReport("m.onnx", "onnxruntime", 1, [OutputParity("y", [2], "float32", max_abs_error=0.5)])
     report.verdict = {"rule": "local"}
     report.local = [{"passed": True}]
-    assert report.passed
-    report.partitions = [{"passed": False, "outputs": [{"name": "z", "max_abs_error": float("inf")}]}]
-    assert not report.passed
+    report.end_to_end = {"reference": "onnxruntime", "max_units": 0, "allowed_units": 1, "passed": True,
+                         "outputs": []}
+    assert conclude(report) and report.passed
+    report.partitions = [{"index": 0, "passed": False, "outputs": [{"name": "z", "max_abs_error": float("inf")}]}]
+    assert not conclude(report) and not report.passed
+    assert report.verdict["failures"] == ["output 'z' has another shape or NaNs where the framework has none"]
