@@ -96,7 +96,8 @@ def _check_defined(ctx, node) -> None:
         # LiteRT, as QUANTIZED_LSTM, applies peepholes with the output size as their length (nnapi.ops.recurrent)
         if out_size > units:
             raise Unsupported(Reason.ATTRIBUTE, f"{label}: peephole weights with an output size {out_size} above the "
-                                                f"number of units {units}: LiteRT's kernel reads past them")
+                                                f"number of units {units}: LiteRT's kernel reads past "
+                                                f"them")
         rows = ctx.shape(node.inputs[0])[0]
         if node.op != "LSTM" and not node.attrs.get("time_major") and rows != 1:
             raise Unsupported(Reason.ATTRIBUTE, f"{label}: with a projection to fewer outputs than units, LiteRT "

@@ -17,7 +17,10 @@ from converters.running import run_converted
 from converters.tflite import convert
 from converters.tflite.authoring import GraphBuilder
 
+from tests.converters.tflite import test_recurrent as rec
+from tests.converters.tflite.harness import assert_matches_litert
 from tests.converters.tflite.int8_lstm_models import LstmCase, int8_lstm, stored_inputs
+from tests.converters.tflite.test_hybrid import check_hybrid, hybridize, recurrent_bound
 
 REFERENCE = "litert-ref"
 
@@ -36,7 +39,8 @@ def _sweep(count: int = 56) -> list:
             batch=int(rng.choice([1, 1, 2, 3])), projection=projection, peephole=bool(rng.random() < 0.4),
             cifg=bool(rng.random() < 0.3), layer_norm=bool(rng.random() < 0.4), time_major=bool(rng.random() < 0.3),
             op=op, input_range=ranges[int(rng.integers(len(ranges)))], weight_std=float(rng.choice([0.1, 0.5, 2.0])),
-            cell_clip=float(rng.choice([0.0, 0.0, 0.5])), proj_clip=float(rng.choice([0.0, 0.2])) if projection else 0.0,
+            cell_clip=float(rng.choice([0.0, 0.0, 0.5])),
+            proj_clip=float(rng.choice([0.0, 0.2])) if projection else 0.0,
             seed=k))
     return cases
 
@@ -199,3 +203,59 @@ def test_quantized_lstm_spec_states_the_cell_scale_and_peephole_rules():
         assert any("cell_state_in scale" in p and "power of two" in p for p in operation_problems(model)), scale
     cell.type = dataclasses.replace(cell.type, scale=2.0 ** -20)   # below 2^-15 is allowed: the tanh is skipped
     assert operation_problems(model) == []
+
+
+# -- the hybrid recurrent kernels (int8 weights, float activations) ------------------------------------
+
+# (batch, input width, units, projection, steps): the builders of test_recurrent read these module sizes
+HYBRID_SIZES = [(1, 1, 1, 2, 1), (3, 5, 7, 3, 4), (2, 8, 16, 9, 10)]
+_PEEPHOLES = [f"{d}c2{g}" for d in ("", "fw") for g in ("input", "forget", "output")]
+# name -> the model for the k-th size (its peepholes, where it has them, int8 too)
+HYBRID = {
+    "RNN": lambda k: rec.rnn_model("RNN", activation=("TANH", "RELU", "RELU6")[k]),
+    "UNIDIRECTIONAL_SEQUENCE_RNN": lambda k: rec.rnn_model("UNIDIRECTIONAL_SEQUENCE_RNN", time_major=k != 1),
+    # (batch-major, without merge_outputs, with which LiteRT's hybrid kernel crashes the process, and without
+    # an aux input: test_hybrid_bidirectional_rnn_is_refused)
+    "BIDIRECTIONAL_SEQUENCE_RNN": lambda k: rec.rnn_model("BIDIRECTIONAL_SEQUENCE_RNN"),
+    "LSTM": lambda k: rec.lstm_model(**[dict(), dict(cifg=True, peephole=True, projection=True),
+                                        dict(layer_norm=True, peephole=True, clip=0.5)][k]),
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": lambda k: rec.lstm_model("UNIDIRECTIONAL_SEQUENCE_LSTM", time_major=k != 1,
+                                                             **[dict(), dict(projection=True, peephole=True),
+                                                                dict(layer_norm=True, cifg=True)][k]),
+    "BIDIRECTIONAL_SEQUENCE_LSTM": lambda k: rec.bidi_lstm_model(merge=k == 1, aux="cross" if k == 2 else None),
+}
+
+
+@pytest.mark.parametrize("k", range(len(HYBRID_SIZES)))
+@pytest.mark.parametrize("name", list(HYBRID))
+def test_hybrid_recurrent_sweep(name, k, monkeypatch):
+    """Each hybrid recurrent kernel at several sizes: equal to LiteRT's reference float kernels on the
+    dequantized twin, within test_hybrid's stated bound of its reference hybrid kernel."""
+    for attr, value in zip("BIUPT", HYBRID_SIZES[k]):
+        monkeypatch.setattr(rec, attr, value)
+    check_hybrid(HYBRID[name](k), [8], recurrent_bound(rec.T), vectors=_PEEPHOLES, reference=REFERENCE)
+
+
+@pytest.mark.parametrize("width", [2, 3])
+def test_time_major_bidirectional_rnn_aux_input(width, monkeypatch):
+    """LiteRT's time-major BIDIRECTIONAL_SEQUENCE_RNN steps through the aux input by the input's width: with
+    an aux input as wide as the input (2 features) the conversion equals LiteRT's reference kernels; with a
+    narrower one (the input has 3) LiteRT reads past it and the node is refused, saying so."""
+    monkeypatch.setattr(rec, "I", width)
+    data = rec.rnn_model("BIDIRECTIONAL_SEQUENCE_RNN", time_major=True, aux=True)
+    if width == 2:
+        assert_matches_litert(data, 8, reference=REFERENCE)
+    else:
+        node = convert(data, feature_level=8).unsupported[0]
+        assert node.reason_code == "unsupported_attribute" and "'aux'" in node.reason and "input's width" in node.reason
+
+
+@pytest.mark.parametrize("variant, words", [(dict(aux=True), "never wrote"),
+                                           (dict(time_major=True), "times over")])
+def test_hybrid_bidirectional_rnn_is_refused(variant, words):
+    """LiteRT's hybrid BIDIRECTIONAL_SEQUENCE_RNN gives different results on every run with an aux input,
+    and runs a time-major sequence max_time times over (its outer loop repeats the whole sequence): both
+    refused (the float kernel is converted: test_recurrent)."""
+    hybrid, _ = hybridize(rec.rnn_model("BIDIRECTIONAL_SEQUENCE_RNN", **variant))
+    node = convert(hybrid, feature_level=8).unsupported[0]
+    assert node.reason_code == "unsupported_attribute" and words in node.reason, node.reason
