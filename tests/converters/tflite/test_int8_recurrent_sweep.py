@@ -1,14 +1,13 @@
-"""The integer recurrent kernels against LiteRT's reference kernels (BUILTIN_REF), stored unit for stored
-unit, over a seeded sweep of shapes, structures and the quantization parameters TensorFlow's calibrator
-produces (int8_lstm_models.py).
+"""The integer recurrent kernels against LiteRT's reference kernels (BUILTIN_REF) over seeded sweeps of
+shapes, structures and the quantization parameters TensorFlow's calibrator produces (int8_lstm_models.py).
 
 The fully integer LSTM (UNIDIRECTIONAL_SEQUENCE_LSTM unrolled into QUANTIZED_LSTM steps, and the
-one-step LSTM) is swept over units, input width, steps, batch, time-major, projection, peepholes, CIFG,
-layer normalisation, clipping and calibration ranges; the quantized basic LSTM (QUANTIZED_16BIT_LSTM)
-over sizes, batch and weight quantization (its cell state within a derived bound, see BASIC). The
-expected values are LiteRT's; each case runs the
-converted model with the compile-time fast paths and with the plain kernels. Parameters for which
-LiteRT's own result is undefined are refused with the reason, and the sweep checks which."""
+one-step LSTM), stored unit for stored unit, over units, input width, steps, batch, time-major,
+projection, peepholes, CIFG, layer normalisation, clipping and calibration ranges; the quantized basic
+LSTM (QUANTIZED_16BIT_LSTM) over sizes, batch and weight quantization (its cell state within a derived
+bound, see BASIC); the hybrid RNN and LSTM families (int8 weights, float activations) over sizes. Each
+case runs the converted model with the compile-time fast paths and with the plain kernels. Parameters
+for which LiteRT's own result is undefined are refused with the reason, and the sweeps check which."""
 import numpy as np
 import pytest
 
@@ -26,7 +25,7 @@ REFERENCE = "litert-ref"
 
 
 def _sweep(count: int = 56) -> list:
-    """Seeded cases spread over every axis, plus the corners named below."""
+    """Seeded cases spread over every axis (CORNERS: the combinations that once differed)."""
     rng = np.random.default_rng(2030)
     ranges = [(-1.0, 1.0), (0.0, 6.0), (-0.05, 0.05), (-8.0, 2.0), (-3.0, 3.0)]
     cases = []
@@ -46,7 +45,7 @@ def _sweep(count: int = 56) -> list:
 
 
 CORNERS = {
-    # the Keras text classifier's shape: untrained embeddings leave a cell state scale of 2^-19
+    # the Keras text classifier's shape: untrained embeddings leave a cell state scale below 2^-15
     "small cell state (tanh skipped)": LstmCase(units=32, n_in=32, steps=20, input_range=(-0.05, 0.05), weight_std=0.3,
                                                 bias_std=0.0),
     "projection, hidden zero point saturating": LstmCase(units=4, projection=3, steps=5),
@@ -66,7 +65,7 @@ REFUSED = {
 }
 
 
-def _refusal(case: LstmCase, reason: str):
+def _refusal(reason: str):
     """Which REFUSED entry the converter's reason is (None: none of them)."""
     return next((k for k, (_, words) in REFUSED.items() if words in reason), None)
 
@@ -78,7 +77,7 @@ def _compare(case: LstmCase, monkeypatch) -> str:
     result = convert(data, feature_level=8)
     if not result.complete:
         node = result.unsupported[0]
-        key = _refusal(case, node.reason)
+        key = _refusal(node.reason)
         assert key is not None and node.reason_code == REFUSED[key][0], (case, node.reason_code, node.reason)
         return key
     for data_seed in range(2):
@@ -135,7 +134,7 @@ def test_undefined_in_litert_is_refused(name, case):
     weights (output size above the units), or applies peepholes per row of a batch-major sequence where
     QUANTIZED_LSTM applies them to the flattened batch: each refused, saying so."""
     node = convert(int8_lstm(case), feature_level=8).unsupported[0]
-    assert _refusal(case, node.reason) == name and node.reason_code == REFUSED[name][0], node.reason
+    assert _refusal(node.reason) == name and node.reason_code == REFUSED[name][0], node.reason
 
 
 # -- the quantized basic LSTM (QUANTIZED_16BIT_LSTM) -------------------------------------------------
