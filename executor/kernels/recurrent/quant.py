@@ -352,9 +352,12 @@ class QLstmCell:
             self.hidden_req = _StepTable(lambda p: one(p[:, None])[:, 0], -128, 127, _HIDDEN_PRODUCT_BOUND)
         self.proj = None
         if proj_w is not None:
+            # the hidden state's zero point taken back out (LiteRT's arithmetic; Android's reference adds it
+            # again, and only with a projection bias, so it departs from this when the zero point is not 0)
             proj_bias = -self.hidden_zp * proj_w.sum(axis=1) + (0 if proj_b is None else proj_b)
             mult = quantize_multiplier(_f32_scale(args.projection_weights.scale, hidden_scale, divide_by=h_q.scale))
             pclip = float(args.get("proj_clip", 0.0))
+            # in output state units, as LiteRT (Android's reference divides by the projection weights' scale)
             qclip = int(min(max(np.float32(pclip) / np.float32(h_q.scale), -128.0), 127.0)) if pclip > 0 else None
             self.proj = (np.ascontiguousarray(proj_w.T, np.float64), proj_bias, mult, h_q.zero_point, qclip)
 
