@@ -188,12 +188,18 @@ def test_basic_quantized_lstm_sweep(units, batch, w_scale, w_zp, monkeypatch):
             assert cell_units <= BASIC_CELL_UNITS, (fast, cell_units)
 
 
+def _redim(model, i, dims):
+    import dataclasses
+    model.operands[i].type = dataclasses.replace(model.operands[i].type, dimensions=tuple(dims))
+
+
 def test_quantized_lstm_spec_states_the_cell_scale_and_peephole_rules():
     """NNAPI's QUANTIZED_LSTM spec flags what Android's reference refuses or reads past: a cell state scale
     that is no power of two at most 2^-9, and peepholes with an output size above the units."""
     import dataclasses
+    from nnapi.ops import SPECS
     from nnapi.validate import operation_problems
-    model = convert(int8_lstm(LstmCase(op="LSTM", peephole=True)), feature_level=8).model
+    model = convert(int8_lstm(LstmCase(op="LSTM", peephole=True, projection=3)), feature_level=8).model
     assert operation_problems(model) == []
     op = next(o for o in model.operations if o.code.name == "QUANTIZED_LSTM")
     cell = model.operands[op.inputs[19]]
@@ -202,6 +208,18 @@ def test_quantized_lstm_spec_states_the_cell_scale_and_peephole_rules():
         assert any("cell_state_in scale" in p and "power of two" in p for p in operation_problems(model)), scale
     cell.type = dataclasses.replace(cell.type, scale=2.0 ** -20)   # below 2^-15 is allowed: the tanh is skipped
     assert operation_problems(model) == []
+    # the projection widened to 6 outputs, above the 4 units
+    arg = {a.name: op.inputs[k] for k, a in enumerate(SPECS[op.code].forms[0].inputs)}
+    for name in ("recurrent_to_input_weights", "recurrent_to_forget_weights", "recurrent_to_cell_weights",
+                 "recurrent_to_output_weights"):
+        _redim(model, arg[name], (4, 6))
+    _redim(model, arg["projection_weights"], (6, 4))
+    _redim(model, arg["projection_bias"], (6,))
+    _redim(model, arg["output_state_in"], (1, 6))
+    for i in op.outputs:
+        if model.operands[i].type.dimensions[-1] == 3:
+            _redim(model, i, (1, 6))
+    assert any("output size 6 above the number of units 4" in p for p in operation_problems(model))
 
 
 # -- the hybrid recurrent kernels (int8 weights, float activations) ------------------------------------
