@@ -6,6 +6,8 @@ FLOAT16 with float16 tensors).
 """
 from __future__ import annotations
 
+import math
+
 from ..bias_scale import bias_scale, bias_scale_matches
 from ..codes import OperandCode as C, OperationCode as Op
 from . import register
@@ -420,6 +422,42 @@ register(OpSpec(
 
 _W8, _Q16, _I32 = C.TENSOR_QUANT8_SYMM, C.TENSOR_QUANT16_SYMM, C.TENSOR_INT32
 
+# QUANTIZED_LSTM's cell state scale is 2^shift with shift <= -9 (Android's reference checks both). Its tanh
+# of the cell state takes 15 + shift integer bits and has cases for 0 to 6 only: below 2^-15 it writes
+# nothing, and the hidden state multiplies the output gate by what that buffer held, the input gate
+# (1 - forget gate with CIFG).
+QLSTM_MAX_CELL_SHIFT = -9
+QLSTM_MIN_TANH_CELL_SHIFT = -15
+
+
+def qlstm_cell_shift(scale: float):
+    """The shift of a QUANTIZED_LSTM cell state scale 2^shift (a power of two within 1e-3 in log2, like the
+    reference's CheckedLog2), or None when the scale is not one or is above 2^-9."""
+    if not scale > 0:
+        return None
+    log2 = math.log2(scale)
+    shift = round(log2)
+    return shift if abs(log2 - shift) < 1e-3 and shift <= QLSTM_MAX_CELL_SHIFT else None
+
+
+def _qlstm_peephole_length(v):
+    """Android's reference (as LiteRT's integer LSTM) applies the peepholes with the output size as their
+    length, walking the flattened [batch, units] gate and cell state: with a projection to fewer outputs
+    than units, element k < batch x output size takes peephole weight k mod output size and the others
+    none; to more, it reads past the weights."""
+    units, out = _lstm_sizes(v)
+    if units and out and out > units and any(v.has(f"cell_to_{g}_weights") for g in ("input", "forget", "output")):
+        yield (f"peephole weights with an output size {out} above the number of units {units}: the reference reads "
+               f"past them")
+
+
+def _qlstm_cell_scale(v):
+    for name in ("cell_state_in", "cell_state_out"):
+        for o in v.inputs(name) + v.outputs(name):
+            if o is not None and not o.is_omitted and qlstm_cell_shift(o.type.scale) is None:
+                yield f"{name} scale {o.type.scale:g} must be a power of two at most 2^{QLSTM_MAX_CELL_SHIFT}"
+
+
 register(OpSpec(
     code=Op.QUANTIZED_LSTM,
     forms=[Form("default",
@@ -437,7 +475,8 @@ register(OpSpec(
                 [arg("output_state_out", C.TENSOR_QUANT8_ASYMM_SIGNED), arg("cell_state_out", _Q16),
                  arg("output", C.TENSOR_QUANT8_ASYMM_SIGNED)])],
     type_cases=[TypeCase(4)],
-    rules=[rank_in("input", (2,)), *output_ranks(output_state_out=2, cell_state_out=2, output=2)],
+    rules=[rank_in("input", (2,)), _qlstm_cell_scale, _qlstm_peephole_length,
+           *output_ranks(output_state_out=2, cell_state_out=2, output=2)],
     infer=_infer_quantized_lstm,
     doc="one int8/int16 LSTM step with integer layer normalization (TFLite's fully integer LSTM)",
 ))

@@ -14,9 +14,10 @@ from nnapi import OperationCode as Op
 from nnapi.ops import SPECS
 
 from ...registry import Reason, Unsupported, converter
-from .recurrent_common import (activation_code, check_merged_outputs, optional_operand, require_float, scratch,
-                               starts_at_zero, state_operand)
+from .recurrent_common import (activation_code, check_merged_outputs, input_at, optional_operand, require_float,
+                               scratch, starts_at_zero, state_operand)
 from .common import require_arity
+from .hybrid import is_hybrid
 from .recurrent_unroll import unroll
 
 
@@ -74,14 +75,33 @@ def bidirectional_sequence_rnn(node, ctx):
     """Forward and backward basic RNNs; merged or separate outputs; cross- or parallel-linked aux input."""
     require_arity(node, 9)
     require_float(ctx, node, (1, 2, 3, 5, 6, 7, 9, 10, 11))
-    merge = bool(node.attrs.get("merge_outputs"))
+    merge, time_major = bool(node.attrs.get("merge_outputs")), bool(node.attrs.get("time_major"))
+    width = ctx.shape(node.inputs[0])[-1]
+    aux_width = ctx.shape(node.inputs[9])[-1] if input_at(node, 10) >= 0 else None
+    if is_hybrid(ctx, node.inputs[0], node.inputs[1]):
+        if aux_width is not None:
+            raise Unsupported(Reason.ATTRIBUTE, f"{node.op} with int8 weights and an aux input "
+                                                f"{ctx.tensor(node.inputs[9]).name!r}: LiteRT's hybrid kernel then "
+                                                f"reads memory it never wrote (its results vary between runs), so "
+                                                f"no conversion can match it")
+        steps = ctx.shape(node.inputs[0])[0]
+        if time_major and steps != 1:
+            raise Unsupported(Reason.ATTRIBUTE, f"{node.op} time-major with int8 weights: LiteRT's hybrid kernel "
+                                                f"runs the {steps}-step sequence {steps} times over, carrying the "
+                                                f"hidden states, so no conversion of the one pass can match it")
+    if time_major and aux_width is not None and aux_width != width:
+        aux = ctx.tensor(node.inputs[9]).name
+        raise Unsupported(Reason.ATTRIBUTE, f"{node.op} time-major with an aux input {aux!r} of {aux_width} features, "
+                                            f"not the input's {width}: LiteRT's kernel steps through it by the "
+                                            f"input's width (misaligned rows, or reads past its end), so no "
+                                            f"conversion can match it")
     named = {**_rnn_cell(ctx, node, 1, "fw_"), **_rnn_cell(ctx, node, 5, "bw_")}
     for k, name in ((9, "aux_input"), (10, "fw_aux_weights"), (11, "bw_aux_weights")):
         named[name] = optional_operand(ctx, node, k, name)
     check_merged_outputs(node, merge)
     outs = [ctx.output(o) for o in node.outputs]
     ctx.emit_form(Op.BIDIRECTIONAL_SEQUENCE_RNN, "default", outs, input=ctx.operand(node.inputs[0]),
-                  activation=activation_code(ctx, node), time_major=ctx.boolean(bool(node.attrs.get("time_major"))),
+                  activation=activation_code(ctx, node), time_major=ctx.boolean(time_major),
                   merge_outputs=ctx.boolean(merge), **named)
 
 

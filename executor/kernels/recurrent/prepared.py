@@ -204,12 +204,13 @@ class PreparedQuantizedLstm(_Prepared):
         self.cell = cell = QLstmCell(pctx.args, *(bound.operand(n).type for n in self.RUNTIME), _refuse, compiled=True)
         shift = cell.cell_shift
         if shift not in self._tables:
-            tanh_cell = qlstm_activations(shift)[2]
+            tanh_cell = qlstm_activations(cell)[2]
             self._tables[shift] = (np.concatenate([int16_table(gate_logistic), int16_table(gate_tanh)]),
-                                   int16_table(tanh_cell))
+                                   None if tanh_cell is None else int16_table(tanh_cell))
         joined, cell_table = self._tables[shift]
         offsets = 32768 + 65536 * cell.tanh_columns.astype(np.int64)
-        self.acts = (lambda a, _: np.take(joined, a + offsets), _lookup(joined), _lookup(cell_table))
+        self.acts = (lambda a, _: np.take(joined, a + offsets), _lookup(joined),
+                     None if cell_table is None else _lookup(cell_table))
         self.dtypes = tuple(bound.operand(n).type.dtype for n in self.RUNTIME)
 
     def __call__(self, ctx):

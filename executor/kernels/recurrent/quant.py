@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from nnapi.codes import OperationCode as Op
+from nnapi.ops.recurrent import QLSTM_MAX_CELL_SHIFT, QLSTM_MIN_TANH_CELL_SHIFT, qlstm_cell_shift
 
 from ...registry import kernel
 from ..common import clip_ufunc
@@ -276,15 +277,20 @@ class QLstmCell:
                 fail(f"{name} has shape {list(arr.shape)}, expected {list(shape)}")
         if proj_w is None and self.n_out != n:
             fail(f"without projection the output size {self.n_out} must equal the number of units {n}")
+        if self.n_out > n and any(p is not None for p in peep.values()):
+            fail(f"peephole weights with an output size {self.n_out} above the number of units {n}: the reference "
+                 f"reads past them")
         if self.cifg and (w_rec["input"] is not None or bias["input"] is not None):
             fail("CIFG: input gate weights and bias must all be omitted together")
         if not self.cifg and (w_rec["input"] is None or bias["input"] is None):
             fail("the input gate needs input and recurrent weights and a bias (or none of them: CIFG)")
-        # the cell state scale must be (within 1e-3 in log2, like the reference) a power of two
-        log2 = np.log2(c_q.scale)
-        self.cell_shift = int(np.round(log2))
-        if abs(log2 - self.cell_shift) >= 1e-3 or self.cell_shift > -9:
-            fail(f"cell state scale {c_q.scale} must be a power of two at most 2^-9")
+        shift = qlstm_cell_shift(c_q.scale)
+        if shift is None:
+            fail(f"cell state scale {c_q.scale} must be a power of two at most 2^{QLSTM_MAX_CELL_SHIFT}")
+        self.cell_shift = shift
+        # below 2^-15 the reference's tanh of the cell state writes nothing (nnapi.ops.recurrent): the
+        # output gate multiplies the input gate it left in that buffer
+        self.cell_tanh_skipped = shift < QLSTM_MIN_TANH_CELL_SHIFT
 
         gates = [g for g in _STACK if not (self.cifg and g == "input")]
         self.at = {g: slice(k * n, (k + 1) * n) for k, g in enumerate(gates)}
@@ -346,9 +352,12 @@ class QLstmCell:
             self.hidden_req = _StepTable(lambda p: one(p[:, None])[:, 0], -128, 127, _HIDDEN_PRODUCT_BOUND)
         self.proj = None
         if proj_w is not None:
+            # the hidden state's zero point taken back out (LiteRT's arithmetic; Android's reference adds it
+            # again, and only with a projection bias, so it departs from this when the zero point is not 0)
             proj_bias = -self.hidden_zp * proj_w.sum(axis=1) + (0 if proj_b is None else proj_b)
             mult = quantize_multiplier(_f32_scale(args.projection_weights.scale, hidden_scale, divide_by=h_q.scale))
             pclip = float(args.get("proj_clip", 0.0))
+            # in output state units, as LiteRT (Android's reference divides by the projection weights' scale)
             qclip = int(min(max(np.float32(pclip) / np.float32(h_q.scale), -128.0), 127.0)) if pclip > 0 else None
             self.proj = (np.ascontiguousarray(proj_w.T, np.float64), proj_bias, mult, h_q.zero_point, qclip)
 
@@ -360,7 +369,17 @@ class QLstmCell:
     def _peephole(self, acc, g, cell_state):
         if g in self.peep:
             w, (m, s) = self.peep[g]
+            if self.n_out != self.units:
+                w = self._projected_peephole(w, cell_state.shape[0])
             acc[:, self.at[g]] = _sat(multiply_by_quantized_multiplier(w * cell_state, m, s) + acc[:, self.at[g]])
+
+    def _projected_peephole(self, w, batch: int) -> np.ndarray:
+        """The reference's peephole weights per [batch, units] element when the output size differs from the
+        units: it walks the flattened gate and cell state n_output values per batch row (its vector length
+        argument is the output size), so element k < batch x n_output takes weight k mod n_output and the
+        rest none (nnapi.ops.recurrent)."""
+        k = np.arange(batch * self.units)
+        return np.where(k < batch * self.n_out, w[k % self.n_out], 0).reshape(batch, self.units)
 
     def _layer_norm(self, acc, g):
         if g in self.ln:
@@ -372,7 +391,7 @@ class QLstmCell:
         `gates(acc, tanh_columns)`: the activations of the stacked gates' int16 raws (3 integer bits),
         tanh in the columns where tanh_columns is set (the cell gate), logistic in the others;
         `logistic`: one gate's; `tanh_cell`: tanh of the cell state's raws (cell_shift + 15 integer
-        bits)."""
+        bits; None when cell_tanh_skipped)."""
         both = self.req(np.dot(np.concatenate([x, h], axis=1, dtype=self.w.dtype), self.w))
         acc = _sat(both[:, self.width:] + _sat(both[:, :self.width]))
         at = self.at
@@ -395,7 +414,7 @@ class QLstmCell:
             out_gate = logistic(acc[:, at["output"]])
         else:
             out_gate = act[:, at["output"]]
-        hidden = self.hidden_req(out_gate * tanh_cell(cell))
+        hidden = self.hidden_req(out_gate * (in_gate if self.cell_tanh_skipped else tanh_cell(cell)))
         return self._projection(hidden), cell
 
     def _projection(self, hidden):
@@ -449,10 +468,12 @@ def gate_tanh(a):
     return fixed_tanh(a, _GATE_INTEGER_BITS)
 
 
-def qlstm_activations(cell_shift: int) -> tuple:
-    """The plain activations QLstmCell.step takes: the stacked gates', one gate's logistic, the cell's tanh."""
+def qlstm_activations(cell: QLstmCell) -> tuple:
+    """The plain activations QLstmCell.step takes: the stacked gates', one gate's logistic, the cell's tanh
+    (None when the cell skips it)."""
+    shift = cell.cell_shift
     return (lambda a, tanh_columns: np.where(tanh_columns, gate_tanh(a), gate_logistic(a)), gate_logistic,
-            lambda a: fixed_tanh(a, cell_shift + 15))
+            None if cell.cell_tanh_skipped else lambda a: fixed_tanh(a, shift + 15))
 
 
 def qlstm_results(out, cell) -> list:
@@ -470,5 +491,5 @@ def quantized_lstm(ctx):
                              ("cell_state_in", c, (x.shape[0], q.units))):
         if arr.shape != shape:
             ctx.fail(f"{name} has shape {list(arr.shape)}, expected {list(shape)}")
-    out, cell = q.step(x, h, c, *qlstm_activations(q.cell_shift))
+    out, cell = q.step(x, h, c, *qlstm_activations(q))
     return qlstm_results(out, cell)

@@ -59,9 +59,10 @@ def input_step_bound(x: np.ndarray, rows_axis_last: bool = True) -> float:
     return float(np.abs(x.reshape(x.shape[0], -1)).max(axis=1).max()) / 127 / 2
 
 
-def check_hybrid(data, levels, bound, per_channel=None, seeds=(0, 1), ops=None, vectors=()):
+def check_hybrid(data, levels, bound, per_channel=None, seeds=(0, 1), ops=None, vectors=(), reference="litert"):
     """Converts at each level; equals LiteRT float on the twin; within `bound(inputs, twin bytes)`
-    of LiteRT's hybrid kernel. Returns the measured hybrid drift over the levels and seeds."""
+    of LiteRT's hybrid kernel (`reference`: which LiteRT kernels). Returns the measured hybrid drift over
+    the levels and seeds."""
     hybrid, twin = hybridize(data, per_channel, vectors)
     drift = 0.0
     for level in levels:
@@ -73,10 +74,10 @@ def check_hybrid(data, levels, bound, per_channel=None, seeds=(0, 1), ops=None, 
         for seed in seeds:
             ins = random_source_inputs(result.source.main, seed)
             got = run_converted(result, ins)
-            for r, g in zip(run_litert(twin, ins), got):
+            for r, g in zip(run_litert(twin, ins, reference), got):
                 np.testing.assert_allclose(g.reshape(r.shape), r, rtol=1e-5, atol=1e-5)
             allowed = bound(ins, twin)
-            for r, g in zip(run_litert(hybrid, ins), got):
+            for r, g in zip(run_litert(hybrid, ins, reference), got):
                 err = float(np.abs(g.reshape(r.shape) - r).max())
                 assert err <= allowed, f"level {level} seed {seed}: hybrid drift {err} > bound {allowed}"
                 drift = max(drift, err)
@@ -164,7 +165,9 @@ def test_hybrid_weights_with_a_zero_point_are_reported():
 def recurrent_bound(steps: int):
     """Recurrent hybrid kernels quantize x and the hidden state every step; with activations that are
     1-Lipschitz, the drift stays below the per-step product bound times the steps, doubled for the
-    recurrent path (a stated, tested bound, not a tight one)."""
+    recurrent path (a stated, tested allowance, not a proof: errors in the state can grow through a
+    recurrent gain above 1). The hidden state's step is from its largest magnitude (at least 1: RELU
+    states outgrow tanh's)."""
     def bound(ins, twin):
         m = schema.ModelT.InitFromPackedBuf(twin, 0)
         rows = 0.0
@@ -173,7 +176,8 @@ def recurrent_bound(steps: int):
                     and len(m.buffers[t.buffer].data):
                 w = np.abs(np.asarray(m.buffers[t.buffer].data, np.uint8).view(np.float32).reshape(t.shape))
                 rows = max(rows, float(w.sum(axis=1).max()))
-        return 2 * steps * max(input_step_bound(ins[0]), 1 / 127 / 2) * rows * 4 + 1e-5
+        h_max = max([1.0] + [float(np.abs(y).max()) for y in run_litert(twin, ins)])
+        return 2 * steps * max(input_step_bound(ins[0]), h_max / 127 / 2) * rows * 4 + 1e-5
     return bound
 
 
@@ -181,7 +185,8 @@ RECURRENT = {
     "RNN": (lambda: rec.rnn_model("RNN", activation="TANH"), 1, [1, 3, 8]),
     "UNIDIRECTIONAL_SEQUENCE_RNN": (lambda: rec.rnn_model("UNIDIRECTIONAL_SEQUENCE_RNN", time_major=True), rec.T,
                                     [2, 8]),
-    "BIDIRECTIONAL_SEQUENCE_RNN": (lambda: rec.rnn_model("BIDIRECTIONAL_SEQUENCE_RNN", time_major=True), rec.T, [8]),
+    # (batch-major: time-major, LiteRT's hybrid kernel runs the sequence T times over, and it is refused)
+    "BIDIRECTIONAL_SEQUENCE_RNN": (lambda: rec.rnn_model("BIDIRECTIONAL_SEQUENCE_RNN"), rec.T, [8]),
     "LSTM": (lambda: rec.lstm_model(), 1, [1, 8]),
     "LSTM_projection": (lambda: rec.lstm_model(projection=True, cifg=True), 1, [8]),
     "UNIDIRECTIONAL_SEQUENCE_LSTM": (lambda: rec.lstm_model("UNIDIRECTIONAL_SEQUENCE_LSTM", time_major=True), rec.T,

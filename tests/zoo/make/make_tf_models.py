@@ -1,7 +1,7 @@
 """Regenerate the TensorFlow-converted zoo models:  python tests/zoo/make/make_tf_models.py [--only ARCH]
 
 Needs TensorFlow and tf_keras in a throwaway venv (never a project dependency); see README-tf.md.
-Builds ten Keras architectures with seeded random weights and converts each with TFLiteConverter in
+Builds eleven Keras architectures with seeded random weights and converts each with TFLiteConverter in
 seven modes (float32, float16, dynamic, int8, int8_uint8_io, int8_float_io, int16x8), writing
 tests/zoo/models/tf/<arch>_<mode>.tflite and rewriting tests/zoo/manifest/tf.toml.
 
@@ -184,6 +184,20 @@ def lstm_text():
         "LSTM 48 units (fused UNIDIRECTIONAL_SEQUENCE_LSTM), Dense relu, Dense softmax"
 
 
+def lstm_text_small():
+    # Embeddings as Keras initialises them (uniform +-0.05, untrained): the LSTM's calibrated cell state
+    # stays small, so TensorFlow gives it a scale below 2^-15, where the integer kernels' tanh of the cell
+    # state writes nothing and the output gate multiplies the input gate instead
+    inp = keras.Input((20,), batch_size=1, dtype="int32", name="tokens")
+    x = layers.Embedding(1000, 32, name="embedding")(inp)
+    x = layers.LSTM(32, name="lstm")(x)
+    x = layers.Dense(5, activation="softmax", name="predictions")(x)
+    return keras.Model(inp, x, name="lstm_text_small"), {"tokens": (1, 999, "token")}, \
+        "text classifier, 20 tokens of a 1000-word vocabulary, 5 classes: Embedding (GATHER, Keras's " \
+        "initial uniform +-0.05 embeddings), LSTM 32 units (fused UNIDIRECTIONAL_SEQUENCE_LSTM; int8 cell " \
+        "state scale below 2^-15), Dense softmax"
+
+
 def gru_imu():
     # GRUs have no fused TFLite op: unrolled they become per-step FULLY_CONNECTED, LOGISTIC, TANH
     # and elementwise ops. A WHILE-loop GRU crashes the int8 calibrator (segmentation fault in
@@ -236,6 +250,7 @@ ARCHS = {
     "unet": unet,
     "kws_conv1d": kws_conv1d,
     "lstm_text": lstm_text,
+    "lstm_text_small": lstm_text_small,
     "gru_imu": gru_imu,
     "transformer_encoder": transformer_encoder,
 }
