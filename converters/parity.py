@@ -40,7 +40,7 @@ from .parity_report import (OutputParity, ParityError, ParityReport, compare, me
                             to_source_layout)
 from .parity_verdict import (compare_outputs, conclude, first_divergence, localization_line, merge_layers,
                              output_coverage, verdict_rule)
-from .pins import for_result, refusal, sentences
+from .pins import refusal
 from .runners import MissingDependency
 from .running import random_source_inputs, run_traced, to_nnapi_inputs
 from .source_graph import SourceError
