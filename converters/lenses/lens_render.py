@@ -60,14 +60,40 @@ def _summary_lines(r: dict) -> list:
     out = []
     for name in _names(r):
         s = r["lenses"][name]["summary"]
-        out.append(f"{name}: {s['supported_nodes']}/{s['nodes']} nodes ({_pct(s['supported_fraction'])}), "
-                   f"{_pct(s['supported_macs_fraction'])} of MACs, {s['partitions']} partition(s)")
-    gained = [c for c in r.get("comparison", []) if c["gain"] == "converter_only"]
-    if "comparison" in r:
-        out.append(f"nnapi convert + nnapi export run {len(gained)} node(s) the delegate leaves on the CPU"
-                   + (": " + ", ".join(f"{c['index']}:{c['op']}" for c in gained[:12]) if gained else "")
-                   + (" ..." if len(gained) > 12 else ""))
+        out.append(f"{name}: {s['supported_compute_nodes']}/{s['compute_nodes']} nodes that compute "
+                   f"({_pct(s['supported_compute_nodes'] / s['compute_nodes'] if s['compute_nodes'] else 1.0)}), "
+                   f"{_pct(s['supported_macs_fraction'])} of MACs, {s['partitions']} partition(s); "
+                   f"{s['supported_nodes']}/{s['nodes']} nodes in all")
+    if "comparison" not in r:
+        return out
+    cmp = r["comparison"]
+    gained = [c for c in cmp if c["gain"] == "converter_only" and c["computes"]]
+    lost = [c for c in cmp if c["gain"] == "delegate_only" and c["computes"]]
+    macs = {name: _pct(r["lenses"][name]["summary"]["supported_macs_fraction"]) for name in _names(r)}
+    out.append(f"nnapi convert + nnapi export run {len(gained)} node(s) that compute which the delegate leaves on "
+               f"the CPU" + (": " + op_counts(gained) if gained else "")
+               + f"; MACs on NNAPI: {', '.join(f'{k} {v}' for k, v in macs.items())}")
+    if lost:
+        out.append(f"the delegate runs {len(lost)} node(s) that compute which the converter leaves on the CPU: "
+                   + op_counts(lost))
+    weights = [c for c in cmp if not c["computes"] and c["gain"] != "both"]
+    if weights:
+        out.append(f"counted apart: {len(weights)} node(s) that only prepare constants ({op_counts(weights)}) run in "
+                   f"one lens only: the converter folds weights into constants at conversion, the delegate leaves an "
+                   f"fp16 weight DEQUANTIZE on the CPU and its delegated consumers read the fp16 constant")
     return out
+
+
+def op_counts(entries: list, most: int = 4) -> str:
+    """'5 x CUSTOM:TransformLandmarks (nodes 600, 604, ...), 3 x ...': entries grouped by op, largest group first."""
+    groups: dict = {}
+    for e in entries:
+        groups.setdefault(e["op"], []).append(e["index"])
+    parts = []
+    for op, idx in sorted(groups.items(), key=lambda kv: -len(kv[1]))[:most]:
+        shown = ", ".join(map(str, idx[:3])) + (", ..." if len(idx) > 3 else "")
+        parts.append(f"{len(idx)} x {op} (node{'s' if len(idx) > 1 else ''} {shown})")
+    return ", ".join(parts) + (f", and {len(groups) - most} more op type(s)" if len(groups) > most else "")
 
 
 def render_lenses(r: dict, fmt: str) -> str:
