@@ -115,11 +115,14 @@ def build_parser(handlers: dict) -> argparse.ArgumentParser:
                    help="a StatefulNnApiDelegate option for the tflite-delegate lens: "
                         "max_number_delegated_partitions=N (default 3), accelerator_name=NAME, "
                         "disallow_nnapi_cpu=true|false, allow_fp16=true|false (repeatable)")
-    s.add_argument("--device", metavar="NAME",
-                   help="a shipped driver profile (nnapi-reference, armnn): nodes whose NNAPI operations the "
-                        "driver lacks become device_unsupported (converter lens), or the delegate runs on a "
-                        "phone with that driver (tflite-delegate lens)")
-    s.add_argument("--device-profile", metavar="FILE", help="as --device, with your own profile (schema in README)")
+    device = s.add_mutually_exclusive_group()  # one driver at a time
+    device.add_argument("--device", metavar="NAME",
+                        help="a shipped driver profile (nnapi-reference, armnn): nodes whose NNAPI operations the "
+                             "driver lacks become device_unsupported (converter lens, at the lower of "
+                             "--feature-level and the device's level), or the delegate runs on a phone with that "
+                             "driver (tflite-delegate lens)")
+    device.add_argument("--device-profile", metavar="FILE",
+                        help="as --device, with your own profile (schema in README)")
     s.set_defaults(func=handlers["coverage"])
 
     s = sub.add_parser(

@@ -16,7 +16,9 @@ def lens_label(r: dict) -> str:
                 f"{o.get('max_number_delegated_partitions')}{on})")
     if "device" in r:
         d = r["device"]
-        return f"lens converter on device {d['name']} ({d['type']}, feature level {d['feature_level']})"
+        asked = r.get("requested_feature_level")
+        return (f"lens converter on device {d['name']} ({d['type']}, feature level {d['feature_level']}"
+                + (f": below the {asked} asked for, so the report is at the device's level" if asked else "") + ")")
     return "lens converter" if "lens" in r else ""
 
 

@@ -150,7 +150,8 @@ def _reason(node, verdict, decision, options) -> tuple:
         return None, None
     gaps = decision["device_gaps"].get(node.index)
     if gaps:
-        return "device_unsupported", "; ".join(g["reason"] for g in gaps)
+        from .devices import gaps_reason
+        return "device_unsupported", gaps_reason(gaps)
     if not failures and decision["missing_accelerator"]:
         return "device_unsupported", "the accelerator named by accelerator_name is not on the phone"
     if not failures and decision["targets"] is not None and not decision["targets"]:
