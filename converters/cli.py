@@ -186,9 +186,9 @@ def cmd_coverage(args) -> int:
         r = reports[0]
         if "error" in r:
             raise CliError(r["error"], EXIT_INVALID if r.get("error_kind") == "invalid_model" else EXIT_INVALID)
-        _write_output(render(r, args.format), args.output)
+        _write_output(render(r, args.format, args.verbose), args.output)
     else:
-        _write_output(render_batch(reports, args.format), args.output)
+        _write_output(render_batch(reports, args.format, args.verbose), args.output)
     if args.fail_under is not None:
         low = [r for r in reports if "error" not in r and r["summary"]["supported_fraction"] < args.fail_under]
         if low:

@@ -123,6 +123,9 @@ def build_parser(handlers: dict) -> argparse.ArgumentParser:
                              "driver (tflite-delegate lens)")
     device.add_argument("--device-profile", metavar="FILE",
                         help="as --device, with your own profile (schema in README)")
+    s.add_argument("--verbose", action="store_true",
+                   help="text and markdown: every list in full (NNAPI operations, node indexes, blocking nodes, "
+                        "reasons) instead of fitting 120 columns with counts")
     s.set_defaults(func=handlers["coverage"])
 
     s = sub.add_parser(

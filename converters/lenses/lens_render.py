@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from ..coverage_render import LEVELS, _html_table, _md_table, _pct, _table
+from ..coverage_render import LEVELS, WIDTH, _html_table, _md_table, _pct, _table, wrap
 
 
 def lens_label(r: dict) -> str:
@@ -26,7 +26,7 @@ def _names(r: dict) -> list:
     return list(r["lenses"])
 
 
-def _level_rows(r: dict):
+def _level_rows(r: dict, verbose: bool = False):
     for lv in LEVELS:
         row = [lv]
         for name in _names(r):
@@ -39,7 +39,7 @@ def _reason(n: dict) -> str:
     return f"[{n['reason_code']}] {n['reason']}" if n["reason_code"] else ""
 
 
-def _node_rows(r: dict):
+def _node_rows(r: dict, verbose: bool = False):
     lenses = [r["lenses"][k]["nodes"] for k in _names(r)]
     gains = {c["index"]: c["gain"] for c in r.get("comparison", [])}
     for nodes in zip(*lenses):
@@ -98,7 +98,7 @@ def op_counts(entries: list, most: int = 4) -> str:
     return ", ".join(parts) + (f", and {len(groups) - most} more op type(s)" if len(groups) > most else "")
 
 
-def render_lenses(r: dict, fmt: str) -> str:
+def render_lenses(r: dict, fmt: str, verbose: bool = False) -> str:
     level_h, node_h = _headers(r)
     title = f"NNAPI coverage through {', '.join(_names(r))}: {r['model']} at feature level {r['feature_level']}"
     if fmt == "markdown":
@@ -114,5 +114,8 @@ def render_lenses(r: dict, fmt: str) -> str:
                  "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}th{background:#eee}")
         return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
                 f"<style>{style}</style></head><body>{body}</body></html>")
-    return "\n".join([title, ""] + _summary_lines(r) + [""] + _table(level_h, _level_rows(r)) + [""]
-                     + _table(node_h, _node_rows(r)))
+    width = 0 if verbose else WIDTH
+    lines = [title, ""] + _summary_lines(r)
+    return "\n".join((lines if verbose else wrap(lines)) + [""] + _table(level_h, _level_rows(r), width) + [""]
+                     + _table(node_h, _node_rows(r), width)
+                     + ([] if verbose else ["(--verbose, --format json: every list in full)"]))
