@@ -195,10 +195,30 @@ def render_markdown(r: dict, verbose: bool = False) -> str:
     return "\n".join(out)
 
 
-def _html_table(headers, rows) -> str:
+def _html_table(headers, rows, row_ids=None) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    ids = iter(row_ids or [])
+    body = "".join((f"<tr id='{next(ids)}'>" if row_ids else "<tr>")
+                   + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def attention_html(r: dict) -> str:
+    """What needs attention, first on the page: the nodes left off NNAPI, grouped by reason, each a link that shows
+    it in the graph (and, without script, goes to its row of the node table)."""
+    off = [n for n in r["nodes"] if not n["supported"]]
+    if not off:
+        return "<section id='attention' class='ok'><h2>Every node runs on NNAPI</h2></section>"
+    groups: dict = {}
+    for n in off:
+        groups.setdefault((n["reason_code"], n["reason"] or ""), []).append(n)
+    items = "".join(
+        f"<li><b>[{html.escape(code or '')}]</b> {html.escape(why)}<br>"
+        + " ".join(f"<a class='goto' href='#node-{n['index']}' data-node='{n['index']}'>"
+                   f"{n['index']}: {html.escape(n['op'])}</a>" for n in ns) + "</li>"
+        for (code, why), ns in groups.items())
+    return (f"<section id='attention'><h2>Needs attention: {len(off)} node(s) stay on the CPU</h2>"
+            f"<p>Click a node to show it in the graph.</p><ul>{items}</ul></section>")
 
 
 def render_html(r: dict) -> str:
@@ -211,21 +231,27 @@ def render_html(r: dict) -> str:
         body = (f"<h1>{title}</h1><p>{s['supported_nodes']}/{s['nodes']} nodes "
                 f"({_pct(s['supported_fraction'])}), {_pct(s['supported_macs_fraction'])} of MACs, "
                 f"{s['partitions']} partition(s) at feature level {r['feature_level']}.</p>"
-                + "".join(f"<p>{html.escape(line)}</p>" for line in sentences(s)) +
-                f"<h2>Graph</h2><p>{legend} <span class='chip part'>partition</span></p>{render_graph(r)}"
+                + "".join(f"<p>{html.escape(line)}</p>" for line in sentences(s)) + attention_html(r) +
+                "<h2>Graph</h2><p class='tools'><input id='search' type='search' size='40' "
+                "placeholder='find a node: index, op, name or reason (Enter: next)' aria-label='find a node'> "
+                f"<span id='hits'></span></p><p>{legend} <span class='chip part'>partition</span></p>{render_graph(r)}"
                 f"<h2>Per feature level</h2>"
                 + _html_table(["FL", "nodes", "fraction", "MACs", "partitions", "blocking nodes"], _level_rows(r))
-                + "<h2>Nodes</h2>" + _html_table(["#", "op", "NNAPI", "becomes", "min FL", "reason"], _node_rows(r))
+                + "<h2>Nodes</h2>"
+                + _html_table(["#", "op", "NNAPI", "becomes", "min FL", "reason"], _node_rows(r),
+                              row_ids=[f"node-{n['index']}" for n in r["nodes"]])
                 + "<h2>Partitions</h2>"
                 + _html_table(["partition", "nodes", "inputs", "outputs"],
-                              [(k, p["nodes"], ", ".join(p["inputs"]), ", ".join(p["outputs"]))
+                              [(k, ranges(p["nodes"]), ", ".join(p["inputs"]), ", ".join(p["outputs"]))
                                for k, p in enumerate(r["partitions"])])
-                + f"<p>CPU fallback nodes: {html.escape(str(r['fallback_nodes']))}</p>")
+                + f"<p>CPU fallback nodes: {html.escape(ranges(r['fallback_nodes']) or 'none')}</p>")
     style = ("body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}"
-             "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}"
+             "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left;overflow-wrap:anywhere}"
              "th{background:#eee}.chip{color:white;padding:2px 8px;border-radius:4px;margin-right:6px}"
              ".part{color:#1565c0;border:2px dashed #1565c0;background:none}.err{color:#c62828}"
-             "figcaption{font-size:12px;color:#555}")
+             "figcaption{font-size:12px;color:#555}#attention{border-left:4px solid #c62828;padding:0 1em;"
+             "background:#fff8f8}#attention.ok{border-color:#2e7d32;background:#f4fbf4}#attention li{margin:.4em 0}#attention a{margin-right:.8em}"
+             "tr:target{background:#fff59d}.tools input{font-size:14px;padding:3px 6px}")
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title>"
             f"<style>{style}</style></head><body>{body}</body></html>")
 
