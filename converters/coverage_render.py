@@ -57,8 +57,8 @@ def ops_text(ops: list, verbose: bool = False) -> str:
     return text.rstrip(",") + (f", +{len(top) - shown} types" if shown < len(top) else "")
 
 
-def ranges(indexes: list) -> str:
-    """'0-190, 198-711' for a sorted list of node indexes."""
+def ranges(indexes: list, most: int = 0) -> str:
+    """'0-190, 198-711' for a sorted list of node indexes; with `most`, at most that many runs, then '... (N nodes)'."""
     out, start, prev = [], None, None
     for k in list(indexes) + [None]:
         if start is not None and (k is None or k != prev + 1):
@@ -67,6 +67,8 @@ def ranges(indexes: list) -> str:
         if start is None and k is not None:
             start = k
         prev = k
+    if most and len(out) > most:
+        return ", ".join(out[:most]) + f", ... ({len(indexes)} nodes)"
     return ", ".join(out)
 
 
@@ -95,7 +97,7 @@ def reason_lines(nodes: list) -> list:
     out = []
     for why, ns in by_reason.items():
         ops = ", ".join(dict.fromkeys(n["op"] for n in ns))
-        out.append(f"  node{'s' if len(ns) > 1 else ''} {ranges([n['index'] for n in ns])} ({ops}): {why}")
+        out.append(f"  node{'s' if len(ns) > 1 else ''} {ranges([n['index'] for n in ns], most=8)} ({ops}): {why}")
     return out
 
 
@@ -156,11 +158,11 @@ def render_text(r: dict, verbose: bool = False) -> str:
         if verbose:
             tail.append(f"  partition {k}: nodes {p['nodes']}, inputs {p['inputs']}, outputs {p['outputs']}")
         else:
-            tail.append(f"  partition {k}: {len(p['nodes'])} node(s) ({ranges(p['nodes'])}); "
+            tail.append(f"  partition {k}: {len(p['nodes'])} node(s) ({ranges(p['nodes'], most=8)}); "
                         f"{len(p['inputs'])} input(s) {names_text(p['inputs'])}; "
                         f"{len(p['outputs'])} output(s) {names_text(p['outputs'])}")
     if r["fallback_nodes"]:
-        tail.append(f"  CPU fallback nodes: {r['fallback_nodes'] if verbose else ranges(r['fallback_nodes'])}")
+        tail.append(f"  CPU fallback nodes: {r['fallback_nodes'] if verbose else ranges(r['fallback_nodes'], most=8)}")
     out += tail if verbose else wrap(tail)
     if not verbose:
         out.append("(--verbose, --format json: every list in full)")

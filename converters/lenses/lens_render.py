@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from ..coverage_render import LEVELS, WIDTH, _html_table, _md_table, _pct, _table, wrap
+from ..coverage_render import LEVELS, WIDTH, _html_table, _md_table, _pct, _table, reason_lines, wrap
 
 
 def lens_label(r: dict) -> str:
@@ -31,7 +31,8 @@ def _level_rows(r: dict, verbose: bool = False):
         row = [lv]
         for name in _names(r):
             s = r["lenses"][name]["per_feature_level"][lv]
-            row += [f"{s['supported_nodes']}/{s['nodes']}", str(s["partitions"])]
+            row += [f"{s['supported_compute_nodes']}/{s['compute_nodes']}",
+                    _pct(s["supported_macs_fraction"]) if s["macs"] else "-", str(s["partitions"])]
         yield row
 
 
@@ -42,18 +43,22 @@ def _reason(n: dict) -> str:
 def _node_rows(r: dict, verbose: bool = False):
     lenses = [r["lenses"][k]["nodes"] for k in _names(r)]
     gains = {c["index"]: c["gain"] for c in r.get("comparison", [])}
+    constant = {c["index"] for c in r.get("comparison", []) if not c["computes"]}
     for nodes in zip(*lenses):
         n0 = nodes[0]
-        row = [str(n0["index"]), f"{n0['op']} v{n0['version']}"]
+        row = [str(n0["index"]), f"{n0['op']} v{n0['version']}" + (" (constant)" if n0["index"] in constant else "")]
         row += ["yes" if n["supported"] else "NO" for n in nodes]
         row.append(gains.get(n0["index"], ""))
         row += [_reason(n) for n in nodes]
         yield row
 
 
+SHORT = {"tflite-delegate": "delegate", "converter": "converter"}   # lens names in column headers
+
+
 def _headers(r: dict) -> tuple:
-    names = _names(r)
-    level = ["FL"] + [f"{k} {what}" for k in names for what in ("nodes", "partitions")]
+    names = [SHORT.get(k, k) for k in _names(r)]
+    level = ["FL"] + [f"{k} {what}" for k in names for what in ("computing", "MACs", "parts")]
     nodes = ["#", "op"] + names + ["gain"] + [f"{k} reason" for k in names]
     return level, nodes
 
@@ -116,6 +121,10 @@ def render_lenses(r: dict, fmt: str, verbose: bool = False) -> str:
                 f"<style>{style}</style></head><body>{body}</body></html>")
     width = 0 if verbose else WIDTH
     lines = [title, ""] + _summary_lines(r)
+    reasons = []
+    for name in [] if verbose else _names(r):
+        found = reason_lines(r["lenses"][name]["nodes"])
+        reasons += ["", f"{name} reasons (each once):"] + wrap(found) if found else []
     return "\n".join((lines if verbose else wrap(lines)) + [""] + _table(level_h, _level_rows(r), width) + [""]
-                     + _table(node_h, _node_rows(r), width)
-                     + ([] if verbose else ["(--verbose, --format json: every list in full)"]))
+                     + _table(node_h, _node_rows(r), width) + reasons
+                     + ([] if verbose else ["", "(--verbose, --format json: every list in full)"]))

@@ -29,6 +29,7 @@ def test_blocking_nodes_each_op_once_with_counts():
 
 def test_ranges():
     assert ranges([0, 1, 2, 5, 7, 8]) == "0-2, 5, 7-8" and ranges([]) == ""
+    assert ranges([0, 1, 2, 5, 7, 8], most=2) == "0-2, 5, ... (6 nodes)"
 
 
 def chain_with_a_gap(path, n=400):

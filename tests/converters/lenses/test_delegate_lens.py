@@ -370,3 +370,7 @@ def test_lenses_compare_nodes_that_compute_and_count_weights_apart(tmp_path, cap
     out = capsys.readouterr().out
     assert "run 1 node(s) that compute which the delegate leaves on the CPU: 1 x GELU (node 2)" in out
     assert "1 node(s) that only prepare constants (1 x DEQUANTIZE (node 0))" in out
+    # per level, the nodes that compute (2: CONV_2D and GELU) and the MACs: the delegate runs 1 of 2 at level 8
+    level8 = next(line for line in out.splitlines() if line.startswith("8 "))
+    assert level8.split()[:4] == ["8", "1/2", "100.0%", "1"] and level8.split()[4:6] == ["2/2", "100.0%"], level8
+    assert max(map(len, out.splitlines())) <= 120
