@@ -117,6 +117,7 @@ def pin_how(p: dict) -> str:
 
 def unpinned_inputs(graph) -> list:
     """pins_needed-style entries (nodes 0) for the graph's inputs whose rank or extents are still unknown."""
+    from .onnx.shapes import UNNAMED
     out = []
     for i in graph.inputs:
         t = graph.tensors[i]
@@ -125,7 +126,6 @@ def unpinned_inputs(graph) -> list:
         shape = t.shape or ()
         axes = [a for a, d in enumerate(shape) if d < 0]
         syms = t.symbols or (None,) * len(shape)
-        from .onnx.shapes import UNNAMED
         out.append({"input": t.name, "axes": axes,
                     "dims": [None if not syms[a] or syms[a].startswith(UNNAMED) else syms[a] for a in axes],
                     "input_shape": ",".join(str(d) if d >= 0 else "?" for d in shape), "nodes": 0,
