@@ -61,3 +61,12 @@ def test_tflite_while_and_if_bodies_count():
     assert (r["summary"]["nodes"], r["summary"]["supported_nodes"]) == (8, 8)
     assert [n["nodes_inside"] for n in r["nodes"]] == [4, 2]
     assert r["per_feature_level"]["3"]["supported_nodes"] == 0 and r["per_feature_level"]["3"]["nodes"] == 8
+
+
+def test_tflite_body_nodes_in_the_model_explorer_overlay(tmp_path, capsys):
+    out = tmp_path / "cov.json"
+    assert main(["coverage", str(SAMPLES / "control_flow.tflite"), "--format", "model-explorer", "-o", str(out)]) == 0
+    results = json.loads(out.read_text())["results"]
+    # keyed by output tensor names (the TFLite adapter's tensor_name): the main graph's and every body's
+    assert {k: v["value"] for k, v in results.items()} == {
+        k: "supported" for k in ("trips_done", "out", "continue", "i_next", "decayed", "acc_next", "doubled", "diff")}
