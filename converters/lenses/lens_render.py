@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import html
 
+from .delegate_common import SDK_FOR_LEVEL
 from ..coverage_render import LEVELS, WIDTH, _html_table, _md_table, _pct, _table, reason_lines, wrap
 
 
 def lens_label(r: dict) -> str:
     if r.get("lens") == "tflite-delegate":
         o = r.get("delegate_options", {})
-        on = f", on device {r['device']['name']}" if "device" in r else ""
+        on = ""
+        if "device" in r:
+            d, target = r["device"], r["delegate"].get("target_sdk")
+            level = next((lv for lv, sdk in SDK_FOR_LEVEL.items() if sdk == target), None)
+            on = f", on device {d['name']} (feature level {d['feature_level']}" + (
+                f"; the delegate validates at feature level {level}, target sdk {target}"
+                if target != r["delegate"]["android_sdk_version"] and level else "") + ")"
         return (f"lens tflite-delegate (LiteRT NNAPI delegate, android_sdk_version "
                 f"{r['delegate']['android_sdk_version']}, max_number_delegated_partitions "
                 f"{o.get('max_number_delegated_partitions')}{on})")

@@ -49,3 +49,13 @@ def test_device_and_device_profile_together_are_refused(tmp_path, capsys):
         main(["coverage", str(model), "--device", "armnn", "--device-profile", str(prof)])
     assert e.value.code == 3
     assert "not allowed with" in capsys.readouterr().err
+
+
+def test_delegate_lens_on_a_device_names_the_level_it_validates_at(tmp_path, capsys):
+    from tests.converters.lenses.test_device_profiles import chain
+    m = tmp_path / "m.tflite"
+    m.write_bytes(chain(["ADD", "BATCH_MATMUL"]))
+    # GetTargetFeatureLevel: the lower of the runtime's (8) and armnn's (4) -> validated at API 30
+    assert main(["coverage", str(m), "--as", "tflite-delegate", "--device", "armnn"]) == 0
+    head = " ".join(capsys.readouterr().out.split("\n\n")[0].split())
+    assert "on device armnn (feature level 4; the delegate validates at feature level 4, target sdk 30)" in head, head
