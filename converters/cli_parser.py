@@ -212,7 +212,9 @@ def build_parser(handlers: dict) -> argparse.ArgumentParser:
                     "or onnxruntime), timed together against the framework on the whole model; the output says so "
                     "and splits the time (JSON field partial). Timings are only meaningful as ratios measured in the same run. Examples: nnapi "
                     "bench model.tflite --vs litert --runs 50; nnapi bench model.onnx --vs onnxruntime --format "
-                    "json -o bench.json. Exit 0 ok, 3 invalid model (or --profile on a partial one), 4 reference not "
+                    "json -o bench.json. The output names every input shape timed; a model input whose dimensions "
+                    "no pin fixes is refused with the pins to give. MACs are n/a (JSON null) where unknown. Exit 0 "
+                    "ok, 3 invalid model (or --profile on a partial one, or unpinned dimensions), 4 reference not "
                     "installed.")
     s.add_argument("model", help=".tflite, .onnx or .nnapi model")
     s.add_argument("--vs", choices=["litert", "litert-ref", "litert-xnnpack", "onnxruntime"],
