@@ -27,14 +27,18 @@ def render_text(r: dict, profile: bool = False) -> str:
                  + (", chosen by OPENBLAS_CORETYPE" if r["blas"].get("coretype_env") else "") + ")"
                  if r["blas"].get("architecture") else "")
               + ("; CPU time" if r["clock"] == "cpu" else ""))
+    from .coverage_render import WIDTH, wrap
+    text = "\n".join(wrap([text]))
     if r.get("partial"):
         q = r["partial"]
-        text += (f"\npartial model: {q['partitions']} NNAPI partition(s) on the executor "
+        text += "\n" + "\n".join(wrap([
+                 f"partial model: {q['partitions']} NNAPI partition(s) on the executor "
                  f"({q['nnapi_ms_median']:.3f} ms), {q['fallback_nodes']} CPU fallback node(s) in "
                  f"{q['fallback_segments']} segment(s) on {q['framework']} ({q['framework_ms_median']:.3f} ms); "
-                 f"'ours' is both together, the reference runs the whole model")
-    if profile:
-        text += "\n" + profile_text(r)
+                 f"'ours' is both together, the reference runs the whole model"]))
+    if profile:   # one row per operation: cut at WIDTH (the JSON has every source node's full name)
+        text += "\n" + "\n".join(line if len(line) <= WIDTH else line[:WIDTH - 3] + "..."
+                                  for line in profile_text(r).splitlines())
     return text
 
 
