@@ -78,13 +78,14 @@ def names_text(names: list, most: int = 3) -> str:
     return shown + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
-def wrap(lines: list, width: int = WIDTH) -> list:
-    """Prose lines folded to `width` columns, continuation lines indented two more than the line."""
+def wrap(lines: list, width: int = WIDTH, long_words: bool = True) -> list:
+    """Prose lines folded to `width` columns, continuation lines indented two more than the line; long_words=False
+    keeps a word longer than a line whole."""
     out = []
     for line in lines:
         lead = " " * (len(line) - len(line.lstrip()))
-        out += textwrap.wrap(line, width, initial_indent="", subsequent_indent=lead + "  ", break_long_words=True,
-                             break_on_hyphens=False) or [""]
+        out += textwrap.wrap(line, width, initial_indent="", subsequent_indent=lead + "  ",
+                             break_long_words=long_words, break_on_hyphens=False) or [""]
     return out
 
 

@@ -75,3 +75,19 @@ def test_a_fold_note_names_the_operation_not_the_node(tmp_path):
     node = convert(str(p), feature_level=4).nodes[0]
     assert node.nnapi_ops == ["FULLY_CONNECTED"] and node.absorbed is None
     assert "its RESHAPE (one of 2 operations) folded into node 1 (RESHAPE)" in node.note and "1 remain" in node.note
+
+
+def test_inspect_text_fits_120_columns(tmp_path, capsys):
+    # CONCATENATION of 40 inputs: its operation line lists 41 operand indexes and the axis operand
+    n = 40
+    g = helper.make_graph([helper.make_node("Concat", [f"x{k}" for k in range(n)], ["y"], axis=1)], "g",
+                          [helper.make_tensor_value_info(f"x{k}", TensorProto.FLOAT, [1, 2]) for k in range(n)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2 * n])])
+    src, out = tmp_path / "cat.onnx", tmp_path / "cat.nnapi"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
+    assert main(["convert", str(src), "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["inspect", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert max(map(len, text.splitlines())) <= 120
+    assert "CONCATENATION(axis=" in text and " -> [" in " ".join(text.split())
