@@ -43,6 +43,8 @@ def _hover(n: dict, badges: list) -> str:
     if n["nnapi_ops"]:
         lines.append("NNAPI: " + " ".join(n["nnapi_ops"]) + (f" (feature level {n['min_feature_level']})"
                                                               if n["min_feature_level"] else ""))
+    if n.get("nodes_inside"):
+        lines.append(f"holds {n['nodes_inside']} node(s) in its bodies, counted with it")
     if n.get("absorbed"):
         lines.append(absorbed_text(n))
     if n.get("note"):

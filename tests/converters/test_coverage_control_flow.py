@@ -61,6 +61,8 @@ def test_tflite_while_and_if_bodies_count():
     assert (r["summary"]["nodes"], r["summary"]["supported_nodes"]) == (8, 8)
     assert [n["nodes_inside"] for n in r["nodes"]] == [4, 2]
     assert r["per_feature_level"]["3"]["supported_nodes"] == 0 and r["per_feature_level"]["3"]["nodes"] == 8
+    from converters.coverage_render import render_html, render_text
+    assert "holds 4 node(s) in its bodies" in render_html(r) and "WHILE (+4 nodes in its bodies)" in render_text(r)
 
 
 def test_tflite_body_nodes_in_the_model_explorer_overlay(tmp_path, capsys):
