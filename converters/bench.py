@@ -97,6 +97,8 @@ def _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile
         nn_ins = ins
     else:
         imp = importer(fmt)
+        if fmt == "onnx":
+            refuse_unpinned_onnx(path, input_shapes, dims)
         refuse_unpinned(_read(imp, path, input_shapes, dims), path, feature_level, input_shapes)
         source, result = _converted(imp, path, input_shapes, dims, feature_level, partial=False)
         ins = random_source_inputs(source.main, 0, input_shapes)
@@ -166,9 +168,43 @@ def refuse_unpinned(source, path: str, feature_level: int, input_shapes) -> None
     advised = {p["input"] for p in found["pins_needed"]}
     advice = sentences({"pins_needed": found["pins_needed"]})
     advice += [f"pin {p['input']} ({pin_dims(p)}) ({pin_how(p)})" for p in open_inputs if p["input"] not in advised]
+    raise UnpinnedInputs(_refusal(path, open_inputs, advice))
+
+
+def refuse_unpinned_onnx(path: str, input_shapes, dims) -> None:
+    """refuse_unpinned from an ONNX file's input declarations alone, before the shape pass (which takes long on a
+    model left dynamic): the reader's own first steps (shapes.pin, shapes.name_input_dims) say what stays open;
+    the advice is coverage's pin_how, without the node counts that need the shape pass."""
+    import onnx
+
+    from .onnx import shapes
+    from .pins import pin_dims, pin_how
+    proto = onnx.load(path, load_external_data=False)
+    shapes.pin(proto, input_shapes, dims)
+    axes_of: dict = {}
+    for sym, places in shapes.name_input_dims(proto).items():
+        for name, axis in places:
+            axes_of.setdefault(name, {})[axis] = sym
+    open_inputs = []
+    for vi in proto.graph.input:
+        if vi.name not in axes_of:
+            continue
+        axes = sorted(axes_of[vi.name])
+        open_inputs.append({
+            "input": vi.name, "axes": axes,
+            "dims": [None if axes_of[vi.name][a].startswith(shapes.UNNAMED) else axes_of[vi.name][a] for a in axes],
+            "input_shape": ",".join(str(d.dim_value) if d.HasField("dim_value") else "?"
+                                    for d in vi.type.tensor_type.shape.dim)})
+    if open_inputs:
+        advice = [f"pin {p['input']} ({pin_dims(p)}) ({pin_how(p)})" for p in open_inputs]
+        raise UnpinnedInputs(_refusal(path, open_inputs, advice) + " (nnapi coverage names the nodes that wait on "
+                                                                   "each pin)")
+
+
+def _refusal(path: str, open_inputs: list, advice: list) -> str:
     names = ", ".join(f"{p['input']} [{p['input_shape'] or '?'}]" for p in open_inputs)
-    raise UnpinnedInputs(f"{Path(path).name}: input(s) {names} have dimensions no pin fixes, so bench would time "
-                         f"a shape of its own choosing; pin them: " + "; ".join(advice))
+    return (f"{Path(path).name}: input(s) {names} have dimensions no pin fixes, so bench would time a shape of "
+            f"its own choosing; pin them: " + "; ".join(advice))
 
 
 # the last model's (source graph, conversion), full and partial: benching one file again with the same pins
