@@ -28,12 +28,18 @@ def _level_rows(r: dict, verbose: bool = False):
                else blocking_text(s["blocking_nodes"]))
 
 
+def by_op(entries: list) -> dict:
+    """{op: [node indexes]} of entries with "op" and "index", in the order the entries give them."""
+    groups: dict = {}
+    for e in entries:
+        groups.setdefault(e["op"], []).append(e["index"])
+    return groups
+
+
 def blocking_text(entries: list, most: int = 4) -> str:
     """'CUSTOM:TransformLandmarks x5 (701, 702, ...), CONV_2D x2 (3, 9)': blocking nodes by op, in the order the
     list gives (those that block computation first), each op once with its count."""
-    groups: dict = {}
-    for b in entries:
-        groups.setdefault(b["op"], []).append(b["index"])
+    groups = by_op(entries)
     parts = [f"{op}{f' x{len(idx)}' if len(idx) > 1 else ''} ({', '.join(map(str, idx[:2]))}"
              f"{', ...' if len(idx) > 2 else ''})" for op, idx in list(groups.items())[:most]]
     return ", ".join(parts) + (f", +{len(groups) - most} more op(s)" if len(groups) > most else "")

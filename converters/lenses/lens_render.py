@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 
 from .delegate_common import SDK_FOR_LEVEL
-from ..coverage_render import LEVELS, WIDTH, _html_table, _md_table, _pct, _table, reason_lines, wrap
+from ..coverage_render import LEVELS, WIDTH, _html_table, _md_table, _pct, _table, by_op, reason_lines, wrap
 
 
 def lens_label(r: dict) -> str:
@@ -100,9 +100,7 @@ def _summary_lines(r: dict) -> list:
 
 def op_counts(entries: list, most: int = 4) -> str:
     """'5 x CUSTOM:TransformLandmarks (nodes 600, 604, ...), 3 x ...': entries grouped by op, largest group first."""
-    groups: dict = {}
-    for e in entries:
-        groups.setdefault(e["op"], []).append(e["index"])
+    groups = by_op(entries)
     parts = []
     for op, idx in sorted(groups.items(), key=lambda kv: -len(kv[1]))[:most]:
         shown = ", ".join(map(str, idx[:3])) + (", ..." if len(idx) > 3 else "")
