@@ -1,7 +1,8 @@
 """`nnapi bench`: executor latency against the source framework, in one process run.
 
-JSON fields (stable): model, ours_ms_median, ours_ms_spread, reference, reference_ms_median,
-reference_ms_spread, ratio (ours / reference), macs, gflops (achieved by the executor), operations (the
+JSON fields (stable): model, inputs ([{"name", "dtype", "shape"}]: the arrays timed), ours_ms_median, ours_ms_spread, reference, reference_ms_median,
+reference_ms_spread, ratio (ours / reference), macs (null where unknown: a .nnapi model, or extents that
+depend on values), gflops (achieved by the executor; null without MACs), operations (the
 NNAPI operations timed, over every partition of a partial model),
 planned_peak_bytes (the executor's peak of live intermediate bytes), arena_bytes (the buffers the plan
 shares among intermediates), peak_rss_bytes, threads (both sides), blas ({"library", "version", "architecture" (the kernel set OpenBLAS chose), "coretype_env" (OPENBLAS_CORETYPE when set: it chose the set),
@@ -96,6 +97,9 @@ def _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile
         nn_ins = ins
     else:
         imp = importer(fmt)
+        if fmt == "onnx":
+            refuse_unpinned_onnx(path, input_shapes, dims)
+        refuse_unpinned(_read(imp, path, input_shapes, dims), path, feature_level, input_shapes)
         source, result = _converted(imp, path, input_shapes, dims, feature_level, partial=False)
         ins = random_source_inputs(source.main, 0, input_shapes)
         if not result.complete:
@@ -108,10 +112,11 @@ def _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile
     compiled = compile_model(model)
     state = RunState(nnapi.DEFAULT_LOOP_TIMEOUT_S)
     ours = timeit_ms(lambda: compiled.run(nn_ins, state), runs, warmup, clock)
-    macs = int(sum(graph_macs(source.main))) if source is not None else 0
-    out = {"model": Path(path).name, "ours_ms_median": float(np.median(ours)), "ours_ms_spread": _spread(ours),
+    macs = total_macs(source) if source is not None else None   # a .nnapi file has no source graph to count
+    out = {"model": Path(path).name, "inputs": timed_inputs(source.main if source else None, ins, model),
+           "ours_ms_median": float(np.median(ours)), "ours_ms_spread": _spread(ours),
            "reference": None, "reference_ms_median": None, "reference_ms_spread": None, "ratio": None,
-           "macs": macs, "gflops": (2 * macs / (np.median(ours) * 1e6)) if macs else 0.0,
+           "macs": macs, "gflops": _gflops(macs, np.median(ours)),
            "planned_peak_bytes": planned_peak_bytes(compiled), "arena_bytes": compiled.plan.arena_bytes, "runs": runs, "warmup": warmup,
            "threads": threads, "operations": len(model.operations)}
     if profile:
@@ -125,21 +130,112 @@ def _bench(path, vs, threads, runs, warmup, input_shapes, feature_level, profile
     return out
 
 
+def _gflops(macs, median_ms):
+    """GFLOP/s achieved, None when the MACs are unknown or there are none to count."""
+    return 2 * macs / (median_ms * 1e6) if macs and median_ms > 0 else None
+
+
+def total_macs(source):
+    """The source model's MACs, inside IF/WHILE bodies too (converters/macs.py); None when a node that
+    multiplies has extents no shape fixes."""
+    from .macs import model_macs
+    return model_macs(source)
+
+
+def timed_inputs(graph, arrays, model=None) -> list[dict]:
+    """[{"name", "dtype", "shape"}] of the arrays timed, named as the source graph (or the .nnapi model) names
+    its inputs."""
+    if graph is not None:
+        names = [graph.tensors[i].name for i in graph.inputs]
+    else:
+        names = [model.operands[i].name or f"input{k}" for k, i in enumerate(model.inputs)]
+    return [{"name": n, "dtype": np.asarray(x).dtype.name, "shape": list(np.shape(x))} for n, x in zip(names, arrays)]
+
+
+class UnpinnedInputs(ValueError):
+    """A model input whose extents no pin fixes: bench would time a shape of its own choosing."""
+
+
+def refuse_unpinned(source, path: str, feature_level: int, input_shapes) -> None:
+    """Raise UnpinnedInputs, with coverage's pin advice (converters/pins.py), when an input of `source` (read with
+    the pins) still has an unknown rank or extent."""
+    from .pins import analyse, open_graph_inputs, pin_dims, pin_how, sentences
+    open_inputs = open_graph_inputs(source.main)
+    if not open_inputs:
+        return
+    from .convert import check_graph
+    found = analyse(source, check_graph(source, feature_level, input_shapes), graph_macs(source.main))
+    advised = {p["input"] for p in found["pins_needed"]}
+    advice = sentences({"pins_needed": found["pins_needed"]})
+    advice += [f"pin {p['input']} ({pin_dims(p)}) ({pin_how(p)})" for p in open_inputs if p["input"] not in advised]
+    raise UnpinnedInputs(_refusal(path, open_inputs, advice))
+
+
+def refuse_unpinned_onnx(path: str, input_shapes, dims) -> None:
+    """refuse_unpinned from an ONNX file's input declarations alone, before the shape pass (which takes long on a
+    model left dynamic): the reader's own first steps (shapes.pin, shapes.name_input_dims) say what stays open;
+    the advice is coverage's pin_how, without the node counts that need the shape pass."""
+    import onnx
+
+    from .onnx import shapes
+    from .pins import pin_dims, pin_how
+    proto = onnx.load(path, load_external_data=False)
+    shapes.pin(proto, input_shapes, dims)
+    axes_of: dict = {}
+    for sym, places in shapes.name_input_dims(proto).items():
+        for name, axis in places:
+            axes_of.setdefault(name, {})[axis] = sym
+    open_inputs = []
+    for vi in proto.graph.input:
+        if vi.name not in axes_of:
+            continue
+        axes = sorted(axes_of[vi.name])
+        open_inputs.append({
+            "input": vi.name, "axes": axes,
+            "dims": [None if axes_of[vi.name][a].startswith(shapes.UNNAMED) else axes_of[vi.name][a] for a in axes],
+            "input_shape": ",".join(str(d.dim_value) if d.HasField("dim_value") else "?"
+                                    for d in vi.type.tensor_type.shape.dim)})
+    if open_inputs:
+        advice = [f"pin {p['input']} ({pin_dims(p)}) ({pin_how(p)})" for p in open_inputs]
+        raise UnpinnedInputs(_refusal(path, open_inputs, advice) + " (nnapi coverage names the nodes that wait on "
+                                                                   "each pin)")
+
+
+def _refusal(path: str, open_inputs: list, advice: list) -> str:
+    names = ", ".join(f"{p['input']} [{p['input_shape'] or '?'}]" for p in open_inputs)
+    return (f"{Path(path).name}: input(s) {names} have dimensions no pin fixes, so bench would time a shape of "
+            f"its own choosing; pin them: " + "; ".join(advice))
+
+
 # the last model's (source graph, conversion), full and partial: benching one file again with the same pins
 # (benchmarks.run times each model against two references, then profiles it) reuses them
 _LAST_CONVERSION: dict = {}
 
 
-def _converted(imp, path: str, input_shapes, dims, feature_level: int, partial: bool):
+def _cache_for(path: str, input_shapes, dims) -> dict:
     st = Path(path).stat()
-    key = (str(Path(path).resolve()), st.st_mtime_ns, st.st_size, repr(input_shapes), repr(dims), feature_level)
+    key = (str(Path(path).resolve()), st.st_mtime_ns, st.st_size, repr(input_shapes), repr(dims))
     if _LAST_CONVERSION.get("key") != key:
         _LAST_CONVERSION.clear()
         _LAST_CONVERSION["key"] = key
-    if partial not in _LAST_CONVERSION:
-        _LAST_CONVERSION[partial] = (imp.read(path, input_shapes, dims), imp.convert(
+    return _LAST_CONVERSION
+
+
+def _read(imp, path: str, input_shapes, dims):
+    """The source graph as read with the pins (never converted: partial_pipeline feeds the framework's
+    sub-models what conversion folded)."""
+    cache = _cache_for(path, input_shapes, dims)
+    if "read" not in cache:
+        cache["read"] = imp.read(path, input_shapes, dims)
+    return cache["read"]
+
+
+def _converted(imp, path: str, input_shapes, dims, feature_level: int, partial: bool):
+    cache = _cache_for(path, input_shapes, dims)
+    if (feature_level, partial) not in cache:
+        cache[feature_level, partial] = (_read(imp, path, input_shapes, dims), imp.convert(
             path, feature_level=feature_level, input_shapes=input_shapes, dims=dims, partial=partial))
-    return _LAST_CONVERSION[partial]
+    return cache[feature_level, partial]
 
 
 # the framework that runs a partial model's CPU fallback nodes when --vs names none
@@ -252,11 +348,12 @@ def _bench_partial(path, fmt, vs, threads, runs, warmup, source, result, ins, cl
     run, spent, compiled, segments = partial_pipeline(path, fmt, framework, threads, source, result, clock)
     ours = timeit_ms(lambda: run(ins), runs, warmup, clock)
     spent = {k: v[warmup:] for k, v in spent.items()}
-    graph = source.main
-    macs = int(sum(m for r, m in zip(result.nodes, graph_macs(graph)) if r.supported))
-    out = {"model": Path(path).name, "ours_ms_median": float(np.median(ours)), "ours_ms_spread": _spread(ours),
+    from .macs import model_macs
+    macs = model_macs(source, [r.supported for r in result.nodes])
+    out = {"model": Path(path).name, "inputs": timed_inputs(source.main, ins),
+           "ours_ms_median": float(np.median(ours)), "ours_ms_spread": _spread(ours),
            "reference": None, "reference_ms_median": None, "reference_ms_spread": None, "ratio": None,
-           "macs": macs, "gflops": (2 * macs / (np.median(spent["nnapi"]) * 1e6)) if macs else 0.0,
+           "macs": macs, "gflops": _gflops(macs, np.median(spent["nnapi"])),
            "planned_peak_bytes": max(planned_peak_bytes(c) for c in compiled),
            "arena_bytes": sum(c.plan.arena_bytes for c in compiled), "runs": runs, "warmup": warmup,
            "threads": threads, "operations": sum(len(c.model.operations) for c in compiled),

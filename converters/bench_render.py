@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 
+def shapes_text(inputs: list) -> str:
+    """'x float32[1,3,320,320], y int32[1]': every input shape timed."""
+    return ", ".join(f"{i['name']} {i['dtype']}[{','.join(map(str, i['shape']))}]" for i in inputs)
+
+
+def macs_text(r: dict) -> str:
+    if r["macs"] is None:
+        return "n/a MACs"
+    return f"{r['macs']:,} MACs, " + ("n/a GFLOP/s" if r["gflops"] is None else f"{r['gflops']:.2f} GFLOP/s")
+
+
 def render_text(r: dict, profile: bool = False) -> str:
-    text = (f"{r['model']}: ours {r['ours_ms_median']:.3f} ms (IQR {r['ours_ms_spread']:.3f})"
+    text = (f"{r['model']} on {shapes_text(r['inputs'])}: ours {r['ours_ms_median']:.3f} ms "
+            f"(IQR {r['ours_ms_spread']:.3f})"
             + (f", {r['reference']} {r['reference_ms_median']:.3f} ms (IQR {r['reference_ms_spread']:.3f}), "
                f"ratio {r['ratio']:.2f}x" if r["reference"] else "")
-            + f"; {r['macs']:,} MACs, {r['gflops']:.2f} GFLOP/s; planned peak {r['planned_peak_bytes']:,} B "
+            + f"; {macs_text(r)}; planned peak {r['planned_peak_bytes']:,} B "
               f"(shared buffers {r['arena_bytes']:,} B), "
               f"peak RSS {r['peak_rss_bytes'] / 2**20:.1f} MiB; executor BLAS {r['blas']['library']} "
               f"{r['blas']['threads']} thread(s)"
@@ -15,14 +27,18 @@ def render_text(r: dict, profile: bool = False) -> str:
                  + (", chosen by OPENBLAS_CORETYPE" if r["blas"].get("coretype_env") else "") + ")"
                  if r["blas"].get("architecture") else "")
               + ("; CPU time" if r["clock"] == "cpu" else ""))
+    from .coverage_render import WIDTH, wrap
+    text = "\n".join(wrap([text]))
     if r.get("partial"):
         q = r["partial"]
-        text += (f"\npartial model: {q['partitions']} NNAPI partition(s) on the executor "
+        text += "\n" + "\n".join(wrap([
+                 f"partial model: {q['partitions']} NNAPI partition(s) on the executor "
                  f"({q['nnapi_ms_median']:.3f} ms), {q['fallback_nodes']} CPU fallback node(s) in "
                  f"{q['fallback_segments']} segment(s) on {q['framework']} ({q['framework_ms_median']:.3f} ms); "
-                 f"'ours' is both together, the reference runs the whole model")
-    if profile:
-        text += "\n" + profile_text(r)
+                 f"'ours' is both together, the reference runs the whole model"]))
+    if profile:   # one row per operation: cut at WIDTH (the JSON has every source node's full name)
+        text += "\n" + "\n".join(line if len(line) <= WIDTH else line[:WIDTH - 3] + "..."
+                                  for line in profile_text(r).splitlines())
     return text
 
 

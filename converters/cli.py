@@ -196,9 +196,9 @@ def cmd_coverage(args) -> int:
             if r.get("error_kind") == "internal_error":
                 raise CliError(f"internal error, please report: {r['error']} ({REPORT_TO})", EXIT_INTERNAL)
             raise CliError(r["error"], EXIT_INVALID)
-        _write_output(render(r, args.format), args.output)
+        _write_output(render(r, args.format, args.verbose), args.output)
     else:
-        _write_output(render_batch(reports, args.format), args.output)
+        _write_output(render_batch(reports, args.format, args.verbose), args.output)
     if args.fail_under is not None:
         low = [r for r in reports if "error" not in r and r["summary"]["supported_fraction"] < args.fail_under]
         if low:

@@ -182,11 +182,17 @@ def build_parser(handlers: dict) -> argparse.ArgumentParser:
                    help="a StatefulNnApiDelegate option for the tflite-delegate lens: "
                         "max_number_delegated_partitions=N (default 3), accelerator_name=NAME, "
                         "disallow_nnapi_cpu=true|false, allow_fp16=true|false (repeatable)")
-    s.add_argument("--device", metavar="NAME",
-                   help="a shipped driver profile (nnapi-reference, armnn): nodes whose NNAPI operations the "
-                        "driver lacks become device_unsupported (converter lens), or the delegate runs on a "
-                        "phone with that driver (tflite-delegate lens)")
-    s.add_argument("--device-profile", metavar="FILE", help="as --device, with your own profile (schema in README)")
+    device = s.add_mutually_exclusive_group()  # one driver at a time
+    device.add_argument("--device", metavar="NAME",
+                        help="a shipped driver profile (nnapi-reference, armnn): nodes whose NNAPI operations the "
+                             "driver lacks become device_unsupported (converter lens, at the lower of "
+                             "--feature-level and the device's level), or the delegate runs on a phone with that "
+                             "driver (tflite-delegate lens)")
+    device.add_argument("--device-profile", metavar="FILE",
+                        help="as --device, with your own profile (schema in README)")
+    s.add_argument("--verbose", action="store_true",
+                   help="text and markdown: every list in full (NNAPI operations, node indexes, blocking nodes, "
+                        "reasons) instead of fitting 120 columns with counts")
     s.set_defaults(func=handlers["coverage"])
 
     s = sub.add_parser(
@@ -273,7 +279,9 @@ def build_parser(handlers: dict) -> argparse.ArgumentParser:
                     "or onnxruntime), timed together against the framework on the whole model; the output says so "
                     "and splits the time (JSON field partial). Timings are only meaningful as ratios measured in the same run. Examples: nnapi "
                     "bench model.tflite --vs litert --runs 50; nnapi bench model.onnx --vs onnxruntime --format "
-                    "json -o bench.json. Exit 0 ok, 3 invalid model (or --profile on a partial one), 4 reference not "
+                    "json -o bench.json. The output names every input shape timed; a model input whose dimensions "
+                    "no pin fixes is refused with the pins to give. MACs are n/a (JSON null) where unknown. Exit 0 "
+                    "ok, 3 invalid model (or --profile on a partial one, or unpinned dimensions), 4 reference not "
                     "installed.")
     s.add_argument("model", help=".tflite, .onnx or .nnapi model")
     s.add_argument("--vs", choices=["litert", "litert-ref", "litert-xnnpack", "onnxruntime"],

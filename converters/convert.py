@@ -451,11 +451,15 @@ def note_folds(result: ConversionResult, ctx: ConversionContext) -> None:
     gone = set()
     for removed, into, what, how, operation, name in getattr(ctx, "folds", []):
         r = result.nodes[removed.index]
-        r.note = "; ".join(filter(None, [r.note, f"folded into {into.label()} {what}"]))
         if operation not in gone and name in r.nnapi_ops:  # (one PAD read by two convolutions: one operation gone)
             gone.add(operation)
             k = r.nnapi_ops.index(name)
             r.nnapi_ops = r.nnapi_ops[:k] + r.nnapi_ops[k + 1:]
+        # a node that still emits operations lost only the one folded: the note says which, not the whole node
+        folded = f"folded into {into.label()} {what}" if not r.nnapi_ops else \
+            f"its {name} (one of {len(r.nnapi_ops) + 1} operations) folded into {into.label()} {what}; " \
+            f"{len(r.nnapi_ops)} remain"
+        r.note = "; ".join(filter(None, [r.note, folded]))
         if not r.nnapi_ops and removed.index != into.index:
             r.absorbed = {"into": into.index, "how": how}
 

@@ -43,6 +43,8 @@ def _hover(n: dict, badges: list) -> str:
     if n["nnapi_ops"]:
         lines.append("NNAPI: " + " ".join(n["nnapi_ops"]) + (f" (feature level {n['min_feature_level']})"
                                                               if n["min_feature_level"] else ""))
+    if n.get("nodes_inside"):
+        lines.append(f"holds {n['nodes_inside']} node(s) in its bodies, counted with it")
     if n.get("absorbed"):
         lines.append(absorbed_text(n))
     if n.get("note"):
@@ -116,24 +118,44 @@ def render_graph(r: dict) -> str:
     caption = (f"{len(shown)} nodes drawn; {hidden} folded constant node(s) hidden"
                + (f", {folded} of them shown as a count badge on the node that reads them" if folded else "")
                + f". Layout: {layout.engine}, {layout.seconds:.2f} s. Scroll to zoom, drag to pan, "
-                 f"double-click to fit; hover a node for its reason.")
+                 f"double-click to fit the whole graph; hover a node for its reason.")
     w, h = max(layout.width, 100.0) + 2 * _MARGIN, max(layout.height, 40.0) + 2 * _MARGIN  # (frame labels)
     svg = (f'<svg id="graph" xmlns="http://www.w3.org/2000/svg" viewBox="{-_MARGIN} {-_MARGIN} {w:.0f} {h:.0f}" '
            f'data-width="{w:.0f}" data-height="{h:.0f}" data-margin="{_MARGIN}" role="img" aria-label="graph" '
            f'style="width:100%;height:{min(900, max(200, h)):.0f}px;border:1px solid #ddd;cursor:grab">'
+           '<style>.node.hit rect{stroke:#ffd600;stroke-width:4}.node.focus rect{stroke:#000;stroke-width:3}</style>'
            '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" '
            'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#90a4ae"/></marker></defs>'
            f'<g id="viewport">{"".join(frames)}{"".join(lines)}{"".join(boxes)}</g></svg>')
     return f'<figure>{svg}<figcaption>{html.escape(caption)}</figcaption></figure><script>{_ZOOM_JS}</script>'
 
 
-# first view: the top of the graph at a readable scale (whole width when wider); wheel zooms about the pointer,
-# drag pans, double-click fits the whole graph: all by changing the SVG's viewBox
+# first view: at 1:1 (labels at their 12 px), the first unsupported node near the top (30% down), else the top of the graph;
+# the whole graph when it fits. Wheel zooms about the pointer, drag pans, double-click fits the whole graph: all by
+# changing the SVG's viewBox. focus(k) (the report's "needs attention" links, the search box) centres node k.
 _ZOOM_JS = """(function(){var s=document.getElementById('graph');if(!s)return;
 var W=+s.dataset.width,H=+s.dataset.height,M=-s.dataset.margin,v=[M,M,W,H];
 function set(){s.setAttribute('viewBox',v.map(function(a){return a.toFixed(1)}).join(' '))}
-var b=s.getBoundingClientRect(),k0=Math.max(1,W/b.width);
-if(b.width>0&&H>b.height*k0){v=[M+(W-b.width*k0)/2,M,b.width*k0,b.height*k0];set()}
+function box(g){var r=g.querySelector('rect');return [+r.getAttribute('x')+r.getAttribute('width')/2,
++r.getAttribute('y')+r.getAttribute('height')/2]}
+function centre(c){var b=s.getBoundingClientRect();v=[c[0]-b.width/2,c[1]-b.height*0.3,b.width,b.height];set()}
+var nodes=[].slice.call(s.querySelectorAll('g.node')),b=s.getBoundingClientRect();
+if(b.width>0&&(W>b.width||H>b.height)){var first=s.querySelector('g.node.unsupported');
+if(!first){first=nodes.slice().sort(function(a,c){return box(a)[1]-box(c)[1]})[0]}
+if(first){var c=box(first);c[1]=first.classList.contains('unsupported')?c[1]:M+b.height*0.3;centre(c)}}
+function focus(k){var g=s.querySelector('g.node[data-index="'+k+'"]');if(!g)return false;
+nodes.forEach(function(n){n.classList.remove('focus')});g.classList.add('focus');
+s.scrollIntoView({block:'center'});centre(box(g));return true}
+window.nnapiFocusNode=focus;
+[].forEach.call(document.querySelectorAll('a.goto'),function(a){a.addEventListener('click',function(e){
+if(focus(a.dataset.node))e.preventDefault()})});
+var q=document.getElementById('search'),hits=[],at=-1,out=document.getElementById('hits');
+if(q){q.addEventListener('input',function(){var t=q.value.trim().toLowerCase();at=-1;
+hits=t?nodes.filter(function(n){return n.dataset.index===t||n.textContent.toLowerCase().indexOf(t)>=0}):[];
+nodes.forEach(function(n){n.classList.toggle('hit',hits.indexOf(n)>=0)});
+if(out)out.textContent=t?hits.length+' node(s) match':''});
+q.addEventListener('keydown',function(e){if(e.key!=='Enter'||!hits.length)return;at=(at+1)%hits.length;
+focus(hits[at].dataset.index)})}
 function pt(e){var r=s.getBoundingClientRect(),k=Math.max(v[2]/r.width,v[3]/r.height);
 return [v[0]+(e.clientX-r.left)*k,v[1]+(e.clientY-r.top)*k,k]}
 s.addEventListener('wheel',function(e){e.preventDefault();var p=pt(e),f=e.deltaY<0?0.8:1.25;

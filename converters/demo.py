@@ -26,6 +26,7 @@ def demo_sample() -> Path:
 
 def run(out=sys.stdout) -> int:
     from .coverage import build_report, read_source
+    from .coverage_render import blocking_text
     from .parity import check
     from .runners import MissingDependency
     from .tflite import convert
@@ -51,8 +52,8 @@ def run(out=sys.stdout) -> int:
         report = build_report(read_source(path), 8)
         for level, s in report["per_feature_level"].items():
             print(f"   FL{level}: {s['supported_nodes']}/{s['nodes']} nodes, {s['partitions']} partition(s)"
-                  + (f", blocked by {', '.join(b['op'] for b in s['blocking_nodes'][:3])}"
-                     if s["blocking_nodes"] else ""), file=out)
+                  + (f", blocked by {blocking_text(s['blocking_nodes'], most=3)}" if s["blocking_nodes"] else ""),
+                  file=out)
 
         print("\n3. run with the executor and check parity against LiteRT (3 seeded samples, layerwise)", file=out)
         try:

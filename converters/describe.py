@@ -125,4 +125,5 @@ def model_text(model: Model) -> str:
             lines.append(f"    [{op['index']}] {op['op']}({params}) {op['inputs']} -> {op['outputs']}")
     for v in d.get("state", []):
         lines.append(f"state {v['variable']!r}: output {v['output']} -> input {v['input']} between executions")
-    return "\n".join(lines)
+    from .coverage_render import wrap   # 120 columns, as every text report (a name longer than a line stays whole)
+    return "\n".join(wrap("\n".join(lines).split("\n"), long_words=False))

@@ -2,10 +2,13 @@
 
 Only ops that multiply-accumulate count (convolutions, fully connected,
 matrix multiplies, recurrent cells); everything else is 0. Unknown extents
-count as 1."""
+count as 1 in node_macs; node_macs_known says None instead. A control-flow
+node (TFLite IF/WHILE, ONNX If/Loop/Scan) holds the MACs of its bodies: every
+branch, and one iteration of a loop body."""
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 from .source_graph import SourceGraph, SourceNode
 
@@ -60,3 +63,54 @@ def node_macs(graph: SourceGraph, node: SourceNode) -> int:
 
 def graph_macs(graph: SourceGraph) -> list[int]:
     return [node_macs(graph, n) for n in graph.nodes]
+
+
+def _known(graph: SourceGraph, i: int) -> bool:
+    s = graph.tensors[i].shape if i >= 0 else ()
+    return s is not None and all(d >= 0 for d in s)
+
+
+def node_macs_known(graph: SourceGraph, node: SourceNode) -> Optional[int]:
+    """node_macs, or None when the node multiplies over extents no shape fixes."""
+    m = node_macs(graph, node)
+    if m and not all(_known(graph, i) for i in (*node.inputs, *node.outputs)):
+        return None
+    return m
+
+
+def body_nodes(source, node: SourceNode) -> list:
+    """(graph, node) for every node inside the bodies a control-flow node runs, nested bodies included."""
+    out, seen = [], set()
+    todo = list(node.subgraphs.values())
+    while todo:
+        k = todo.pop(0)
+        if k in seen or not 0 <= k < len(source.graphs):
+            continue
+        seen.add(k)
+        g = source.graphs[k]
+        for n in g.nodes:
+            out.append((g, n))
+            todo.extend(n.subgraphs.values())
+    return out
+
+
+def held_macs(source, graph: SourceGraph, node: SourceNode, known: bool = False):
+    """A node's MACs with those of the bodies it runs; with known=True, None when any is unknown."""
+    count = node_macs_known if known else node_macs
+    parts = [count(graph, node)] + [count(g, n) for g, n in body_nodes(source, node)]
+    return None if None in parts else sum(parts)
+
+
+def source_macs(source, graph: Optional[SourceGraph] = None) -> list[int]:
+    """Per node of `graph` (the main graph by default), its MACs with those of its bodies."""
+    graph = graph or source.main
+    return [held_macs(source, graph, n) for n in graph.nodes]
+
+
+def model_macs(source, supported=None) -> Optional[int]:
+    """The main graph's MACs with its bodies' (only the nodes `supported` marks, when given); None when a node
+    that multiplies has extents no shape fixes."""
+    graph = source.main
+    keep = supported if supported is not None else [True] * len(graph.nodes)
+    parts = [held_macs(source, graph, n, known=True) for n, k in zip(graph.nodes, keep) if k]
+    return None if None in parts else int(sum(parts))

@@ -240,8 +240,10 @@ def render_html(report) -> str:
         parts.append(f"<h2>partition {p['index']} (nodes {esc(str(p['nodes']))}): "
                      f"{esc(verdict)}</h2><ul>{rows}</ul>")
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>Parity</title><style>"
-            "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-            "td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px}</style></head><body>" + "".join(parts) + "</body></html>")
+            "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;max-width:100%}"
+            # long tensor names wrap anywhere, so they never push the error columns off the page
+            "td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px;overflow-wrap:anywhere}"
+            "h1,h2,li,p{overflow-wrap:anywhere}</style></head><body>" + "".join(parts) + "</body></html>")
 
 
 def render(report, fmt: str) -> str:

@@ -109,8 +109,13 @@ def for_result(result) -> dict:
     return analyse(result.source, result.nodes, graph_macs(result.source.main))
 
 
-def pin_flags(p: dict) -> str:
-    """The flags that pin one entry of pins_needed: '--input-shape x=?,3,?,? or --dim h=N --dim w=N'."""
+def pin_dims(p: dict) -> str:
+    """The dimensions a pins_needed entry waits on: their names, or 'axis K' for unnamed ones."""
+    return ", ".join(d if d is not None else f"axis {a}" for d, a in zip(p["dims"], p["axes"]))
+
+
+def pin_how(p: dict) -> str:
+    """The options that pin a pins_needed entry: '--input-shape x=?,3,?,? or --dim batch=N'."""
     named = [d for d in p["dims"] if d is not None]
     return f"--input-shape {p['input']}={p['input_shape'] or '...'}" + (
         f" or --dim {' --dim '.join(n + '=N' for n in dict.fromkeys(named))}" if named else "")
@@ -125,7 +130,7 @@ def refusal(result, partial_does: str) -> tuple:
             f"{result.feature_level}")
     pins_needed = found.get("pins_needed", [])
     if pins_needed:
-        head += "; pin the input shapes first: " + "; ".join(pin_flags(p) for p in pins_needed) + \
+        head += "; pin the input shapes first: " + "; ".join(pin_how(p) for p in pins_needed) + \
                 f" (or --partial {partial_does})"
     else:
         head += f"; --partial {partial_does}"
@@ -136,13 +141,30 @@ def refused_node_lines(result) -> list:
     return [f"node {n.index} {n.op} (v{n.version}) [{n.reason_code}]: {n.reason}" for n in result.unsupported]
 
 
+def open_graph_inputs(graph) -> list:
+    """pins_needed-style entries (nodes 0) for the graph's inputs whose rank or extents are still unknown."""
+    from .onnx.shapes import UNNAMED
+    out = []
+    for i in graph.inputs:
+        t = graph.tensors[i]
+        if t.shape is not None and all(d >= 0 for d in t.shape):
+            continue
+        shape = t.shape or ()
+        axes = [a for a, d in enumerate(shape) if d < 0]
+        syms = t.symbols or (None,) * len(shape)
+        out.append({"input": t.name, "axes": axes,
+                    "dims": [None if not syms[a] or syms[a].startswith(UNNAMED) else syms[a] for a in axes],
+                    "input_shape": ",".join(str(d) if d >= 0 else "?" for d in shape), "nodes": 0,
+                    "macs_fraction": 0.0})
+    return out
+
+
 def sentences(found: dict) -> list:
     """One line per pin and per value-dependent extent."""
     lines = []
     for p in found.get("pins_needed", []):
-        dims = ", ".join(d if d is not None else f"axis {a}" for d, a in zip(p["dims"], p["axes"]))
-        lines.append(f"pin {p['input']} ({dims}): {p['nodes']} node(s) and {100 * p['macs_fraction']:.0f}% of "
-                     f"MACs wait on it ({pin_flags(p)})")
+        lines.append(f"pin {p['input']} ({pin_dims(p)}): {p['nodes']} node(s) and {100 * p['macs_fraction']:.0f}% "
+                     f"of MACs wait on it ({pin_how(p)})")
     for v in found.get("value_dependent", []):
         if v["op"] == "If":   # the importer decides an If whose branch the pinned shapes settle (onnx/branches.py)
             lines.append(f"branch-dependent: the extent of {v['tensor']!r} (node {v['node']} If) depends on the "

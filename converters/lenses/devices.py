@@ -33,10 +33,21 @@ def device_gaps(source, node, level: int, input_shapes, device: Device) -> list:
     return gaps
 
 
+def gaps_reason(gaps: list) -> str:
+    """The device's reasons for a node, each once, with how many of the node's operations it applies to."""
+    seen: dict = {}
+    for g in gaps:
+        seen[g["reason"]] = seen.get(g["reason"], 0) + 1
+    return "; ".join(r + (f" ({n} operations)" if n > 1 else "") for r, n in seen.items())
+
+
 def device_report(source, device: Device, feature_level: int, input_shapes=None,
                   model_name: Optional[str] = None) -> dict:
-    """The converter lens's coverage report with nodes the device cannot run marked `device_unsupported`."""
+    """The converter lens's coverage report with nodes the device cannot run marked `device_unsupported`, at the
+    lower of `feature_level` and the device's own (a device runs nothing its level lacks)."""
     from ..coverage import build_report
+
+    requested, feature_level = feature_level, min(feature_level, device.feature_level)
 
     gaps_at: dict = {}
 
@@ -49,8 +60,7 @@ def device_report(source, device: Device, feature_level: int, input_shapes=None,
             if level == feature_level:
                 gaps_at[r.index] = gaps
             if gaps:
-                r = replace(r, supported=False, reason_code=DEVICE_UNSUPPORTED,
-                            reason="; ".join(g["reason"] for g in gaps))
+                r = replace(r, supported=False, reason_code=DEVICE_UNSUPPORTED, reason=gaps_reason(gaps))
             out.append(r)
         return out
 
@@ -58,6 +68,8 @@ def device_report(source, device: Device, feature_level: int, input_shapes=None,
     for n in report["nodes"]:
         n["device_unsupported"] = gaps_at.get(n["index"], [])
     report["lens"] = "converter"
+    if requested != feature_level:
+        report["requested_feature_level"] = requested
     report["device"] = {"name": device.name, "type": device.type.name, "feature_level": device.feature_level,
                         "version": device.version, "source": device.source}
     return report

@@ -29,9 +29,19 @@ def combine(reports: dict) -> dict:
     if "tflite-delegate" in reports and "converter" in reports:
         d, c = reports["tflite-delegate"]["nodes"], reports["converter"]["nodes"]
         out["comparison"] = [{"index": a["index"], "op": a["op"], "tflite-delegate": a["supported"],
-                              "converter": b["supported"], "gain": _gain(a["supported"], b["supported"])}
+                              "converter": b["supported"], "gain": _gain(a["supported"], b["supported"]),
+                              "computes": computes(a, b), "macs": b["macs"]}
                              for a, b in zip(d, c)]
     return out
+
+
+def computes(*views: dict) -> bool:
+    """False for a node that only prepares a constant in some lens's view: a weight DEQUANTIZE (fp16 weights the
+    delegated consumers read, or weights the converter folds), a folded constant, a densify of weights."""
+    from ..coverage import CONSTANT_HOWS
+    from .tflite_delegate import FP16_DEQUANTIZE
+    return not any(v.get("reason_code") == FP16_DEQUANTIZE or (v.get("absorbed") or {}).get("how") in CONSTANT_HOWS
+                   for v in views)
 
 
 def lens_report_for_path(path: str, feature_level: int, input_shapes=None, lenses=("converter",),

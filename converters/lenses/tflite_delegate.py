@@ -18,7 +18,7 @@ from typing import Optional
 
 from nnapi.codes import MAX_FEATURE_LEVEL
 
-from ..macs import graph_macs
+from ..macs import source_macs
 from ..source_graph import SourceModel
 from . import delegate_devices
 from .delegate_common import NNAPI12, SDK_FOR_LEVEL, UNSUPPORTED_OPERATOR, Failure, NodeView
@@ -150,7 +150,8 @@ def _reason(node, verdict, decision, options) -> tuple:
         return None, None
     gaps = decision["device_gaps"].get(node.index)
     if gaps:
-        return "device_unsupported", "; ".join(g["reason"] for g in gaps)
+        from .devices import gaps_reason
+        return "device_unsupported", gaps_reason(gaps)
     if not failures and decision["missing_accelerator"]:
         return "device_unsupported", "the accelerator named by accelerator_name is not on the phone"
     if not failures and decision["targets"] is not None and not decision["targets"]:
@@ -176,15 +177,12 @@ def log_line(node, failure: Failure) -> str:
     return f"Operator {node.op} (v{node.version}) refused by NNAPI delegate: {failure.message}"
 
 
-def _summary(graph, decision, macs) -> dict:
-    n = len(graph.nodes)
-    sup = decision["delegated"]
-    total = int(sum(macs))
-    sup_macs = int(sum(m for k, m in enumerate(macs) if k in sup))
-    return {"nodes": n, "supported_nodes": len(sup), "supported_fraction": (len(sup) / n) if n else 1.0,
-            "macs": total, "supported_macs": sup_macs,
-            "supported_macs_fraction": (sup_macs / total) if total else (1.0 if len(sup) == n else 0.0),
-            "partitions": len(decision["partitions"])}
+def _summary(graph, decision, macs, held) -> dict:
+    """coverage.counts for the delegate's decision: fp16 weight DEQUANTIZEs prepare constants (the delegated
+    consumers read the fp16 constant), every other node computes."""
+    from ..coverage import counts
+    return counts([k in decision["delegated"] for k in range(len(graph.nodes))], macs, held,
+                  [k in decision["const_dequant"] for k in range(len(graph.nodes))], len(decision["partitions"]))
 
 
 def _boundary(graph, nodes) -> tuple:
@@ -206,22 +204,25 @@ def build_delegate_report(source: SourceModel, feature_level: int = MAX_FEATURE_
                           device=None) -> dict:
     """The coverage report (README schema) through the delegate's eyes, plus "lens", "delegate_options" and
     per node "delegate_failures" / "delegate_log"."""
-    from ..coverage import _tensor_info  # the converter lens's tensor description, shared
+    from ..coverage import _tensor_info, blocking, body_node_rows, held_nodes  # shared with the converter lens
 
     if source.format != "tflite":
         raise ValueError("the tflite-delegate lens reads .tflite models only")
     options = options or DelegateOptions()
     graph = source.main
-    macs = graph_macs(graph)
+    macs = source_macs(source)
+    held = held_nodes(source)
     decisions = {lv: decide(source, lv, options, device) for lv in range(1, MAX_FEATURE_LEVEL + 1)}
     per_level = {}
     for lv, d in decisions.items():
-        s = _summary(graph, d, macs)
-        s["blocking_nodes"] = []
+        s = _summary(graph, d, macs, held)
+        entries = []
         for node in graph.nodes:
             if node.index not in d["delegated"]:
                 code, _ = _reason(node, d["verdicts"][node.index], d, options)
-                s["blocking_nodes"].append({"index": node.index, "op": node.op, "reason_code": code})
+                entries.append({"index": node.index, "op": node.op, "reason_code": code, "macs": int(macs[node.index]),
+                                "computes": node.index not in d["const_dequant"]})
+        s["blocking_nodes"] = blocking(entries)
         per_level[str(lv)] = s
     chosen = decisions[feature_level]
     nodes = []
@@ -233,7 +234,7 @@ def build_delegate_report(source: SourceModel, feature_level: int = MAX_FEATURE_
             "subgraph": source.main_index, "index": node.index, "op": node.op, "version": node.version,
             "name": node.name, "supported": node.index in chosen["delegated"], "nnapi_ops": verdict[2],
             "min_feature_level": accepted_at[0] if accepted_at else None, "reason_code": code, "reason": reason,
-            "macs": int(m), "delegate_failures": [f.as_dict() for f in verdict[1]],
+            "macs": int(m), "nodes_inside": held[node.index], "delegate_failures": [f.as_dict() for f in verdict[1]],
             "delegate_log": [log_line(node, f) for f in verdict[1]],
             "device_unsupported": chosen["device_gaps"].get(node.index, []),
             "inputs": [_tensor_info(graph, i) for i in node.inputs],
@@ -251,6 +252,7 @@ def build_delegate_report(source: SourceModel, feature_level: int = MAX_FEATURE_
                      "accelerator_specified": chosen["accelerator_specified"]},
         "delegate_options": options.as_dict(), "summary": summary, "per_feature_level": per_level, "nodes": nodes,
         "partitions": parts, "fallback_nodes": [n["index"] for n in nodes if not n["supported"]],
+        "body_nodes": body_node_rows(source, nodes),
         **({"device": {"name": device.name, "type": device.type.name, "feature_level": device.feature_level,
                        "version": device.version, "source": device.source}} if device is not None else {}),
     }

@@ -19,11 +19,12 @@ from nnapi.codes import Lifetime
 SHOWN_VALUES = 16
 
 
-def graph_ids(model: Model) -> dict:
-    """id(subgraph model) -> its graph id: its name, else `main` / `subgraph K`, made unique."""
+def graph_ids(model: Model, title: str = "") -> dict:
+    """id(subgraph model) -> its graph id: `title` (the file's name) for the main model, else its name (the
+    source subgraph's, which a converter may fill with any string), else `main` / `subgraph K`, made unique."""
     ids, used = {}, set()
     for k, m in enumerate([model] + model.referenced_models):
-        base = m.name or ("main" if k == 0 else f"subgraph {k}")
+        base = (title if k == 0 else "") or m.name or ("main" if k == 0 else f"subgraph {k}")
         name, j = base, 1
         while name in used:
             j += 1
@@ -66,13 +67,13 @@ def _value_text(value) -> str:
     return f"<{a.dtype} tensor of {a.size} values>"
 
 
-def build_graphs(model: Model) -> list:
-    """Every subgraph of `model` as a model_explorer.graph_builder.Graph, the main model first."""
+def build_graphs(model: Model, title: str = "") -> list:
+    """Every subgraph of `model` as a model_explorer.graph_builder.Graph, the main model first, titled `title`."""
     from model_explorer import graph_builder as gb
 
     from converters.describe import argument_names, operation_params
 
-    ids = graph_ids(model)
+    ids = graph_ids(model, title)
 
     def kv(pairs):
         return [gb.KeyValue(key=k, value=str(v)) for k, v in pairs]

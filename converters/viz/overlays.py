@@ -55,22 +55,29 @@ def _onnx_node_ids(model_path) -> dict:
         ONNXAdapter = None
     ids = {}
     if ONNXAdapter is not None:
-        graph = ONNXAdapter().convert(str(model_path), {"const_element_count_limit": 0})["graphs"][0]
-        for node in graph.nodes:
-            for meta in node.outputsMetadata:
-                for a in meta.attrs:
-                    if a.key == "__tensor_tag":
-                        ids.setdefault(a.value, node.id)  # the writer, not a later initializer node
+        for graph in ONNXAdapter().convert(str(model_path), {"const_element_count_limit": 0})["graphs"]:
+            for node in graph.nodes:
+                for meta in node.outputsMetadata:
+                    for a in meta.attrs:
+                        if a.key == "__tensor_tag":
+                            ids.setdefault(a.value, node.id)  # the writer, not a later initializer node
+        # a body's tensors are tagged 'IF_NODE/then_branch/NAME' (the branches are drawn inline): also by NAME
+        for tag, node_id in list(ids.items()):
+            ids.setdefault(tag.rsplit("/", 1)[-1], node_id)
         return ids
     import onnx
     used, counter = set(), {}
-    for node in onnx.load(str(model_path), load_external_data=False).graph.node:
-        name = preferred = node.name or "node"
-        while name in used:
-            counter[preferred] = counter.get(preferred, 0) + 1
-            name = f"{preferred}_{counter[preferred]}"
-        used.add(name)
-        ids.update((out, name) for out in node.output if out)
+    todo = [("", onnx.load(str(model_path), load_external_data=False).graph)]
+    while todo:  # the main graph, then the If/Loop bodies, drawn inline as 'IF_NODE/then_branch/NODE'
+        prefix, graph = todo.pop(0)
+        for node in graph.node:
+            name = preferred = prefix + (node.name or "node")
+            while name in used:
+                counter[preferred] = counter.get(preferred, 0) + 1
+                name = f"{preferred}_{counter[preferred]}"
+            used.add(name)
+            ids.update((out, name) for out in node.output if out and out not in ids)
+            todo += [(f"{name}/{a.name}/", a.g) for a in node.attribute if a.type == onnx.AttributeProto.GRAPH]
     return ids
 
 
@@ -109,6 +116,15 @@ def coverage_overlays(report: dict, key_of: Callable) -> list[tuple[str, str]]:
         if n["min_feature_level"] is not None:
             level[key] = (n["min_feature_level"], None)
         p = partition_of.get(n["index"], -1)
+        part[key] = (p, PARTITION_COLORS[p % len(PARTITION_COLORS)] if p >= 0 else FALLBACK_COLOR)
+    for b in report.get("body_nodes", []):  # inside IF/WHILE bodies (If/Loop branches): their node's verdict
+        key = key_of(b["outputs"])
+        if key is None:
+            continue
+        s = "supported" if b["supported"] else f"unsupported: {b['reason_code']}"
+        status[key] = (s, _status_color(s))
+        ops[key] = (f"inside node {b['in_node']}'s body" if b["supported"] else "CPU fallback", _status_color(s))
+        p = partition_of.get(b["in_node"], -1)
         part[key] = (p, PARTITION_COLORS[p % len(PARTITION_COLORS)] if p >= 0 else FALLBACK_COLOR)
     name = Path(report["model"]).name + (f" ({lens})" if lens and lens != "converter" else "")
     data = [status, ops, level, part]

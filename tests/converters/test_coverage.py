@@ -43,7 +43,8 @@ def test_per_node_per_level_and_partitions(gapped):
     assert nodes[0]["inputs"][0] == {"name": "x<img>", "dtype": "float32", "shape": [1, 3, 5, 2], "constant": False}
     assert r["summary"] == {"nodes": 5, "supported_nodes": 3, "supported_fraction": 0.6, "macs": 0,
                             "supported_macs": 0, "supported_macs_fraction": 0.0, "partitions": 3,
-                            "pins_needed": [], "value_dependent": []}
+                            "pins_needed": [], "value_dependent": [], "compute_nodes": 5,
+                            "supported_compute_nodes": 3, "constant_nodes": 0, "supported_constant_nodes": 0}
     assert r["per_feature_level"]["1"]["supported_nodes"] == 2  # SUB needs level 2
     assert [b["op"] for b in r["per_feature_level"]["1"]["blocking_nodes"]] == ["SUB", "CUMSUM", "CUMSUM"]
     assert r["partitions"] == [{"nodes": [0], "inputs": ["x<img>", "y"], "outputs": ["sub"]},

@@ -22,5 +22,7 @@ class NnapiAdapter(model_explorer.Adapter):
         super().__init__()
 
     def convert(self, model_path: str, settings: Dict) -> model_explorer.ModelExplorerGraphs:
+        from pathlib import Path
+
         import nnapi
-        return {"graphs": build_graphs(nnapi.load(model_path))}
+        return {"graphs": build_graphs(nnapi.load(model_path), title=Path(model_path).name)}

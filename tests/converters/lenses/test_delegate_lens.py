@@ -300,7 +300,9 @@ def test_zoo_hey_jarvis_if_refused_by_the_delegate_converted_by_the_converter():
     d = report(data, 8)
     for lv in range(1, 9):
         assert {"index": k, "op": "IF", "reason_code": "unsupported_operator"} in \
-            d["per_feature_level"][str(lv)]["blocking_nodes"]
+            [{f: b[f] for f in ("index", "op", "reason_code")} for b in d["per_feature_level"][str(lv)]["blocking_nodes"]]
+    # the IF holds the model's multiply-accumulates (its bodies'): it leads the blocking nodes
+    assert d["per_feature_level"]["8"]["blocking_nodes"][0]["index"] == k
     assert build_report(read(data), 8)["nodes"][k]["supported"]
 
 
@@ -347,3 +349,28 @@ def test_zoo_micro_wakeword_resource_variables_refused(member):
     assert {n["op"] for n in mine} == ops
     for n in mine:
         assert n["delegate_failures"] == [{"type": "kUnsupportedOperator", "message": "Unsupported operation type."}]
+
+
+def test_lenses_compare_nodes_that_compute_and_count_weights_apart(tmp_path, capsys):
+    # fp16 weights + a GELU the delegate refuses: the DEQUANTIZE stays on the delegate's CPU side (it prepares a
+    # weight the converter folds), the GELU is the one node that computes and that only the converter runs
+    p = tmp_path / "fp16.tflite"
+    p.write_bytes(fp16_conv_model(extra_gelu=True))
+    assert main(["coverage", str(p), "--as", "tflite-delegate,converter", "--format", "json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert [(c["op"], c["gain"], c["computes"]) for c in r["comparison"]] == [
+        ("DEQUANTIZE", "converter_only", False), ("CONV_2D", "both", True), ("GELU", "converter_only", True)]
+    d, c = r["lenses"]["tflite-delegate"]["summary"], r["lenses"]["converter"]["summary"]
+    assert (d["compute_nodes"], d["supported_compute_nodes"], d["constant_nodes"]) == (2, 1, 1)
+    assert (c["compute_nodes"], c["supported_compute_nodes"], c["constant_nodes"]) == (2, 2, 1)
+    # the node that blocks computation comes first, the weight DEQUANTIZE after it
+    blocking = r["lenses"]["tflite-delegate"]["per_feature_level"]["8"]["blocking_nodes"]
+    assert [(b["op"], b["computes"]) for b in blocking] == [("GELU", True), ("DEQUANTIZE", False)]
+    assert main(["coverage", str(p), "--as", "tflite-delegate,converter"]) == 0
+    out = capsys.readouterr().out
+    assert "run 1 node(s) that compute which the delegate leaves on the CPU: 1 x GELU (node 2)" in out
+    assert "1 node(s) that only prepare constants (1 x DEQUANTIZE (node 0))" in out
+    # per level, the nodes that compute (2: CONV_2D and GELU) and the MACs: the delegate runs 1 of 2 at level 8
+    level8 = next(line for line in out.splitlines() if line.startswith("8 "))
+    assert level8.split()[:4] == ["8", "1/2", "100.0%", "1"] and level8.split()[4:6] == ["2/2", "100.0%"], level8
+    assert max(map(len, out.splitlines())) <= 120

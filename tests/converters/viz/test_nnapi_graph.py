@@ -88,6 +88,7 @@ def test_every_subgraph_is_drawn_and_linked(tmp_path):
     ids = [g["id"] for g in graphs]
     assert len(ids) == 5 and len(set(ids)) == 5
     main_graph = graphs[0]
+    assert ids[0] == "cf.nnapi"   # titled by the file, not by the subgraph name the source model carries
     loops = {n["label"]: n["subgraphIds"] for n in main_graph["nodes"] if n["label"] in ("WHILE", "IF")}
     assert loops == {"WHILE": ["loop_cond", "loop_body"], "IF": ["then_double", "else_subtract"]}
     assert set(ids[1:]) == {"loop_cond", "loop_body", "then_double", "else_subtract"}
