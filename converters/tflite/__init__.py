@@ -5,6 +5,7 @@ from typing import Optional
 
 from ..convert import SOURCE_PASSES, ConversionResult, convert_source
 from ..source_graph import SourceError
+from . import evaluate  # noqa: F401 (registers the conversion-time evaluator)
 from .reader import read_tflite
 from .variables import lower_variables
 
