@@ -162,7 +162,7 @@ def prepare_source(source: SourceModel, input_shapes=None) -> None:
     source passes and drop unit axes beyond rank 4 (squeeze_pass.py), once per source model."""
     after = bodies = None
     if source.format == "tflite":  # ONNX shapes come from onnx's own shape inference (the reader)
-        after = lambda node, ctx: resolve_node_shapes(node, ctx, run_converter)  # noqa: E731
+        after = lambda node, ctx: resolve_node_shapes(node, ctx, run_converter, source)  # noqa: E731
         bodies = pin_bodies
     fold_source(source, lambda g: new_context(source, g, 8, input_shapes), after, bodies)
     if getattr(source, "passes_done", False):

@@ -40,8 +40,12 @@ def _dynamic(t) -> bool:
             and len(t.shape_signature) == len(t.shape) and any(s < 0 for s in t.shape_signature))
 
 
-def resolve_node_shapes(node, ctx, run_converter) -> None:
-    """Give node's dynamic output tensors the extents the specs infer from its inputs' known shapes."""
+OUTPUT_SHAPES: dict = {}  # format -> fn(source, node, ctx): the framework's output shapes, or None
+
+
+def resolve_node_shapes(node, ctx, run_converter, source=None) -> None:
+    """Give node's dynamic output tensors the extents the specs infer from its inputs' known shapes; where the
+    node does not convert, or the specs leave an extent unknown, the framework's (OUTPUT_SHAPES)."""
     graph = ctx.graph
     outs = [o for o in node.outputs if 0 <= o < len(graph.tensors) and _dynamic(graph.tensors[o])]
     if not outs:
@@ -49,12 +53,19 @@ def resolve_node_shapes(node, ctx, run_converter) -> None:
     try:
         run_converter(node, ctx)
         shapes = nnapi.infer_shapes(ctx.model)
+        found = {o: shapes.get(ctx.operand_of.get(o)) for o in outs}
     except (Unsupported, NnapiError):
-        return  # the node does not convert: its outputs stay dynamic, its check reports why
+        found = {}  # the node does not convert: the framework may still tell its shapes
+    ask = OUTPUT_SHAPES.get(getattr(source, "format", None))
+    if ask is not None and not all(found.get(o) and all(found[o]) for o in outs):
+        framework = ask(source, node, ctx)
+        if framework is not None:
+            found.update({o: dims for o, dims in zip(node.outputs, framework) if o in outs})
     for o in outs:
-        dims = shapes.get(ctx.operand_of.get(o))
+        dims = found.get(o)
         t = graph.tensors[o]
-        if dims is None or len(dims) != max(len(t.shape), 1):
+        if dims is None or len(dims) != max(len(t.shape), 1) or any(
+                s >= 0 and d and s != d for s, d in zip(t.shape_signature, dims)):
             continue
         if not t.shape:  # a rank-0 tensor held as [1]: nothing to resolve
             continue

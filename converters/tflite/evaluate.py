@@ -9,6 +9,9 @@ inputs are all constants.
   runs the node cut out into a one-operator model whose inputs are constant buffers: the framework's own
   semantics, whatever the op. LiteRT is an optional dependency (the `runtimes` extra): without it those
   nodes stay as they are and are reported as before.
+- The shape pass (converters/shape_pass.py) asks LiteRT for the output shapes of a node whose converter
+  cannot tell them (a SELECT_V2 declared [-1, 32] whose inputs are static): the cut-out node run on zeros of
+  its inputs' static shapes, where no extent can depend on input values (`litert_output_shapes`).
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import numpy as np
 from nnapi import NnapiError
 
 from ..folding import evaluator
+from ..shape_pass import OUTPUT_SHAPES
 from ..registry import Reason, Unsupported
 from ..source_graph import SourceModel
 
@@ -71,10 +75,54 @@ def evaluate(source: SourceModel, node, ctx) -> list:
 
 def on_litert(source: SourceModel, g: int, node) -> list:
     """node's outputs from LiteRT: the operator as the file stores it, its inputs constant buffers."""
+    from ..runners import MissingDependency, ReferenceFailed, run_litert
+    try:
+        return run_litert(_cut_out(source, g, node, feed=()), [])
+    except (MissingDependency, ReferenceFailed) as e:
+        raise Unsupported(Reason.INVALID, f"{node.label()}: LiteRT could not evaluate it: {e}") from None
+
+
+# ops whose output extents depend on input values (no shape is read off a run on zeros)
+VALUE_SHAPED = ("WHERE", "UNIQUE", "NON_MAX_SUPPRESSION_V4", "NON_MAX_SUPPRESSION_V5")
+# ops whose output shape is their inputs' shapes broadcast, or the indices' shape: run-time integers they read
+# are data (token ids, indices), never shape values
+SHAPE_OF_SHAPES = ("ADD", "SUB", "MUL", "DIV", "FLOOR_DIV", "FLOOR_MOD", "MAXIMUM", "MINIMUM", "LESS", "LESS_EQUAL",
+                   "GREATER", "GREATER_EQUAL", "EQUAL", "NOT_EQUAL", "LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT",
+                   "SELECT", "SELECT_V2", "CAST", "ABS", "NEG", "SIGN", "SQUARED_DIFFERENCE", "POW", "GATHER",
+                   "GATHER_ND", "EMBEDDING_LOOKUP", "ZEROS_LIKE", "ONES_LIKE")
+
+
+def litert_output_shapes(source: SourceModel, node, ctx):
+    """The shapes of node's outputs, from LiteRT run on its inputs' static shapes (zeros, else ones), when no
+    extent can depend on input values: every input computed at run time has a static shape, integer ones only
+    where the op's output shape is its inputs' (SHAPE_OF_SHAPES), and the op is not WHERE, UNIQUE or NMS.
+    None otherwise (or without LiteRT)."""
+    graph = ctx.graph
+    feed = list(dict.fromkeys(t for t in node.inputs if t >= 0 and not graph.tensors[t].is_constant))
+    if node.op in VALUE_SHAPED or node.op in NEVER or any(
+            0 in ctx.shape(t) or (node.op not in SHAPE_OF_SHAPES and graph.tensors[t].quant is None
+                                  and np.dtype(graph.tensors[t].dtype).kind in "iu") for t in feed):
+        return None
+    g = next(k for k, other in enumerate(source.graphs) if other is graph)
+    from ..runners import MissingDependency, ReferenceFailed, run_litert
+    for fill in (np.zeros, np.ones):  # (ones where zeros fail: an integer division)
+        try:
+            data = _cut_out(source, g, node, feed={t: ctx.shape(t) for t in feed})
+            outs = run_litert(data, [fill(ctx.shape(t), graph.tensors[t].dtype) for t in feed])
+        except (MissingDependency, Unsupported):
+            return None
+        except ReferenceFailed:
+            continue
+        return [tuple(o.shape) for o in outs]
+    return None
+
+
+def _cut_out(source: SourceModel, g: int, node, feed) -> bytes:
+    """A one-operator model of node as the file stores it: the tensors in `feed` ({tensor: shape}) are its
+    inputs, every other input a constant buffer; its outputs are the node's."""
     try:
         from ai_edge_litert import schema_py_generated as schema
 
-        from ..runners import MissingDependency, ReferenceFailed, run_litert
         from .authoring import GraphBuilder
     except ImportError:
         raise Unsupported(Reason.UNSUPPORTED_OP, f"{node.label()}: LiteRT is not installed to evaluate it") from None
@@ -94,7 +142,9 @@ def on_litert(source: SourceModel, g: int, node) -> list:
         q = st.quant
         quant = {} if q is None else {"scale": list(q.scales), "zero_point": list(q.zero_points),
                                       "axis": q.axis or 0}
-        if st.is_constant:
+        if t in feed:
+            mapped[t] = b.input(st.name, list(feed[t]), _tflite_type(st.dtype), **quant)
+        elif st.is_constant:
             mapped[t] = b.const(st.name, np.ascontiguousarray(st.data), **quant)
         else:
             shape = [max(d, 1) for d in (st.shape or ())]
@@ -105,10 +155,7 @@ def on_litert(source: SourceModel, g: int, node) -> list:
     operator.outputs = [mapped[t] for t in node.outputs]
     b.sg.operators.append(operator)
     b.output(*operator.outputs)
-    try:
-        return run_litert(b.finish(), [])
-    except (MissingDependency, ReferenceFailed) as e:
-        raise Unsupported(Reason.INVALID, f"{node.label()}: LiteRT could not evaluate it: {e}") from None
+    return b.finish()
 
 
 def _tflite_type(dtype) -> str:
@@ -118,3 +165,6 @@ def _tflite_type(dtype) -> str:
 
 def _builtin_name(schema, code: int) -> str:
     return next(k for k, v in vars(schema.BuiltinOperator).items() if v == code and not k.startswith("_"))
+
+
+OUTPUT_SHAPES["tflite"] = litert_output_shapes
