@@ -9,9 +9,13 @@ converters/onnx/shapes.py): a model's own names, or expressions of them ("floor(
 extents are named by converters/shape_pass.py (name_extents)."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .source_graph import SourceModel
+
+UNNAMED = "unnamed_dim_"  # prefix of the names given to input extents a model leaves unnamed ('?', -1)
 
 # refusals a pin cannot lift: the op, its version, its quantization or the feature level
 NOT_SHAPE_REASONS = {"unsupported_operator", "operator_version", "quantization_type", "feature_level_too_low",
@@ -29,7 +33,6 @@ def analyse(source: SourceModel, results, macs) -> dict:
     where = source.metadata.get("input_symbols") or {}
     if not where and not any(t.symbols for t in graph.tensors):  # (values may decide extents of static inputs)
         return {"pins_needed": [], "value_dependent": []}
-    from .onnx.shapes import UNNAMED, symbols_in
     inputs = set(where)
     extent: dict = {}   # tensor -> input symbols its extents depend on
     foreign: dict = {}  # tensor -> symbols of its extents that no input dimension names
@@ -130,3 +133,13 @@ def sentences(found: dict) -> list:
         lines.append(f"value-dependent: the extent of {v['tensor']!r} (node {v['node']} {v['op']}) depends on "
                      f"tensor values; {v['nodes']} node(s) wait on it and no pin fixes it")
     return lines
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+
+
+def symbols_in(dim_param: str, inputs: set) -> set:
+    """The input dimension names an extent's dim_param depends on ('floor(H/4) + 1' -> {'H'})."""
+    if dim_param in inputs:
+        return {dim_param}
+    return {s for s in _NAME.findall(dim_param) if s in inputs}

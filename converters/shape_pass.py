@@ -138,7 +138,7 @@ def _invariant(body, shapes: list) -> bool:
 
 def name_extents(source, input_shapes) -> None:
     """Give the main graph's dynamic extents the symbols converters/pins.py reads (see the module doc)."""
-    from .onnx.shapes import UNNAMED
+    from .pins import UNNAMED
     graph = source.main
     where: dict = {}
     inputs = set(graph.inputs)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
-import re
 from pathlib import Path
 from typing import Optional
 
@@ -31,6 +30,7 @@ import numpy as np
 import onnx
 import onnx.numpy_helper
 
+from ..pins import UNNAMED
 from ..source_graph import SourceError
 from . import ms_shapes
 
@@ -68,7 +68,6 @@ def pin(proto: onnx.ModelProto, input_shapes: Optional[dict], dims: Optional[dic
             have.add().dim_value = int(d)
 
 
-UNNAMED = "unnamed_dim_"  # prefix of the names given to input extents the model leaves unnamed ('?', -1)
 
 
 def name_input_dims(proto: onnx.ModelProto) -> dict:
@@ -408,13 +407,3 @@ def evaluate(node: onnx.NodeProto, feeds: dict, opset: int) -> list:
     graph = helper.make_graph([node], "evaluate", inputs, outputs)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid(node.domain or "", opset)])
     return [np.asarray(v) for v in ReferenceEvaluator(model).run(None, feeds)]
-
-
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
-
-
-def symbols_in(dim_param: str, inputs: set) -> set:
-    """The input dimension names an extent's dim_param depends on ('floor(H/4) + 1' -> {'H'})."""
-    if dim_param in inputs:
-        return {dim_param}
-    return {s for s in _NAME.findall(dim_param) if s in inputs}

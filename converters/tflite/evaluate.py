@@ -131,8 +131,10 @@ def _cut_out(source: SourceModel, g: int, node, feed) -> bytes:
     op = model.Subgraphs(g).Operators(node.index)
     code = model.OperatorCodes(op.OpcodeIndex())
     builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
-    if builtin == schema.BuiltinOperator.CUSTOM or op.IntermediatesLength():
-        raise Unsupported(Reason.UNSUPPORTED_OP, f"{node.label()}: not evaluated (a custom or stateful operator)")
+    if builtin == schema.BuiltinOperator.CUSTOM or op.IntermediatesLength() or \
+            _builtin_name(schema, builtin) != node.op:  # (a node a source pass rewrote: list_write.py)
+        raise Unsupported(Reason.UNSUPPORTED_OP, f"{node.label()}: not evaluated (a custom, stateful or rewritten "
+                                                 f"operator)")
     b = GraphBuilder()
     mapped = {}
     for t in list(node.inputs) + list(node.outputs):
