@@ -4,7 +4,7 @@ Unsqueeze -> Concat -> Reshape), the same inside an If branch, the folding limit
 run time that are not shapes (position ids from the cumulative sum of a mask) held as int32. Every converted
 model is compared with onnxruntime."""
 import numpy as np
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 from converters import folding
 from converters.onnx import convert
@@ -102,3 +102,23 @@ def test_int64_position_ids_computed_at_run_time_are_int32():
     assert not parity(result, data, inputs=[ids])
     cast = result.nodes[2]
     assert cast.note.startswith("int64 computed at run time -> int32") and "'mask' and what is computed" in cast.note
+
+
+def test_folding_inside_a_loop_body():
+    """A Loop body's weights computed from its own constants (a * b / sqrt(b)) fold inside the body."""
+    def constant(name, value):
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.asarray(value, np.float32), name))
+    f = TensorProto.FLOAT
+    body = helper.make_graph(
+        [constant("a", [[1.5, 2.0, -1.0, 0.5]]), constant("b", [[2.0, 0.5, 3.0, 4.0]]),
+         helper.make_node("Mul", ["a", "b"], ["ab"]), helper.make_node("Sqrt", ["b"], ["sb"]),
+         helper.make_node("Div", ["ab", "sb"], ["w"]), helper.make_node("Add", ["x_in", "w"], ["x_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []), helper.make_tensor_value_info("x_in", f, [1, 4])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), helper.make_tensor_value_info("x_out", f, [1, 4])])
+    data = make_model([helper.make_node("Loop", ["M", "T", "x"], ["y"], body=body)], [("x", np.float32, [1, 4])],
+                      [("y", np.float32, [1, 4])], {"M": np.array(3, np.int64), "T": np.array(True)})
+    result = _converted(data)
+    loop_body = next(g for g in result.source.graphs if g.name == "body")
+    assert [n.op for n in loop_body.nodes if not n.folded] == ["Add", "Identity"]
