@@ -145,7 +145,7 @@ class OnnxContext(FusionPlans, ConversionContext):
             src = self._producer(i)
             if np.dtype(t.dtype) == np.int64 and not t.is_constant and src is None:
                 # the ONNX main graph is graphs[0] (reader.py); a body's inputs are loop-carried or captured values
-                memo[i] = i in self.graph.inputs and self.graph is self.graphs[0]
+                memo[i] = i in self.graph.inputs and (self.graph is self.graphs[0] or self._loop_counter(i))
             elif np.dtype(t.dtype) == np.int64 and not t.is_constant and not src.folded:
                 if src.outputs.index(i) in INDEX_OUTPUTS.get(src.op, ()) or self._cast_to_int64(src):
                     memo[i] = True
@@ -154,6 +154,12 @@ class OnnxContext(FusionPlans, ConversionContext):
                            and not self.graph.tensors[j].is_constant]
                     memo[i] = bool(ins) and all(self.int32_indices(j) for j in ins)
         return memo[i]
+
+    def _loop_counter(self, i: int) -> bool:
+        """Tensor i is a Loop body's iteration number, which the WHILE holds as an int32 counter (ops/loop.py)."""
+        return bool(self.graph.inputs) and i == self.graph.inputs[0] and any(
+            n.op == "Loop" and self.graphs[k] is self.graph for g in self.graphs for n in g.nodes
+            for k in n.subgraphs.values())
 
     def _cast_to_int64(self, node) -> bool:
         """node is a Cast to int64 of a run-time tensor of another type (a mask from a comparison, position ids

@@ -104,21 +104,34 @@ def test_int64_position_ids_computed_at_run_time_are_int32():
     assert cast.note.startswith("int64 computed at run time -> int32") and "'mask' and what is computed" in cast.note
 
 
+def _loop(body_nodes, initializers=()):
+    """Loop(M = 3, true, x) over a body (i, cond_in, x_in) -> (cond_out = cond_in, x_out), x a float [1, 4]."""
+    f = TensorProto.FLOAT
+    body = helper.make_graph(
+        list(body_nodes) + [helper.make_node("Identity", ["cond_in"], ["cond_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []), helper.make_tensor_value_info("x_in", f, [1, 4])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), helper.make_tensor_value_info("x_out", f, [1, 4])],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in initializers])
+    return make_model([helper.make_node("Loop", ["M", "T", "x"], ["y"], body=body)], [("x", np.float32, [1, 4])],
+                      [("y", np.float32, [1, 4])], {"M": np.array(3, np.int64), "T": np.array(True)})
+
+
+def test_int64_arithmetic_on_a_loop_counter_is_int32():
+    """(i + 1) ** 2 in int64, then cast to float: the counter is the WHILE's int32 one, and so is what follows."""
+    data = _loop([helper.make_node("Add", ["i", "one"], ["i1"]), helper.make_node("Mul", ["i1", "i1"], ["sq"]),
+                  helper.make_node("Cast", ["sq"], ["f"], to=TensorProto.FLOAT),
+                  helper.make_node("Add", ["x_in", "f"], ["x_out"])], [("one", np.array(1, np.int64))])
+    _converted(data)
+
+
 def test_folding_inside_a_loop_body():
     """A Loop body's weights computed from its own constants (a * b / sqrt(b)) fold inside the body."""
     def constant(name, value):
         return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.asarray(value, np.float32), name))
-    f = TensorProto.FLOAT
-    body = helper.make_graph(
-        [constant("a", [[1.5, 2.0, -1.0, 0.5]]), constant("b", [[2.0, 0.5, 3.0, 4.0]]),
-         helper.make_node("Mul", ["a", "b"], ["ab"]), helper.make_node("Sqrt", ["b"], ["sb"]),
-         helper.make_node("Div", ["ab", "sb"], ["w"]), helper.make_node("Add", ["x_in", "w"], ["x_out"]),
-         helper.make_node("Identity", ["cond_in"], ["cond_out"])], "body",
-        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []), helper.make_tensor_value_info("x_in", f, [1, 4])],
-        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), helper.make_tensor_value_info("x_out", f, [1, 4])])
-    data = make_model([helper.make_node("Loop", ["M", "T", "x"], ["y"], body=body)], [("x", np.float32, [1, 4])],
-                      [("y", np.float32, [1, 4])], {"M": np.array(3, np.int64), "T": np.array(True)})
+    data = _loop([constant("a", [[1.5, 2.0, -1.0, 0.5]]), constant("b", [[2.0, 0.5, 3.0, 4.0]]),
+                  helper.make_node("Mul", ["a", "b"], ["ab"]), helper.make_node("Sqrt", ["b"], ["sb"]),
+                  helper.make_node("Div", ["ab", "sb"], ["w"]), helper.make_node("Add", ["x_in", "w"], ["x_out"])])
     result = _converted(data)
     loop_body = next(g for g in result.source.graphs if g.name == "body")
     assert [n.op for n in loop_body.nodes if not n.folded] == ["Add", "Identity"]
