@@ -135,3 +135,14 @@ def test_folding_inside_a_loop_body():
     result = _converted(data)
     loop_body = next(g for g in result.source.graphs if g.name == "body")
     assert [n.op for n in loop_body.nodes if not n.folded] == ["Add", "Identity"]
+
+
+def test_coverage_names_the_value_an_extent_depends_on_with_static_inputs():
+    """Only extents that depend on values stay dynamic: the NonZero count is named, though no input is dynamic."""
+    from converters.pins import for_result
+    nodes = [helper.make_node("NonZero", ["x"], ["nz"]), helper.make_node("Transpose", ["nz"], ["t"], perm=[1, 0]),
+             helper.make_node("GatherND", ["x", "t"], ["picked"]), helper.make_node("Shape", ["picked"], ["n"])]
+    found = for_result(convert(make_model(nodes, [("x", np.float32, [2, 3])], ["n"])))
+    assert found["pins_needed"] == []
+    [value] = found["value_dependent"]  # (how many nodes wait on it depends on which of them convert)
+    assert (value["tensor"], value["node"], value["op"]) == ("nz", 0, "NonZero") and value["nodes"] >= 2
