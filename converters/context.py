@@ -15,6 +15,7 @@ import nnapi
 from nnapi import FuseCode, OperandCode as C, OperandType, OperationCode as Op
 from nnapi.ops import SPECS, level_for
 
+from .folding import refused_upstream
 from .registry import Reason, Unsupported
 from .source_graph import SourceGraph, SourceNode, SourceTensor
 from .pins import pin_hint
@@ -107,7 +108,9 @@ class ConversionContext:
         """The constant data of tensor i, or Unsupported when it is computed at run time."""
         if i < 0 or not self.tensor(i).is_constant:
             name = self.tensor(i).name if i >= 0 else "(absent)"
-            raise Unsupported(Reason.NON_CONSTANT_OPERAND, f"{what} tensor {name!r} must be a constant")
+            big = refused_upstream(self.graph, i) if i >= 0 else None  # too large to evaluate (folding.py)
+            why = f" ({big.label()}: {big.fold_refused})" if big is not None else ""
+            raise Unsupported(Reason.NON_CONSTANT_OPERAND, f"{what} tensor {name!r} must be a constant{why}")
         return self.tensor(i).data
 
     def signed_as_unsigned(self) -> bool:

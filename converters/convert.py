@@ -18,7 +18,7 @@ from .context import ConversionContext
 from .folding import fold_absorption, fold_source
 from .model_folds import fold_pads_into_convolutions, fold_reshape_chains, fold_reshapes_into_fully_connected
 from .registry import Reason, Supported, Unsupported, lookup
-from .shape_pass import resolve_node_shapes
+from .shape_pass import name_extents, pin_bodies, resolve_node_shapes
 from .squeeze_pass import squeeze_graph
 from .source_graph import SourceGraph, SourceModel, SourceNode
 
@@ -162,17 +162,20 @@ SOURCE_PASSES: dict = {}
 def prepare_source(source: SourceModel, input_shapes=None) -> None:
     """Fold what is known before run time, resolve TFLite's dynamic extents (shape_pass.py), run the format's
     source passes and drop unit axes beyond rank 4 (squeeze_pass.py), once per source model."""
-    after = None
+    after = bodies = None
     if source.format == "tflite":  # ONNX shapes come from onnx's own shape inference (the reader)
-        after = lambda node, ctx: resolve_node_shapes(node, ctx, run_converter)  # noqa: E731
-    fold_source(source, lambda g: new_context(source, g, 8, input_shapes), after)
+        after = lambda node, ctx: resolve_node_shapes(node, ctx, run_converter, source)  # noqa: E731
+        bodies = pin_bodies
+    fold_source(source, lambda g: new_context(source, g, 8, input_shapes), after, bodies)
     if getattr(source, "passes_done", False):
         return
     source.passes_done = True
     changed = [p(source) for p in SOURCE_PASSES.get(source.format, [])]
     if any(changed):
         source.folded = False
-        fold_source(source, lambda g: new_context(source, g, 8, input_shapes), after)
+        fold_source(source, lambda g: new_context(source, g, 8, input_shapes), after, bodies)
+    if source.format == "tflite":
+        name_extents(source, input_shapes)  # for coverage's pins_needed and value_dependent (converters/pins.py)
     for graph in source.graphs:
         squeeze_graph(graph, source.format)  # rank > 4 tensors with unit axes: rank 4 (squeeze_pass.py)
         # plans and support verdicts cached while folding saw the shapes before these passes
@@ -195,6 +198,11 @@ def int16_activation(graph: SourceGraph, node: SourceNode) -> Optional[str]:
 def check_node(source: SourceModel, g: int, node: SourceNode, feature_level: int, input_shapes=None):
     """Supported(min level, emitted op names) or Unsupported for one node at `feature_level`."""
     verdict = _check_node(source, g, node, feature_level, input_shapes)
+    if node.fold_refused:  # a node of constants too large to evaluate at conversion (converters/folding.py)
+        if isinstance(verdict, Unsupported):
+            verdict.detail = f"{verdict.detail} ({node.fold_refused})"
+        else:
+            verdict.note = "; ".join(filter(None, (verdict.note, node.fold_refused)))
     if isinstance(verdict, Unsupported) and verdict.reason in (Reason.OPERAND_TYPE, Reason.INVALID):
         t = int16_activation(source.graphs[g], node)
         if t is not None:  # one clear reason instead of whichever int16 operand the spec met first

@@ -5,18 +5,25 @@ on it". Extents that no input dimension determines (a NonZero count, a Reshape t
 value-dependent: the tensor whose extent first depends on values is named instead.
 
 The dependence comes from the dim_params the ONNX shape pass keeps on every tensor (SourceTensor.symbols,
-converters/onnx/shapes.py): a model's own names, or expressions of them ("floor(H/4)")."""
+converters/onnx/shapes.py): a model's own names, or expressions of them ("floor(H/4)"); TFLite's dynamic
+extents are named by converters/shape_pass.py (name_extents)."""
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
 from .source_graph import SourceModel
 
+UNNAMED = "unnamed_dim_"  # prefix of the names given to input extents a model leaves unnamed ('?', -1)
+
 # refusals a pin cannot lift: the op, its version, its quantization or the feature level
 NOT_SHAPE_REASONS = {"unsupported_operator", "operator_version", "quantization_type", "feature_level_too_low",
                      "fused_activation"}
 # ops whose output extents depend on input values whatever the shapes
-VALUE_OPS = {"NonZero", "Unique", "NonMaxSuppression", "Compress", "TopK", "Loop", "Scan", "If", "StringSplit"}
+VALUE_OPS = {"NonZero", "Unique", "NonMaxSuppression", "Compress", "TopK", "Loop", "Scan", "If", "StringSplit",
+             "WHERE", "UNIQUE", "NON_MAX_SUPPRESSION_V4", "NON_MAX_SUPPRESSION_V5", "WHILE", "IF"}  # (TFLite's)
+SHAPE_OPS = ("Shape", "Size", "SHAPE", "SIZE")  # ops whose output values are their input's extents
 SMALL = 8  # elements: a float tensor this small next to shape values carries them (Resize scales)
 
 
@@ -30,9 +37,8 @@ def analyse(source: SourceModel, results, macs) -> dict:
     """{"pins_needed": [...], "value_dependent": [...]} for the main graph's refused nodes (see module doc)."""
     graph = source.main
     where = source.metadata.get("input_symbols") or {}
-    if not where:
+    if not where and not any(t.symbols for t in graph.tensors):  # (values may decide extents of static inputs)
         return {"pins_needed": [], "value_dependent": []}
-    from .onnx.shapes import UNNAMED, symbols_in
     inputs = set(where)
     extent: dict = {}   # tensor -> input symbols its extents depend on
     foreign: dict = {}  # tensor -> symbols of its extents that no input dimension names
@@ -48,7 +54,7 @@ def analyse(source: SourceModel, results, macs) -> dict:
         for i in ins:
             extent[i] |= set().union(*(derived.get(s, set()) for s in foreign[i])) if foreign[i] else set()
         reads = set().union(*(extent[i] | valued.get(i, set()) for i in ins)) if ins else set()
-        carried = set().union(*(extent[i] for i in ins)) if node.op in ("Shape", "Size") else set()
+        carried = set().union(*(extent[i] for i in ins)) if node.op in SHAPE_OPS else set()
         carried |= set().union(*(valued.get(i, set()) for i in ins)) if ins else set()
         for o in node.outputs:
             if o < 0:
@@ -60,7 +66,10 @@ def analyse(source: SourceModel, results, macs) -> dict:
             for s in foreign[o]:
                 if s in derived or s in origin or any(s in foreign[i] for i in ins):
                     continue
-                if node.op in VALUE_OPS or not reads:  # values decide it (a NonZero count, a computed shape)
+                inherited = next((origin[f] for i in ins for f in foreign[i] if f in origin), None)
+                if inherited is not None and node.op not in VALUE_OPS:  # an extent values decided upstream
+                    origin[s] = inherited
+                elif node.op in VALUE_OPS or not reads:  # values decide it (a NonZero count, a computed shape)
                     origin[s] = (o, node)
                 else:  # an extent inference could not write as an expression of the inputs' dimensions
                     derived[s] = reads
@@ -88,7 +97,8 @@ def analyse(source: SourceModel, results, macs) -> dict:
                 entry = per_value.setdefault(t, {"tensor": graph.tensors[t].name, "node": src.index, "op": src.op,
                                                  "nodes": set()})
                 entry["nodes"].add(node.index)
-    shapes = {graph.tensors[i].name: graph.tensors[i].shape or () for i in graph.inputs}
+    shapes = {graph.tensors[i].name: graph.tensors[i].shape_signature or graph.tensors[i].shape or ()  # (TFLite: -1)
+              for i in graph.inputs}
     pins = []
     for e in sorted(per_input.values(), key=lambda e: -len(e["nodes"])):
         axes = sorted(e["dims"])
@@ -143,7 +153,6 @@ def refused_node_lines(result) -> list:
 
 def open_graph_inputs(graph) -> list:
     """pins_needed-style entries (nodes 0) for the graph's inputs whose rank or extents are still unknown."""
-    from .onnx.shapes import UNNAMED
     out = []
     for i in graph.inputs:
         t = graph.tensors[i]
@@ -210,3 +219,13 @@ def unpinned_inputs(model_path, input_shapes: dict, dims: dict) -> dict:
         if any(d is None or (isinstance(d, str) and d not in dims) for d in have):
             found[name] = "[" + ", ".join("?" if d is None else str(d) for d in have) + "]"
     return found
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+
+
+def symbols_in(dim_param: str, inputs: set) -> set:
+    """The input dimension names an extent's dim_param depends on ('floor(H/4) + 1' -> {'H'})."""
+    if dim_param in inputs:
+        return {dim_param}
+    return {s for s in _NAME.findall(dim_param) if s in inputs}

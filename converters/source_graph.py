@@ -53,7 +53,10 @@ class SourceTensor:
         return None if self.shape is None else len(self.shape)
 
     def describe(self) -> str:
-        shape = "?" if self.shape is None else "x".join("?" if d < 0 else str(d) for d in self.shape)
+        dims = self.shape
+        if dims is not None and self.shape_signature is not None and len(self.shape_signature) == len(dims):
+            dims = tuple(-1 if s < 0 else d for d, s in zip(dims, self.shape_signature))  # TFLite's placeholders
+        shape = "?" if dims is None else "x".join("?" if d < 0 else str(d) for d in dims)
         q = ""
         if self.quant is not None:
             q = (f" per-channel(axis {self.quant.axis})" if self.quant.per_channel
@@ -76,6 +79,7 @@ class SourceNode:
     folded: bool = False             # computed at conversion time (converters/folding.py): emits nothing
     fold_note: str = ""              # why a folded node emits nothing, when not plain constant folding
     fold_how: str = ""               # coverage's short form of it ("dequantize of weights"; converters/folding.py)
+    fold_refused: str = ""           # why a node of constants was not evaluated at conversion (too large)
     custom_options: Optional[bytes] = None   # TFLite custom operators' options (a flexbuffer)
     intermediates: list = field(default_factory=list)  # TFLite intermediate tensors (integer LSTM scales)
 

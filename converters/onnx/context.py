@@ -35,6 +35,7 @@ from ..pins import pin_hint
 INDEX_OUTPUTS = {"ArgMax": (0,), "ArgMin": (0,), "TopK": (1,)}
 INDEX_NOTE = "int64 -> int32: NNAPI indices are int32"
 INPUT_NOTE = "int64 -> int32: NNAPI has no int64 tensors (the values must lie in int32's range)"
+CAST_NOTE = "int64 computed at run time -> int32: NNAPI has no int64 tensors (the values must lie in int32's range)"
 
 
 class OnnxContext(FusionPlans, ConversionContext):
@@ -145,15 +146,28 @@ class OnnxContext(FusionPlans, ConversionContext):
             src = self._producer(i)
             if np.dtype(t.dtype) == np.int64 and not t.is_constant and src is None:
                 # the ONNX main graph is graphs[0] (reader.py); a body's inputs are loop-carried or captured values
-                memo[i] = i in self.graph.inputs and self.graph is self.graphs[0]
+                memo[i] = i in self.graph.inputs and (self.graph is self.graphs[0] or self._loop_counter(i))
             elif np.dtype(t.dtype) == np.int64 and not t.is_constant and not src.folded:
-                if src.outputs.index(i) in INDEX_OUTPUTS.get(src.op, ()):
+                if src.outputs.index(i) in INDEX_OUTPUTS.get(src.op, ()) or self._cast_to_int64(src):
                     memo[i] = True
                 else:
                     ins = [j for j in src.inputs if j >= 0 and np.dtype(self.graph.tensors[j].dtype) == np.int64
                            and not self.graph.tensors[j].is_constant]
                     memo[i] = bool(ins) and all(self.int32_indices(j) for j in ins)
         return memo[i]
+
+    def _loop_counter(self, i: int) -> bool:
+        """Tensor i is a Loop body's iteration number, which the WHILE holds as an int32 counter (ops/loop.py)."""
+        return bool(self.graph.inputs) and i == self.graph.inputs[0] and any(
+            n.op == "Loop" and self.graphs[k] is self.graph for g in self.graphs for n in g.nodes
+            for k in n.subgraphs.values())
+
+    def _cast_to_int64(self, node) -> bool:
+        """node is a Cast to int64 of a run-time tensor of another type (a mask from a comparison, position ids
+        computed in float): NNAPI holds its result, and what int64 arithmetic makes of it, as int32."""
+        return (node.op == "Cast" and bool(node.inputs) and node.inputs[0] >= 0
+                and not self.graph.tensors[node.inputs[0]].is_constant
+                and np.dtype(self.graph.tensors[node.inputs[0]].dtype) != np.int64)
 
     def _producer(self, i: int):
         producers = self.plans.get("producers")
@@ -293,6 +307,8 @@ class OnnxContext(FusionPlans, ConversionContext):
                                                     f"if they are not pinned yet, else declare its shape")
         if i in self.graph.outputs and self.int32_indices(i):
             self._note_layout(i, INDEX_NOTE)
+        if self.int32_indices(i) and self._cast_to_int64(self.node):
+            self.notes.append(f"{CAST_NOTE} ({self.tensor(i).name!r} and what is computed from it)")
         if perm is None:
             return super().output(i)
         if i in self.graph.outputs and self.has(Op.TRANSPOSE):  # write NHWC, transpose back after the node

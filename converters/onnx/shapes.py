@@ -24,7 +24,6 @@ import contextlib
 import contextvars
 import importlib
 import logging
-import re
 from pathlib import Path
 from typing import Optional
 
@@ -32,6 +31,7 @@ import numpy as np
 import onnx
 import onnx.numpy_helper
 
+from ..pins import UNNAMED
 from ..source_graph import SourceError
 from . import ms_shapes
 
@@ -108,8 +108,6 @@ def check_pins(proto: onnx.ModelProto, input_shapes: dict, dims: dict) -> None:
                     raise SourceError(f"{pin_text} gives dimension {d!r} (axis {axis} of input {name!r}) the "
                                       f"value {w}, {where} gives it {value}")
 
-
-UNNAMED = "unnamed_dim_"  # prefix of the names given to input extents the model leaves unnamed ('?', -1)
 
 
 def name_input_dims(proto: onnx.ModelProto) -> dict:
@@ -459,13 +457,3 @@ def evaluate(node: onnx.NodeProto, feeds: dict, opset: int) -> list:
     graph = helper.make_graph([node], "evaluate", inputs, outputs)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid(node.domain or "", opset)])
     return [np.asarray(v) for v in ReferenceEvaluator(model).run(None, feeds)]
-
-
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
-
-
-def symbols_in(dim_param: str, inputs: set) -> set:
-    """The input dimension names an extent's dim_param depends on ('floor(H/4) + 1' -> {'H'})."""
-    if dim_param in inputs:
-        return {dim_param}
-    return {s for s in _NAME.findall(dim_param) if s in inputs}

@@ -5,6 +5,8 @@ from typing import Optional
 
 from ..convert import SOURCE_PASSES, ConversionResult, convert_source
 from ..source_graph import SourceError
+from . import evaluate  # noqa: F401 (registers the conversion-time evaluator)
+from .list_write import rewrite_list_writes
 from .reader import read_tflite
 from .variables import lower_variables
 
@@ -46,6 +48,6 @@ def convert(path_or_bytes, feature_level: int = 8, input_shapes: Optional[dict] 
     return convert_source(source, feature_level, input_shapes, partial)
 
 
-SOURCE_PASSES["tflite"] = [lower_variables]  # resource variables -> state inputs and outputs
+SOURCE_PASSES["tflite"] = [lower_variables, rewrite_list_writes]  # resource variables -> state inputs and outputs
 
 from . import ops  # noqa: E402,F401  (registers the TFLite converters)

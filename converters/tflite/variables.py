@@ -106,28 +106,10 @@ def _evaluate_init(source: SourceModel, k: int, initial: dict):
 
 
 def _run_once(source: SourceModel, k: int, nodes: list, outputs: list) -> list:
-    """The values of tensors `outputs` of subgraph k, computed by its operators `nodes` (which read only
-    constants), converted to NNAPI and run once by the executor; as the source tensors hold them."""
-    from ..context import int8_from_stored
-    from ..convert import ConversionError, build_model, check_node
-    from ..running import run_traced
+    """The values of tensors `outputs` of subgraph k, computed by its operators `nodes` (evaluate.py)."""
+    from .evaluate import run_nodes
     graph = source.graphs[k]
-    for i in nodes:
-        verdict = check_node(source, k, graph.nodes[i], 8)
-        if isinstance(verdict, Unsupported):
-            raise Unsupported(verdict.reason, f"{graph.nodes[i].label()}: {verdict.detail}")
-    try:
-        model, _ = build_model(source, k, nodes, 8, inputs=[], outputs=outputs)
-        got, _ = run_traced(model, [])
-    except (ConversionError, NnapiError) as e:
-        raise Unsupported(Reason.INVALID, str(e)) from None
-    out = []
-    for t, value in zip(outputs, got):
-        tensor = graph.tensors[t]
-        if value.dtype == np.uint8 and np.dtype(tensor.dtype) == np.int8:
-            value = int8_from_stored(value)
-        out.append(value.astype(tensor.dtype).reshape(tensor.shape or ()))
-    return out
+    return [v.reshape(graph.tensors[t].shape or ()) for t, v in zip(outputs, run_nodes(source, k, nodes, outputs))]
 
 
 def lower_variables(source: SourceModel) -> bool:

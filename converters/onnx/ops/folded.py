@@ -5,9 +5,12 @@ NNAPI, so there the converter emits one copy (int64 values as int32, noted in io
 Tile of run-time tensors are TILE (feature level 3). (Constant nodes are constants already, reader.py,
 unless they write a graph output.)
 
-The shape computations exporters write around them (Shape -> Gather -> Unsqueeze -> Concat -> Reshape)
-fold too: data movement of constants of any type and integer arithmetic on constants are evaluated with
-onnx's reference implementation (float arithmetic stays NNAPI's, so its rounding is the device's)."""
+Every other node whose inputs are all constants is the conversion-time evaluator's (converters/folding.py):
+onnx's reference implementation (onnx.reference) evaluates it on a one-node model, so the shape computations
+exporters write (Shape -> Gather -> Cast -> Div -> Unsqueeze -> Concat -> Reshape over int64) and the
+weights computed from constants (weight normalisation g * v / ||v||, transposes, reshapes) become
+constants, with ONNX's semantics. onnx.reference is chosen over onnxruntime because it is always installed
+with onnx (onnxruntime is optional) and evaluates one node without building a session."""
 from __future__ import annotations
 
 import numpy as np
@@ -17,10 +20,10 @@ from nnapi import OperandCode as C
 from nnapi import OperandType
 from nnapi import OperationCode as Op
 
-from ...folding import FOLDERS, folder
+from ...folding import FOLDERS, evaluator, folder
 from ...registry import Reason, Unsupported
 from ..common import OPSET_MAX, const_ints, onnx_op
-from ..shapes import evaluate
+from ..shapes import NOT_FOLDED, evaluate
 from .compose import broadcast_to
 from ...pins import pin_hint
 
@@ -84,32 +87,24 @@ def _tile(node, ctx):
     return [np.tile(ctx.const_value(node.inputs[0], "Tile input"), const_ints(ctx, node, 1, "repeats"))]
 
 
-MOVEMENT = ("Concat", "Gather", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Slice", "Cast", "Transpose",
-            "Identity")  # Identity of an initializer: how torch exports a weight two layers share
-INTEGER_MATH = ("Add", "Sub", "Mul", "Div", "Mod", "Neg", "Abs", "Min", "Max", "Equal", "Less", "Greater", "Not",
-                "And", "Or", "Where", "ReduceProd", "ReduceSum", "ReduceMin", "ReduceMax")
-
-
-def _reference(node, ctx) -> list:
+@evaluator("onnx", never=NOT_FOLDED)
+def _reference(source, node, ctx) -> list:
     """Outputs of a node whose inputs are all constants, from onnx.reference (one-node model)."""
     ins = [i for i in node.inputs if i >= 0]
     if not all(ctx.is_const(i) and ctx.tensor(i).quant is None for i in ins):
         raise Unsupported(Reason.NON_CONSTANT_OPERAND, f"{node.label()}: an input is computed at run time")
     feeds = {f"i{k}": np.asarray(ctx.tensor(i).data) for k, i in enumerate(node.inputs) if i >= 0}
-    if node.op not in MOVEMENT and any(v.dtype.kind not in "iub" for v in feeds.values()):
-        raise Unsupported(Reason.OPERAND_TYPE, f"{node.label()}: float arithmetic is left to NNAPI")
     attrs = {k: numpy_helper.from_array(np.asarray(v)) if isinstance(v, np.ndarray) else v
              for k, v in node.attrs.items()}
     names = [f"i{k}" if i >= 0 else "" for k, i in enumerate(node.inputs)]
-    outs = [f"o{k}" for k in range(len(node.outputs))]
+    outs = [f"o{k}" if o >= 0 else "" for k, o in enumerate(node.outputs)]
     try:
-        return evaluate(helper.make_node(node.op, names, outs, domain=node.domain or None, **attrs), feeds,
-                        node.version)
+        values = evaluate(helper.make_node(node.op, names, outs, domain=node.domain or None, **attrs), feeds,
+                          node.version)
     except Exception as e:  # noqa: BLE001 (the reference raises many types for nodes it rejects)
         raise Unsupported(Reason.INVALID, f"{node.label()}: cannot be evaluated ({type(e).__name__})") from None
-
-
-folder("onnx", *MOVEMENT, *INTEGER_MATH)(_reference)
+    values = iter(values)
+    return [next(values) if o >= 0 else None for o in node.outputs]
 
 
 def constant_output(ctx, node, k: int, value: np.ndarray) -> None:

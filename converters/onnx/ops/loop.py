@@ -11,8 +11,8 @@ The WHILE operands are laid out as
     captured...     input-only (the values the body reads from the enclosing graph, as for If)
 
 NNAPI has no int64 tensors, so the iteration counter is TENSOR_INT32 [1] starting at 0: the body's
-int64 iteration_num input is given that int32 operand (its consumers must accept int32, e.g. Cast to
-float or a comparison with a constant; an int64 result is reported), and the body model ends with
+int64 iteration_num input is given that int32 operand (int64 arithmetic on it is int32 too, as for an int64
+model input: OnnxContext.int32_indices), and the body model ends with
 i + 1. The trip count M must be a constant that fits int32; it becomes a constant of the condition
 model, which computes `i < M and cond` (LESS, LOGICAL_AND). Without a condition input the body's
 cond_in is the constant true; its cond_out must then be cond_in passed through (or a constant true),

@@ -34,6 +34,8 @@ def reshape(ctx, x: int, out: int, shape: Sequence[int], int32_level: Optional[i
     if int32_level is not None and otype(ctx, x).code == C.TENSOR_INT32 and not ctx.has(Op.RESHAPE, T=C.TENSOR_INT32):
         raise Unsupported(Reason.FEATURE_LEVEL, f"this reshape of an int32 tensor needs NNAPI feature level "
                                                 f"{int32_level}", int32_level)
+    if list(shape).count(0) == 1:  # one extent the source leaves unknown (a dynamic batch): RESHAPE infers it
+        shape = [-1 if d == 0 else d for d in shape]
     if otype(ctx, x).code == C.TENSOR_BOOL8:
         _reshape_bool(ctx, x, out, shape)
         return
