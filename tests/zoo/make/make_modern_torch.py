@@ -259,6 +259,14 @@ def run_framework(path: Path, args) -> np.ndarray:
     return (value.astype(np.float64) - zero) * scale if scale else value
 
 
+def tflite_inputs(path: Path) -> list:
+    """[(name, (scale, zero point) of an int8 input, else None)] of the file's inputs in order
+    (litert-torch names them serving_default_args_N)."""
+    from ai_edge_litert.interpreter import Interpreter
+    return [(d["name"], d["quantization"] if d["dtype"] == np.int8 and d["quantization"][0] else None)
+            for d in Interpreter(model_path=str(path)).get_input_details()]
+
+
 # -- manifest -----------------------------------------------------------------------------------
 
 
@@ -344,7 +352,11 @@ def make(name: str, exporter: str, versions: str, gaps: dict, failures: list):
         if fixed:   # checked, not assumed: the dynamo exporter can specialise a requested dimension
             note += "; the exporter specialised " + ", ".join(fixed) + " although it was requested dynamic"
     ins = []
-    for n, (shape, lo, hi, kind) in inputs.items():
+    stored = [(n, None) for n in inputs] if onnx_out else tflite_inputs(OUT_DIR / file)   # litert-torch's names
+    for (n, quant), (shape, lo, hi, kind) in zip(stored, inputs.values()):
+        if quant and kind == "float":   # a quantized input: its range in stored units, as the zoo feeds it
+            (scale, zero), info = quant, np.iinfo(np.int8)
+            lo, hi = (int(np.clip(round(v / scale) + zero, info.min, info.max)) for v in (lo, hi))
         ins.append(f"{toml_value(n)} = {{ value = {lo} }}" if lo == hi else
                    f"{toml_value(n)} = {{ range = [{toml_value(lo)}, {toml_value(hi)}] }}")
     lines.append("inputs = { " + ", ".join(ins) + " }")
