@@ -3,6 +3,7 @@ The converted NNAPI model runs through running.py."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 import warnings
@@ -59,13 +60,44 @@ def litert_interpreter(model_bytes: bytes, reference: str = "litert", threads: i
     # default CPU path (XNNPACK applied), the only one that runs MediaPipe's Convolution2DTransposeBias
     resolver = {"litert-ref": OpResolverType.BUILTIN_REF, "litert-xnnpack": OpResolverType.AUTO}.get(
         reference, OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
-    try:
-        with warnings.catch_warnings(), litert_quiet():
-            warnings.simplefilter("ignore", UserWarning)  # preserving tensors under XNNPACK is for debugging
-            return Interpreter(model_content=bytes(model_bytes), experimental_op_resolver_type=resolver,
-                               num_threads=threads, experimental_preserve_all_tensors=preserve_all_tensors)
-    except (ValueError, RuntimeError) as e:
-        raise ReferenceFailed(f"LiteRT could not load the model: {str(e).strip().splitlines()[0][:300]}") from None
+    data = bytes(model_bytes)
+    while True:
+        try:
+            with warnings.catch_warnings(), litert_quiet():
+                warnings.simplefilter("ignore", UserWarning)  # preserving tensors under XNNPACK is for debugging
+                return Interpreter(model_content=data, experimental_op_resolver_type=resolver,
+                                   num_threads=threads, experimental_preserve_all_tensors=preserve_all_tensors)
+        except (ValueError, RuntimeError) as e:
+            first = str(e).strip().splitlines()[0][:300]
+            older = _older_version(data, first) if reference == "litert-ref" else None
+            if older is None:
+                raise ReferenceFailed(f"LiteRT could not load the model: {first}") from None
+            data = older
+
+
+# LiteRT's refusal of an operator version its resolver has no kernel registered for
+_UNREGISTERED_VERSION = re.compile(r"Didn't find op for builtin opcode '(\w+)' version '(\d+)'")
+
+
+def _older_version(data: bytes, message: str):
+    """The model with builtin OP's operator code lowered from version N to N - 1, when `message` says the
+    resolver registers no OP version N; else None. LiteRT's reference resolver registers fewer versions
+    than its built-in one (DEPTH_TO_SPACE: version 1 only, although its reference kernel computes the
+    int8 that version 2 declares): a file that LiteRT's default kernels run loads on the reference ones
+    with the version they register."""
+    found = _UNREGISTERED_VERSION.search(message)
+    if not found or int(found.group(2)) <= 1:
+        return None
+    from ai_edge_litert import schema_py_generated as schema
+
+    from .extract import tflite_object_model, tflite_pack
+    code, version = getattr(schema.BuiltinOperator, found.group(1), None), int(found.group(2))
+    model, tail = tflite_object_model(data)
+    lowered = False
+    for oc in model.operatorCodes or []:
+        if max(oc.builtinCode, oc.deprecatedBuiltinCode) == code and oc.version == version:
+            oc.version, lowered = version - 1, True
+    return tflite_pack(model, tail) if lowered else None
 
 
 def allocated_litert(model_bytes: bytes, reference: str = "litert", threads: int = 1):

@@ -11,6 +11,7 @@ import struct
 from pathlib import Path
 from typing import Optional, Union
 
+import flatbuffers
 import numpy as np
 import tflite
 
@@ -200,13 +201,22 @@ def _tensor(sg, j: int, buffers: list, where: str, label: str) -> SourceTensor:
     return st
 
 
+def _builtin_code_field(oc) -> int:
+    """OperatorCode.builtin_code as stored. The tflite package's BuiltinCode() answers the
+    deprecated_builtin_code field instead whenever builtin_code is below 127, which is wrong for files
+    that set only builtin_code (AI Edge Quantizer's DEQUANTIZE: deprecated_builtin_code 0, builtin_code
+    6); LiteRT takes the larger of the two fields, and so does _read_model."""
+    o = oc._tab.Offset(10)   # the field's vtable slot in the tflite package's generated OperatorCode
+    return oc._tab.Get(flatbuffers.number_types.Int32Flags, o + oc._tab.Pos) if o else 0
+
+
 def _read_model(model, data: bytes, where: str, path, ctx) -> SourceModel:
     buffers = _buffers(model, data, where, ctx)
     opcodes = []
     for k in range(model.OperatorCodesLength()):
         ctx.append(f"operator code {k}")
         oc = model.OperatorCodes(k)
-        code = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())
+        code = max(_builtin_code_field(oc), oc.DeprecatedBuiltinCode())
         custom = oc.CustomCode()
         name = BUILTIN_NAMES.get(code, f"UNKNOWN_BUILTIN_{code}")
         if name == "CUSTOM":
