@@ -225,6 +225,9 @@ def child(arch: str, mode: str, out: Path) -> int:
     from ai_edge_litert.interpreter import Interpreter
     details = Interpreter(model_content=blob).get_input_details()
     inputs = {}
+    # an input Keras leaves open (shape_signature -1, the batch) is pinned to the file's declared shape, as a
+    # user converting for a device would (--input-shape)
+    pins = {d["name"]: [int(v) for v in d["shape"]] for d in details if any(v < 0 for v in d["shape_signature"])}
     for d, t in zip(details, model.inputs):
         lo, hi, kind = ranges[t.name.split(":")[0]]
         scale, zp = d["quantization"]
@@ -233,7 +236,7 @@ def child(arch: str, mode: str, out: Path) -> int:
             lo, hi = (int(np.clip(round(v / scale) + zp, info.min, info.max)) for v in (lo, hi))
         inputs[d["name"]] = [lo, hi]
     out.write_bytes(blob)
-    Path(str(out) + ".json").write_text(json.dumps({"notes": notes, "inputs": inputs, "spread": spread,
+    Path(str(out) + ".json").write_text(json.dumps({"notes": notes, "inputs": inputs, "pins": pins, "spread": spread,
                                                     "tf": tf.__version__, "keras": keras.__version__}))
     return 0
 
@@ -300,7 +303,11 @@ def main(argv=None):
                 lines = ["[[model]]", f'id = "{ident}"',
                          f'category = "{"aeq" if mode in AEQ_MODES else "keras3"}-{mode.removeprefix("aeq_").replace("_", "-")}"',
                          f'file = "models/modern/{name}"', f'script = "{SCRIPT}"',
-                         f"licence = {toml_value(LICENCE)}", f"inputs = {{ {ins} }}", 'expect = "full"']
+                         f"licence = {toml_value(LICENCE)}"]
+                if meta.get("pins"):
+                    lines.append("input_shapes = { " + ", ".join(f"{toml_value(n)} = {toml_value(v)}"
+                                                                 for n, v in meta["pins"].items()) + " }")
+                lines += [f"inputs = {{ {ins} }}", 'expect = "full"']
                 if ident in gaps:
                     lines.append(gaps[ident])
                 lines.append(f"notes = {toml_value(meta['notes'] + '; ' + mode_note(mode, versions))}")
