@@ -59,8 +59,9 @@ def is_nan(node, ctx):
 
 @onnx_op("IsInf", versions=(10, OPSET_MAX))
 def is_inf(node, ctx):
-    """EQUAL(x, +inf), EQUAL(x, -inf), or EQUAL(ABS(x), +inf) when both signs count; neither sign: EQUAL with
-    NaN, which is false everywhere (float tensors)."""
+    """IsInf as EQUAL(x, +inf), EQUAL(x, -inf), or EQUAL(ABS(x), +inf) for both signs (float tensors).
+
+    With neither sign detected, EQUAL with NaN: false everywhere."""
     x, y = node.inputs[0], node.outputs[0]
     require_float(ctx, node, x)
     pos, neg = bool(node.attrs.get("detect_positive", 1)), bool(node.attrs.get("detect_negative", 1))

@@ -41,9 +41,10 @@ def dropout(node, ctx):
 
 @onnx_op("Cast", versions=(7, OPSET_MAX))
 def cast(node, ctx):
-    """Cast as CAST (feature level 3); a cast to the same NNAPI type is the identity. NNAPI CAST has no bool
-    form: from bool, SELECT(x, 1, 0) with constants of the output's (static) shape; to bool, NOT_EQUAL(x, 0),
-    which makes NaN true as ONNX does."""
+    """Cast as CAST (level 3), the identity to the same type; bool: SELECT(x, 1, 0) from it, NOT_EQUAL(x, 0) to it.
+
+    NNAPI CAST has no bool form. SELECT does not broadcast, so its 1 and 0 are constants of the output's
+    (static) shape; NOT_EQUAL(x, 0) makes NaN true, as ONNX does."""
     x, y = node.inputs[0], node.outputs[0]
     src, dst = ctx.nnapi_type(ctx.resolve(x))[0].code, ctx.nnapi_type(ctx.resolve(y))[0].code
     if src == dst and not ctx.is_const(x):

@@ -1,13 +1,14 @@
-"""TFLite lookups: GATHER, EMBEDDING_LOOKUP, HASHTABLE_LOOKUP."""
+"""TFLite lookups: GATHER, GATHER_ND, EMBEDDING_LOOKUP, HASHTABLE_LOOKUP."""
 from __future__ import annotations
 
 import numpy as np
 
 from nnapi import OperandCode as C, OperandType, OperationCode as Op
 
+from ...gather_nd import emit_gather_nd
 from ...registry import Reason, Unsupported, converter
 from .common import name, reshape, temp
-from .movement_util import check_types, norm_axis, reject_attr, true_rank
+from .movement_util import check_types, norm_axis, reject_attr, static_shape, true_rank
 
 
 @converter("tflite", "GATHER", versions=(1, 8))
@@ -41,9 +42,29 @@ def gather(node, ctx):
                   indices=ctx.operand(indices))
 
 
+@converter("tflite", "GATHER_ND", versions=(1, 5))
+def gather_nd(node, ctx):
+    """GATHER_ND as one GATHER of row indices into the flattened params (constant or run-time int32 indices).
+
+    converters/gather_nd.py; LiteRT refuses negative indices, so a constant one is invalid."""
+    check_types(ctx, node)
+    params, indices = node.inputs
+    shape, ishape = static_shape(ctx, params)[:true_rank(ctx, params)], static_shape(ctx, indices)
+    if ctx.is_const(indices):
+        idx = np.asarray(ctx.tensor(indices).data).astype(np.int64).reshape(ishape)
+    else:
+        idx = ctx.operand(indices)
+        if ctx.model.operands[idx].type.code != C.TENSOR_INT32:
+            raise Unsupported(Reason.OPERAND_TYPE, f"GATHER_ND indices {name(ctx, indices)} are not int32")
+    emit_gather_nd(ctx, f"GATHER_ND {name(ctx, node.outputs[0])}", ctx.operand(params), shape, idx, ishape, 0,
+                   ctx.output(node.outputs[0]), negative=False)
+
+
 @converter("tflite", "EMBEDDING_LOOKUP", versions=(1, 5))
 def embedding_lookup(node, ctx):
-    """EMBEDDING_LOOKUP; the hybrid form (int8 values, float output) adds a DEQUANTIZE."""
+    """EMBEDDING_LOOKUP; hybrid (int8 values, float output): DEQUANTIZE, and per-row scales looked up and MULtiplied.
+
+    The per-row form is what AI Edge Quantizer writes (one scale per row, quantized dimension 0)."""
     check_types(ctx, node)
     lookups, values = node.inputs
     out = node.outputs[0]
@@ -52,15 +73,45 @@ def embedding_lookup(node, ctx):
         ctx.emit_form(Op.EMBEDDING_LOOKUP, "default", [ctx.output(out)], lookups=ctx.operand(lookups),
                       values=ctx.operand(values))
         return
-    # hybrid: LiteRT reads the values as int8 and multiplies by the scale, ignoring the zero point
+    # hybrid: LiteRT reads the values as int8 and multiplies by the scale (of the row, when per-channel); it
+    # refuses a non-zero zero point
     q = vt.quant
-    if np.dtype(vt.dtype) != np.int8 or q is None or q.per_channel or q.zero_point != 0:
+    if np.dtype(vt.dtype) != np.int8 or q is None or any(z != 0 for z in q.zero_points):
         raise Unsupported(Reason.QUANTIZATION_TYPE,
-                          f"hybrid EMBEDDING_LOOKUP of {name(ctx, values)} ({vt.describe()}): only per-tensor int8 "
-                          f"values with zero point 0 dequantize the way LiteRT does")
+                          f"hybrid EMBEDDING_LOOKUP of {name(ctx, values)} ({vt.describe()}): only int8 values with "
+                          f"zero point 0 dequantize the way LiteRT does")
+    if q.per_channel:
+        _per_row_hybrid(ctx, lookups, values, out)
+        return
     rows = temp(ctx, values, ctx.shape(out), "rows")
     ctx.emit_form(Op.EMBEDDING_LOOKUP, "default", [rows], lookups=ctx.operand(lookups), values=ctx.operand(values))
     ctx.emit_form(Op.DEQUANTIZE, "default", [ctx.output(out)], input=rows)
+
+
+def _per_row_hybrid(ctx, lookups: int, values: int, out: int) -> None:
+    """Per-row scales: the rows looked up as their int8 values (scale 1, so DEQUANTIZE gives them exactly),
+    the row scales looked up from a [rows, 1, ...] float table, and one float MUL: float(q) * scale[row], the
+    single rounding LiteRT's kernel makes."""
+    vt, q = ctx.tensor(values), ctx.tensor(values).quant
+    shape = tuple(vt.shape)
+    if not vt.is_constant or q.axis != 0 or len(q.scales) != shape[0]:
+        raise Unsupported(Reason.QUANTIZATION_TYPE,
+                          f"hybrid EMBEDDING_LOOKUP of {name(ctx, values)} ({vt.describe()}): per-channel scales "
+                          f"must be one per row of a constant table (quantized dimension 0)")
+    zero = 128 if ctx.signed_as_unsigned() else 0  # int8 rides as uint8 + 128 below feature level 4
+    code = C.TENSOR_QUANT8_ASYMM if zero else C.TENSOR_QUANT8_ASYMM_SIGNED
+    table = ctx.const((np.asarray(vt.data, np.int16) + zero).astype(np.uint8 if zero else np.int8), code,
+                      name=f"{vt.name}/int8_rows", scale=1.0, zero_point=zero)
+    out_shape = tuple(ctx.shape(out))
+    picked = ctx.temp(OperandType(code, out_shape, 1.0, zero), f"{vt.name}/rows")
+    ctx.emit_form(Op.EMBEDDING_LOOKUP, "default", [picked], lookups=ctx.operand(lookups), values=table)
+    floats = ctx.temp(OperandType(C.TENSOR_FLOAT32, out_shape), f"{vt.name}/rows_float")
+    ctx.emit_form(Op.DEQUANTIZE, "default", [floats], input=picked)
+    unit = (1,) * (len(shape) - 1)
+    scales = ctx.const(np.asarray(q.scales, np.float32).reshape((shape[0],) + unit), name=f"{vt.name}/row_scales")
+    row_scales = ctx.temp(OperandType(C.TENSOR_FLOAT32, out_shape[:1] + unit), f"{vt.name}/picked_scales")
+    ctx.emit_form(Op.EMBEDDING_LOOKUP, "default", [row_scales], lookups=ctx.operand(lookups), values=scales)
+    ctx.emit_form(Op.MUL, "default", [ctx.output(out)], input1=floats, input2=row_scales, fuse=ctx.i32(0))
 
 
 @converter("tflite", "HASHTABLE_LOOKUP", versions=(1, 1))

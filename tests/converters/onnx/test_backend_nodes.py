@@ -481,7 +481,6 @@ EXCLUDED: dict = {
     'test_cumsum_2d_axis_0': ('operand_type', "tensor 'y' has type float64, which NNAPI has no type for"),
     'test_cumsum_2d_axis_1': ('operand_type', "tensor 'y' has type float64, which NNAPI has no type for"),
     'test_cumsum_2d_negative_axis': ('operand_type', "tensor 'y' has type float64, which NNAPI has no type for"),
-    'test_depthtospace_crd_mode_example': ('unsupported_attribute', "mode 'CRD' (NNAPI is DCR)"),
     'test_dequantizelinear_axis': ('quantization_type', "tensor 'x': NNAPI has per-channel quantization only for "),
     'test_dequantizelinear_blocked': ('quantization_type', 'blocked quantization'),
     'test_dequantizelinear_e4m3fn': ('operand_type', "tensor 'x' has type float8_e4m3fn, which NNAPI has no type "),
