@@ -12,7 +12,7 @@ where batch(p) is the row-major index of p[:b] in D[:b]. Constant indices give t
 Run-time int32 indices compute it with SPLIT (the k components), LESS/ADD/SELECT (negative indices), MUL
 and ADD: int32 arithmetic, exact while every row index fits in int32 (checked: M < 2^31), feature level 4
 (6 when the tuple axis must be RESHAPEd away to keep the GATHER at rank 4). The GATHER writes the output's
-shape directly, or a RESHAPE follows it.
+shape directly, or a RESHAPE follows it. Bool data (an attention mask) go through uint8 0/1.
 """
 from __future__ import annotations
 
@@ -108,6 +108,9 @@ def emit_gather_nd(ctx, label: str, data: int, shape: Sequence[int], indices: Un
     constant array or a run-time int32 operand of shape idx_shape."""
     shape, idx_shape = tuple(int(d) for d in shape), tuple(int(d) for d in idx_shape)
     check_shapes(label, shape, idx_shape, batch_dims)
+    if ctx.model.operands[data].type.code == C.TENSOR_BOOL8:
+        _bool_gather_nd(ctx, label, data, shape, indices, idx_shape, batch_dims, out, negative)
+        return
     k = idx_shape[-1]
     rest = shape[batch_dims + k:]
     if isinstance(indices, np.ndarray):
@@ -138,3 +141,18 @@ def emit_gather_nd(ctx, label: str, data: int, shape: Sequence[int], indices: Un
     if out != final:
         dims = ctx.model.operands[final].type.dimensions
         ctx.emit_form(Op.RESHAPE, "default", [final], input=out, shape=ctx.const(np.asarray(dims, np.int32)))
+
+
+def _bool_gather_nd(ctx, label: str, data: int, shape: tuple, indices, idx_shape: tuple, batch_dims: int, out: int,
+                    negative: bool) -> None:
+    """GATHER and RESHAPE take no TENSOR_BOOL8 (an attention mask): the values go through uint8 0/1 (SELECT)
+    and come back as NOT_EQUAL 0, exactly."""
+    q8 = dict(code=C.TENSOR_QUANT8_ASYMM, scale=1.0, zero_point=0)
+    dims = tuple(ctx.model.operands[data].type.dimensions)
+    as_u8 = ctx.temp(OperandType(q8["code"], dims, 1.0, 0), f"{label}/as_uint8")
+    ctx.emit_form(Op.SELECT, "default", [as_u8], condition=data, input1=ctx.const(np.ones(dims, np.uint8), **q8),
+                  input2=ctx.const(np.zeros(dims, np.uint8), **q8))
+    picked = ctx.temp(OperandType(q8["code"], tuple(ctx.model.operands[out].type.dimensions), 1.0, 0),
+                      f"{label}/picked_uint8")
+    emit_gather_nd(ctx, label, as_u8, shape, indices, idx_shape, batch_dims, picked, negative)
+    ctx.emit_form(Op.NOT_EQUAL, "default", [out], input1=picked, input2=ctx.const(np.zeros(1, np.uint8), **q8))

@@ -167,6 +167,26 @@ def _matmul(graph, node, adj_x: bool = False, adj_y: bool = False) -> Optional[A
     return Axes(slots, frozenset({rows, cols, k}), frame=y)
 
 
+def _pick(graph, node, x: int, idx: int, axis: int, set_axis: Callable) -> Optional[Axes]:
+    """A gather of one constant index along `axis` of x: a scalar index drops the axis from the output, a
+    one-element index keeps it at extent 1; the axis is pinned (attention's q, k, v = qkv[0], qkv[1], qkv[2])."""
+    y = node.outputs[0]
+    r = _rank(graph, x)
+    if r is None or _const(graph, x) or not _const(graph, idx) or not -r <= axis < r:
+        return None
+    axis %= r
+    index = np.asarray(graph.tensors[idx].data)
+    if index.size != 1 or index.ndim > 1:
+        return None
+    out = tuple(a for a in range(r) if a != axis) if index.ndim == 0 else tuple(range(r))
+    if _rank(graph, y) != len(out):
+        return None
+
+    def rewrite(plan):
+        set_axis(plan, [plan.axis(x, axis)])
+    return Axes({x: tuple(range(r)), y: out}, frozenset({axis}), rewrite=rewrite, frame=x)
+
+
 def _full_cut(begin: int, end: int, step: int, n: int) -> bool:
     """Does begin:end:step keep the whole axis of extent n (n unknown: no)?"""
     return n > 0 and step == 1 and slice(begin, end, 1).indices(n) == (0, n, 1)
@@ -286,6 +306,9 @@ def _onnx(graph, node) -> Optional[Axes]:
         return _onnx_reduce(graph, node)
     if op == "MatMul":
         return _matmul(graph, node)
+    if op == "Gather":
+        return _pick(graph, node, node.inputs[0], _input(node, 1), int(node.attrs.get("axis", 0)),
+                     _set_attr(node, "axis", True))
     return None
 
 
@@ -377,6 +400,9 @@ def _tflite(graph, node) -> Optional[Axes]:
         return _reduce(graph, node, node.inputs[0], axis, False, _set_input(node, 1))
     if op == "BATCH_MATMUL":
         return _matmul(graph, node, bool(node.attrs.get("adj_x")), bool(node.attrs.get("adj_y")))
+    if op == "GATHER" and not node.attrs.get("batch_dims", 0):
+        return _pick(graph, node, node.inputs[0], _input(node, 1), int(node.attrs.get("axis", 0)),
+                     _set_attr(node, "axis", True))
     return None
 
 

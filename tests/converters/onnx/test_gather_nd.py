@@ -69,3 +69,14 @@ def test_refusals():
     unknown = make_model([h.make_node("GatherND", ["x", "i"], ["y"])], [("x", np.float32, ["n", 3])], ["y"],
                          {"i": np.zeros((1, 2), np.int64)}, opset=13)
     assert convert(unknown, 8).unsupported[0].reason_code == "dynamic_shape"
+
+
+def test_bool_data_from_a_mask():
+    """torch's mask[rows, cols] on a bool attention mask (the dynamo exporter's BERT): through uint8 0/1."""
+    nodes = [h.make_node("Cast", ["m"], ["b"], to=9), h.make_node("GatherND", ["b", "i"], ["g"]),
+             h.make_node("Cast", ["g"], ["y"], to=1)]
+    data = make_model(nodes, [("m", np.int32, [2, 7])], ["y"], {"i": _indices([2, 7], [2, 5, 2], 0)}, opset=13)
+    r = convert(data, 8)
+    assert r.complete, [(u.op, u.reason) for u in r.unsupported]
+    mask = np.random.default_rng(2).integers(0, 2, (2, 7)).astype(np.int32)
+    assert not parity(r, data, inputs=[mask])
