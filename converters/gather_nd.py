@@ -23,6 +23,7 @@ import numpy as np
 
 from nnapi import FuseCode, OperandCode as C, OperandType, OperationCode as Op
 
+from .bool_detour import via_uint8
 from .registry import Reason, Unsupported
 
 
@@ -108,8 +109,9 @@ def emit_gather_nd(ctx, label: str, data: int, shape: Sequence[int], indices: Un
     constant array or a run-time int32 operand of shape idx_shape."""
     shape, idx_shape = tuple(int(d) for d in shape), tuple(int(d) for d in idx_shape)
     check_shapes(label, shape, idx_shape, batch_dims)
-    if ctx.model.operands[data].type.code == C.TENSOR_BOOL8:
-        _bool_gather_nd(ctx, label, data, shape, indices, idx_shape, batch_dims, out, negative)
+    if ctx.model.operands[data].type.code == C.TENSOR_BOOL8:  # (an attention mask)
+        via_uint8(ctx, data, out, lambda src, dst: emit_gather_nd(ctx, label, src, shape, indices, idx_shape,
+                                                                  batch_dims, dst, negative))
         return
     k = idx_shape[-1]
     rest = shape[batch_dims + k:]
@@ -142,17 +144,3 @@ def emit_gather_nd(ctx, label: str, data: int, shape: Sequence[int], indices: Un
         dims = ctx.model.operands[final].type.dimensions
         ctx.emit_form(Op.RESHAPE, "default", [final], input=out, shape=ctx.const(np.asarray(dims, np.int32)))
 
-
-def _bool_gather_nd(ctx, label: str, data: int, shape: tuple, indices, idx_shape: tuple, batch_dims: int, out: int,
-                    negative: bool) -> None:
-    """GATHER and RESHAPE take no TENSOR_BOOL8 (an attention mask): the values go through uint8 0/1 (SELECT)
-    and come back as NOT_EQUAL 0, exactly."""
-    q8 = dict(code=C.TENSOR_QUANT8_ASYMM, scale=1.0, zero_point=0)
-    dims = tuple(ctx.model.operands[data].type.dimensions)
-    as_u8 = ctx.temp(OperandType(q8["code"], dims, 1.0, 0), f"{label}/as_uint8")
-    ctx.emit_form(Op.SELECT, "default", [as_u8], condition=data, input1=ctx.const(np.ones(dims, np.uint8), **q8),
-                  input2=ctx.const(np.zeros(dims, np.uint8), **q8))
-    picked = ctx.temp(OperandType(q8["code"], tuple(ctx.model.operands[out].type.dimensions), 1.0, 0),
-                      f"{label}/picked_uint8")
-    emit_gather_nd(ctx, label, as_u8, shape, indices, idx_shape, batch_dims, picked, negative)
-    ctx.emit_form(Op.NOT_EQUAL, "default", [out], input1=picked, input2=ctx.const(np.zeros(1, np.uint8), **q8))

@@ -11,8 +11,9 @@ MAX_SLICES) in every tensor holding it at more than 1, such that:
 - inside it, every node is a transpose, an elementwise op of one input, a broadcasting op or a per-tensor
   Q/DQ that does not act along the axis; their other run-time inputs do not hold it, their constant inputs
   are cut along it at conversion;
-- it leaves only through nodes that pick slices of it: Gather of one constant index along it, Split along it
-  into pieces of 1 (a piece of extent 1 loses that axis, so only reshape-like nodes may read it);
+- it leaves only through nodes that pick slices of it: Gather of one constant index along it, a Slice of one
+  index of it (torch's unbind as the dynamo exporter writes it), Split along it into pieces of 1 (a piece
+  of extent 1 loses that axis, so only reshape-like nodes may read it);
 - no graph input or output, unknown extent or per-channel quantization is in it.
 
 Nothing is added to the graph's nodes: each node of the region gets the nodes it converts as (one per slice,
@@ -37,8 +38,9 @@ from .squeeze_pass import MAX_RANK, Plan
 MAX_SLICES = 16  # each region node becomes one node per slice
 # per format: transposes, elementwise ops (one input / broadcasting), picks of one index, splits, identity
 FAMILY = {
-    "onnx": ({"Transpose"}, ONNX_UNARY | ONNX_QDQ | ONNX_BROADCAST, {"Gather"}, {"Split"}),
-    "tflite": ({"TRANSPOSE"}, TFLITE_UNARY | TFLITE_BROADCAST, {"GATHER"}, {"SPLIT", "SPLIT_V"}),
+    "onnx": ({"Transpose"}, ONNX_UNARY | ONNX_QDQ | ONNX_BROADCAST, {"Gather", "Slice"}, {"Split"}),
+    "tflite": ({"TRANSPOSE"}, TFLITE_UNARY | TFLITE_BROADCAST, {"GATHER", "SLICE", "STRIDED_SLICE"},
+               {"SPLIT", "SPLIT_V"}),
 }
 
 
@@ -144,13 +146,13 @@ def _build(r: _Region, fmt: str, producer: dict, consumers: dict, descs: dict, b
         shape = _cut_shape(g.tensors[t].shape, r.axis[t])
         quant = _moved_quant(g, t, producer, transposes)
         r.slices[t] = [_tensor(g, g.tensors[t], f"/slice{i}", shape, quant=quant) for i in range(r.n)]
-    for k in sorted(nodes):
-        node = nodes[k]
-        r.parts[k] = {"entry": _entry, "carry": _carry, "exit": _exit}[kinds[k]](r, node, fmt)
     for t in r.pieces:  # pieces of 1 lose the split axis (only reshape-like nodes read them)
         p = g.tensors[t]
         p.squeezed_from = p.squeezed_from or tuple(p.shape)
         p.shape, p.shape_signature, p.symbols = _cut_shape(p.shape, r.axis[t]), None, None
+    for k in sorted(nodes):
+        node = nodes[k]
+        r.parts[k] = {"entry": _entry, "carry": _carry, "exit": _exit}[kinds[k]](r, node, fmt)
     return True
 
 
@@ -198,10 +200,12 @@ def _exits(r: _Region, node, consumers: dict, descs: dict, boundary: set) -> boo
     if x not in r.tensors or any(i in r.tensors for i in node.inputs if i != x):
         return False
     d = descs[node.index]
-    if r.axis[x] not in d.pinned:  # (the pick / split acts along the split axis: its pinned axis)
+    if d.pinned != frozenset({r.axis[x]}):  # (it acts along the split axis only: a slice cuts nothing else)
         return False
     outs = [o for o in node.outputs if o >= 0]
     if len(outs) != (1 if len(node.outputs) == 1 else r.n):
+        return False
+    if len(outs) == 1 and _picked_index(r, node, x) is None:
         return False
     for o in outs:
         if o in r.pieces and (o in boundary or not all(descs.get(c.index) is not None and descs[c.index].free
@@ -210,6 +214,40 @@ def _exits(r: _Region, node, consumers: dict, descs: dict, boundary: set) -> boo
         if o not in r.pieces and g.tensors[o].rank != g.tensors[x].rank - 1:
             return False
     return True
+
+
+def _picked_index(r: _Region, node, x: int) -> Optional[int]:
+    """The one index along the split axis that a Gather or a slice node (cutting nothing else) takes."""
+    g = r.graph
+    axis, rank = r.axis[x], g.tensors[x].rank
+    ints = lambda k: (None if len(node.inputs) <= k or node.inputs[k] < 0 or not g.tensors[node.inputs[k]].is_constant
+                      else [int(v) for v in np.asarray(g.tensors[node.inputs[k]].data).reshape(-1)])  # noqa: E731
+    if node.op in ("Gather", "GATHER"):
+        index = ints(1)
+        return index[0] % r.n if index is not None and len(index) == 1 else None
+    if node.op == "Slice":  # (the rank pass described it: constant bounds, only the split axis cut)
+        if node.version < 10:
+            starts, ends, axes = node.attrs.get("starts"), node.attrs.get("ends"), node.attrs.get("axes")
+            steps = [1] * len(starts or ())
+        else:
+            starts, ends, axes, steps = ints(1), ints(2), ints(3), ints(4)
+        axes = axes if axes is not None else list(range(len(starts or ())))
+        steps = steps if steps is not None else [1] * len(axes)
+        cut = [(s, e, st) for a, s, e, st in zip(axes, starts or (), ends or (), steps) if a % rank == axis]
+    elif node.op == "SLICE":
+        begin, size = ints(1), ints(2)
+        cut = None if begin is None or size is None else [(begin[axis], begin[axis] + size[axis] if size[axis] >= 0
+                                                           else r.n, 1)]
+    else:  # STRIDED_SLICE without masks on the axis
+        begin, end, strides = ints(1), ints(2), ints(3)
+        masks = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+        if begin is None or end is None or strides is None or any(node.attrs.get(m, 0) >> axis & 1 for m in masks):
+            return None
+        cut = [(begin[axis], end[axis], strides[axis])]
+    if not cut or len(cut) != 1:
+        return None
+    taken = range(r.n)[slice(*cut[0])]
+    return taken[0] if len(taken) == 1 else None
 
 
 # -- the parts ----------------------------------------------------------------------------------------------
@@ -331,8 +369,7 @@ def _exit(r: _Region, node, fmt: str) -> list:
     x = node.inputs[0] if node.op != "SPLIT" else node.inputs[1]
     outs = [o for o in node.outputs if o >= 0]
     if len(outs) == 1 and node.op in FAMILY[fmt][2]:
-        index = int(np.asarray(g.tensors[node.inputs[1]].data).reshape(-1)[0]) % r.n
-        picked = [(r.slices[x][index], outs[0])]
+        picked = [(r.slices[x][_picked_index(r, node, x)], outs[0])]
     else:
         picked = list(zip(r.slices[x], outs))
     parts = []

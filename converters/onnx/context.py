@@ -34,6 +34,8 @@ from .fusion_context import FLOAT_QLINEAR, FusionPlans
 INDEX_OUTPUTS = {"ArgMax": (0,), "ArgMin": (0,), "TopK": (1,)}
 INDEX_NOTE = "int64 -> int32: NNAPI indices are int32"
 INPUT_NOTE = "int64 -> int32: NNAPI has no int64 tensors (the values must lie in int32's range)"
+CAST_NOTE = ("int64 -> int32: a Cast to int64 computed at run time is held as int32, and so is what is computed "
+             "from it (its values must lie in int32's range)")
 
 
 class OnnxContext(FusionPlans, ConversionContext):
@@ -134,8 +136,9 @@ class OnnxContext(FusionPlans, ConversionContext):
 
     def int32_indices(self, i: int) -> bool:
         """Run-time int64 tensor i holds indices NNAPI computes as int32: an ArgMax/ArgMin/TopK index output,
-        an int64 input of the main graph (given as int32, INPUT_NOTE), or the output of a node whose run-time int64
-        inputs all are such tensors (Unsqueeze, Gather, ...)."""
+        an int64 input of the main graph (given as int32, INPUT_NOTE), a run-time Cast to int64 from another type
+        (CAST_NOTE), or the output of a node whose run-time int64 inputs all are such tensors (Unsqueeze, Gather,
+        CumSum, ...)."""
         i = self.resolve(i)
         memo = self.plans.setdefault("int32_indices", {})
         if i not in memo:
@@ -148,6 +151,9 @@ class OnnxContext(FusionPlans, ConversionContext):
             elif np.dtype(t.dtype) == np.int64 and not t.is_constant and not src.folded:
                 if src.outputs.index(i) in INDEX_OUTPUTS.get(src.op, ()):
                     memo[i] = True
+                elif src.op == "Cast" and src.inputs and src.inputs[0] >= 0 and \
+                        np.dtype(self.graph.tensors[src.inputs[0]].dtype) != np.int64:
+                    memo[i] = True  # a run-time Cast to int64 (a mask's position ids): CAST_NOTE
                 else:
                     ins = [j for j in src.inputs if j >= 0 and np.dtype(self.graph.tensors[j].dtype) == np.int64
                            and not self.graph.tensors[j].is_constant]

@@ -97,8 +97,9 @@ def test_too_many_slices_keep_the_rank():
     assert {u.reason_code for u in convert_onnx(data, 8).unsupported} == {"rank"}
 
 
-def tflite_attention(batch: int) -> bytes:
-    """The TFLite form (litert-torch): RESHAPE [b, 17, 3, 4, 16] -> TRANSPOSE -> GATHER of 0, 1, 2 -> q * k, v."""
+def tflite_attention(batch: int, unbind: str = "gather") -> bytes:
+    """The TFLite form (litert-torch): RESHAPE [b, 17, 3, 4, 16] -> TRANSPOSE -> GATHER of 0, 1, 2 (or SPLIT into
+    pieces of 1, each RESHAPEd) -> q * k, v."""
     g = GraphBuilder()
     x = g.input("x", [batch, 17, 192])
     r5 = g.tensor("r5", [batch, 17, 3, 4, 16])
@@ -106,20 +107,26 @@ def tflite_attention(batch: int) -> bytes:
          new_shape=[batch, 17, 3, 4, 16])
     t5 = g.tensor("t5", [3, batch, 4, 17, 16])
     g.op("TRANSPOSE", [r5, g.const("perm", np.asarray([2, 0, 3, 1, 4], np.int32))], [t5], "TransposeOptions")
-    picks = []
-    for k in range(3):
-        p = g.tensor(f"p{k}", [batch, 4, 17, 16])
-        g.op("GATHER", [t5, g.const(f"i{k}", np.asarray(k, np.int32))], [p], "GatherOptions", axis=0)
-        picks.append(p)
+    picks = [g.tensor(f"p{k}", [batch, 4, 17, 16]) for k in range(3)]
+    if unbind == "gather":
+        for k, p in enumerate(picks):
+            g.op("GATHER", [t5, g.const(f"i{k}", np.asarray(k, np.int32))], [p], "GatherOptions", axis=0)
+    else:
+        pieces = [g.tensor(f"piece{k}", [1, batch, 4, 17, 16]) for k in range(3)]
+        g.op("SPLIT", [g.const("axis", np.asarray(0, np.int32)), t5], pieces, "SplitOptions", num_splits=3)
+        for k, (piece, p) in enumerate(zip(pieces, picks)):
+            g.op("RESHAPE", [piece, g.const(f"s{k}", np.asarray([batch, 4, 17, 16], np.int32))], [p],
+                 "ReshapeOptions", new_shape=[batch, 4, 17, 16])
     qk = g.tensor("qk", [batch, 4, 17, 16])
     g.op("MUL", [picks[0], picks[1]], [qk], "MulOptions")
     g.output(qk, picks[2])
     return g.finish()
 
 
+@pytest.mark.parametrize("unbind", ["gather", "split"])
 @pytest.mark.parametrize("batch", [1, 2])
-def test_tflite_attention_matches_litert(batch):
-    r = assert_matches_litert(tflite_attention(batch), 8)
+def test_tflite_attention_matches_litert(batch, unbind):
+    r = assert_matches_litert(tflite_attention(batch, unbind), 8)
     ops = _complete_rank4(r)
     if batch > 1:
         assert ops.count("TRANSPOSE") == 3
@@ -154,3 +161,22 @@ def test_split_region_passes_layerwise_parity_and_coverage(tmp_path):
     assert len(region) == 5
     assert not any(n["supported"] for n in region), region
     assert {n["reason_code"] for n in region} == {"feature_level_too_low"}
+
+
+def test_unbind_as_slices_matches_onnxruntime():
+    """torch's qkv.unbind(0) as the dynamo exporter writes it: a Slice of one index and a Squeeze per slice; a
+    Slice that also cuts another axis is not a pick of slices (the rank is reported)."""
+    def model(cut_more: bool) -> bytes:
+        nodes = [h.make_node("Reshape", ["x", "s5"], ["r"]),
+                 h.make_node("Transpose", ["r"], ["t"], perm=[2, 0, 3, 1, 4])]
+        inits = {"s5": I64(2, 6, 3, 4, 5), "ax": I64(0), "ax2": I64(0, 4)}
+        for k in range(3):
+            inits[f"b{k}"], inits[f"e{k}"] = (I64(k, 1), I64(k + 1, 4)) if cut_more else (I64(k), I64(k + 1))
+            nodes += [h.make_node("Slice", ["t", f"b{k}", f"e{k}", "ax2" if cut_more else "ax"], [f"p{k}"]),
+                      h.make_node("Squeeze", [f"p{k}", "ax"], [f"y{k}"])]
+        return make_model(nodes, [("x", np.float32, [2, 6, 60])], ["y0", "y1", "y2"], inits, opset=13)
+    data = model(False)
+    r = convert_onnx(data, 8)
+    _complete_rank4(r)
+    assert not parity(r, data)
+    assert {u.reason_code for u in convert_onnx(model(True), 8).unsupported} == {"rank"}

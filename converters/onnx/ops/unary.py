@@ -9,6 +9,7 @@ from nnapi import OperationCode as Op
 
 from ...registry import Reason, Unsupported
 from ..common import OPSET_MAX, onnx_op
+from ..context import CAST_NOTE
 
 MATH = {"Floor": Op.FLOOR, "Abs": Op.ABS, "Exp": Op.EXP, "Log": Op.LOG, "Neg": Op.NEG, "Sin": Op.SIN,
         "Sqrt": Op.SQRT}
@@ -50,6 +51,8 @@ def cast(node, ctx):
     if src == dst and not ctx.is_const(x):
         ctx.forward(x, y)
         return
+    if ctx.int32_indices(y) and not ctx.int32_indices(x):
+        ctx.notes.append(CAST_NOTE)
     if C.TENSOR_BOOL8 in (src, dst):
         _cast_bool(node, ctx, x, y, src == C.TENSOR_BOOL8)
         return

@@ -77,3 +77,33 @@ def test_refusals():
     dyn = make_model([h.make_node("Cast", ["b"], ["y"], to=TP.FLOAT)], [("b", np.bool_, ["n", 4])], ["y"], opset=13)
     u = convert(dyn, 8).unsupported[0]
     assert u.reason_code == "dynamic_shape" and "'y'" in u.reason
+
+
+@pytest.mark.parametrize("op,attrs,shape", [("Flatten", {"axis": 1}, None), ("Reshape", {}, [2, 1, 1, 6])])
+def test_bool_mask_reshaped(op, attrs, shape):
+    """A bool attention mask flattened or reshaped (RESHAPE takes no bool: uint8 0/1 and back), then used."""
+    inits = {"s": np.array(shape, np.int64)} if shape else {}
+    nodes = [h.make_node("Cast", ["m"], ["b"], to=TP.BOOL),
+             h.make_node(op, ["b", "s"] if shape else ["b"], ["f"], **attrs),
+             h.make_node("Where", ["f", "x", "neg"], ["y"])]
+    inits["neg"] = np.array(-1e4, np.float32)
+    x_shape = [2, 6] if not shape else shape
+    data = make_model(nodes, [("m", np.int32, [2, 2, 3]), ("x", np.float32, x_shape)], ["y"], inits, opset=13)
+    m = np.random.default_rng(1).integers(0, 2, (2, 2, 3)).astype(np.int32)
+    x = np.random.default_rng(2).normal(size=x_shape).astype(np.float32)
+    _check(data, [m, x])
+
+
+def test_position_ids_from_a_mask_are_int32():
+    """A run-time Cast to int64 (mask.long().cumsum(1) * mask, the position ids of padded text) is held as int32
+    with a note, and so is what is computed from it, up to the embedding Gather."""
+    emb = np.random.default_rng(0).normal(size=(10, 4)).astype(np.float32)
+    nodes = [h.make_node("Greater", ["ids", "zero"], ["m"]), h.make_node("Cast", ["m"], ["mi"], to=TP.INT64),
+             h.make_node("CumSum", ["mi", "ax"], ["cs"]), h.make_node("Mul", ["cs", "mi"], ["pos"]),
+             h.make_node("Gather", ["emb", "pos"], ["y"]), h.make_node("Cast", ["ids"], ["t"], to=TP.INT64),
+             h.make_node("Cast", ["t"], ["yt"], to=TP.FLOAT)]
+    data = make_model(nodes, [("ids", np.float32, [2, 7])], ["y", "yt"],
+                      {"zero": np.float32(0), "ax": np.array(1, np.int64), "emb": emb}, opset=13)
+    x = (np.random.default_rng(1).normal(size=(2, 7)) * 3).astype(np.float32)  # (Cast to int64 truncates)
+    r = _check(data, [x])
+    assert any("int64 -> int32" in n.note for n in r.nodes if n.op == "Cast")
