@@ -93,6 +93,7 @@ def split_graph(graph, fmt: str) -> int:
                 done |= region.tensors
                 split += 1
                 break
+    graph.__dict__.pop("_split_names", None)  # (_unique's names, for this pass only)
     return split
 
 
@@ -264,15 +265,23 @@ def _moved_quant(g, t: int, producer: dict, transposes: set):
     return x.quant if x.quant is not None else g.tensors[t].quant
 
 
+def _unique(g, name: str) -> str:
+    """name, or name with the first free #k appended (a slice's tensors never take a source tensor's name)."""
+    taken = g.__dict__.setdefault("_split_names", {t.name for t in g.tensors})
+    unique = next(n for n in (f"{name}#{k}" if k else name for k in range(len(taken) + 1)) if n not in taken)
+    taken.add(unique)
+    return unique
+
+
 def _tensor(g, like: SourceTensor, suffix: str, shape: tuple, quant=None) -> int:
-    t = SourceTensor(len(g.tensors), f"{like.name}{suffix}", tuple(int(d) for d in shape), like.dtype,
+    t = SourceTensor(len(g.tensors), _unique(g, f"{like.name}{suffix}"), tuple(int(d) for d in shape), like.dtype,
                      quant if quant is not None else like.quant)
     g.tensors.append(t)
     return t.index
 
 
 def _const(g, name_like: SourceTensor, suffix: str, data: np.ndarray) -> int:
-    t = SourceTensor(len(g.tensors), f"{name_like.name}{suffix}", tuple(data.shape), data.dtype, None,
+    t = SourceTensor(len(g.tensors), _unique(g, f"{name_like.name}{suffix}"), tuple(data.shape), data.dtype, None,
                      np.ascontiguousarray(data))
     t.data.flags.writeable = False
     g.tensors.append(t)
@@ -297,7 +306,7 @@ def _entry(r: _Region, node, fmt: str) -> list:
         if tuple(cut) == g.tensors[yi].shape:
             xi = yi
         else:
-            xi = _tensor(g, xt, f"/slice{i}_of_{len(g.tensors)}", cut)
+            xi = _tensor(g, xt, f"/slice{i}", cut)
         if fmt == "onnx":
             bounds = [_const(g, xt, f"/slice{i}_{k}", np.asarray(v, np.int64))
                       for k, v in (("starts", [i * m]), ("ends", [(i + 1) * m]), ("axes", [j]))]
