@@ -62,49 +62,72 @@ def gather_nd(node, ctx):
 
 @converter("tflite", "EMBEDDING_LOOKUP", versions=(1, 5))
 def embedding_lookup(node, ctx):
-    """EMBEDDING_LOOKUP; hybrid (int8 values, float output): DEQUANTIZE, and per-row scales looked up and MULtiplied.
+    """EMBEDDING_LOOKUP; hybrid (int8/int4 values, float output): DEQUANTIZE, with per-row scales MULtiplied in.
 
-    The per-row form is what AI Edge Quantizer writes (one scale per row, quantized dimension 0)."""
-    check_types(ctx, node)
+    The per-row and int4 forms are what AI Edge Quantizer writes (one scale per row, quantized dimension 0;
+    int4 values two to a byte, unpacked to int8 at conversion)."""
     lookups, values = node.inputs
     out = node.outputs[0]
     vt, ot = ctx.tensor(values), ctx.tensor(out)
-    if np.dtype(ot.dtype) != np.float32 or np.dtype(vt.dtype) == np.float32:
+    int4 = getattr(vt, "tflite_type", None) == "INT4"
+    if not int4:
+        check_types(ctx, node)
+    if not int4 and (np.dtype(ot.dtype) != np.float32 or np.dtype(vt.dtype) == np.float32):
         ctx.emit_form(Op.EMBEDDING_LOOKUP, "default", [ctx.output(out)], lookups=ctx.operand(lookups),
                       values=ctx.operand(values))
         return
-    # hybrid: LiteRT reads the values as int8 and multiplies by the scale (of the row, when per-channel); it
-    # refuses a non-zero zero point
+    # hybrid: LiteRT reads the values as int8 (or int4) and multiplies by the scale (of the row, when
+    # per-channel); it refuses a non-zero zero point
     q = vt.quant
-    if np.dtype(vt.dtype) != np.int8 or q is None or any(z != 0 for z in q.zero_points):
+    if (not int4 and np.dtype(vt.dtype) != np.int8) or q is None or any(z != 0 for z in q.zero_points):
         raise Unsupported(Reason.QUANTIZATION_TYPE,
-                          f"hybrid EMBEDDING_LOOKUP of {name(ctx, values)} ({vt.describe()}): only int8 values with "
-                          f"zero point 0 dequantize the way LiteRT does")
-    if q.per_channel:
-        _per_row_hybrid(ctx, lookups, values, out)
+                          f"hybrid EMBEDDING_LOOKUP of {name(ctx, values)} ({vt.describe()}): only int8 or int4 values "
+                          f"with zero point 0 dequantize the way LiteRT does")
+    if not (q.per_channel or int4):
+        rows = temp(ctx, values, ctx.shape(out), "rows")
+        ctx.emit_form(Op.EMBEDDING_LOOKUP, "default", [rows], lookups=ctx.operand(lookups), values=ctx.operand(values))
+        ctx.emit_form(Op.DEQUANTIZE, "default", [ctx.output(out)], input=rows)
         return
-    rows = temp(ctx, values, ctx.shape(out), "rows")
-    ctx.emit_form(Op.EMBEDDING_LOOKUP, "default", [rows], lookups=ctx.operand(lookups), values=ctx.operand(values))
-    ctx.emit_form(Op.DEQUANTIZE, "default", [ctx.output(out)], input=rows)
+    _table_hybrid(ctx, lookups, values, out, _int4_values(ctx, values) if int4 else np.asarray(vt.data))
 
 
-def _per_row_hybrid(ctx, lookups: int, values: int, out: int) -> None:
-    """Per-row scales: the rows looked up as their int8 values (scale 1, so DEQUANTIZE gives them exactly),
-    the row scales looked up from a [rows, 1, ...] float table, and one float MUL: float(q) * scale[row], the
-    single rounding LiteRT's kernel makes."""
+def _int4_values(ctx, values: int) -> np.ndarray:
+    """int8 values of a constant INT4 table as LiteRT's kernel reads them: two to a byte, low nibble first, two's
+    complement, row r from byte floor(r * cols / 2) (with an odd row length a row after an odd one starts at
+    the low nibble of the byte the previous row ended in, not at the packed order of the whole tensor)."""
+    vt = ctx.tensor(values)
+    rows, cols = (vt.shape[0], int(np.prod(vt.shape[1:]))) if vt.shape else (0, 0)
+    packed = np.asarray(vt.data, np.uint8).reshape(-1) if vt.is_constant else np.zeros(0, np.uint8)
+    if not rows or packed.size * 2 < rows * cols:
+        raise Unsupported(Reason.OPERAND_TYPE, f"INT4 values {name(ctx, values)} must be a constant of "
+                                               f"{(rows * cols + 1) // 2} bytes")
+    nibbles = np.stack([packed & 0xF, packed >> 4], axis=-1).reshape(-1).astype(np.int8)
+    starts = 2 * ((np.arange(rows) * cols) // 2)
+    table = nibbles[starts[:, None] + np.arange(cols)]
+    return ((table ^ 8) - 8).astype(np.int8).reshape(vt.shape)
+
+
+def _table_hybrid(ctx, lookups: int, values: int, out: int, data: np.ndarray) -> None:
+    """The rows looked up as int8 values (scale 1 with per-row scales, else the tensor's scale), DEQUANTIZEd;
+    per-row scales are looked up from a [rows, 1, ...] float table and MULtiplied in: float(q) * scale[row],
+    the single rounding LiteRT's kernel makes."""
     vt, q = ctx.tensor(values), ctx.tensor(values).quant
     shape = tuple(vt.shape)
-    if not vt.is_constant or q.axis != 0 or len(q.scales) != shape[0]:
+    if not vt.is_constant or (q.per_channel and (q.axis != 0 or len(q.scales) != shape[0])):
         raise Unsupported(Reason.QUANTIZATION_TYPE,
                           f"hybrid EMBEDDING_LOOKUP of {name(ctx, values)} ({vt.describe()}): per-channel scales "
                           f"must be one per row of a constant table (quantized dimension 0)")
     zero = 128 if ctx.signed_as_unsigned() else 0  # int8 rides as uint8 + 128 below feature level 4
     code = C.TENSOR_QUANT8_ASYMM if zero else C.TENSOR_QUANT8_ASYMM_SIGNED
-    table = ctx.const((np.asarray(vt.data, np.int16) + zero).astype(np.uint8 if zero else np.int8), code,
-                      name=f"{vt.name}/int8_rows", scale=1.0, zero_point=zero)
+    scale = 1.0 if q.per_channel else q.scale
+    table = ctx.const((data.astype(np.int16) + zero).astype(np.uint8 if zero else np.int8), code,
+                      name=f"{vt.name}/int8_rows", scale=scale, zero_point=zero)
     out_shape = tuple(ctx.shape(out))
-    picked = ctx.temp(OperandType(code, out_shape, 1.0, zero), f"{vt.name}/rows")
+    picked = ctx.temp(OperandType(code, out_shape, scale, zero), f"{vt.name}/rows")
     ctx.emit_form(Op.EMBEDDING_LOOKUP, "default", [picked], lookups=ctx.operand(lookups), values=table)
+    if not q.per_channel:
+        ctx.emit_form(Op.DEQUANTIZE, "default", [ctx.output(out)], input=picked)
+        return
     floats = ctx.temp(OperandType(C.TENSOR_FLOAT32, out_shape), f"{vt.name}/rows_float")
     ctx.emit_form(Op.DEQUANTIZE, "default", [floats], input=picked)
     unit = (1,) * (len(shape) - 1)

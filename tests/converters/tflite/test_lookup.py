@@ -109,6 +109,26 @@ def test_per_row_hybrid_embedding_lookup(shape, level):
         assert result.nodes[0].nnapi_ops == ["EMBEDDING_LOOKUP", "DEQUANTIZE", "EMBEDDING_LOOKUP", "MUL"]
 
 
+@pytest.mark.parametrize("level", (3, 4, 8))
+@pytest.mark.parametrize("per_row", [True, False])
+@pytest.mark.parametrize("shape", [(4, 6), (4, 5), (4, 3, 3)])
+def test_int4_hybrid_embedding_lookup(shape, per_row, level):
+    """INT4 values two to a byte (low nibble first; with an odd row length LiteRT starts row r at byte
+    floor(r * cols / 2)), per-row or per-tensor scales: unpacked to an int8 table at conversion."""
+    vals = np.random.default_rng(7).integers(-8, 8, size=shape).astype(np.int8)
+    nibbles = vals.reshape(-1).astype(np.uint8) & 0xF
+    nibbles = np.concatenate([nibbles, np.zeros(len(nibbles) % 2, np.uint8)])
+    packed = (nibbles[0::2] | (nibbles[1::2] << 4)).astype(np.uint8)
+    g = GraphBuilder()
+    idx = g.input("indices", [3], "INT32")
+    scale = np.linspace(0.03, 2.5, shape[0]).astype(np.float32) if per_row else 0.37
+    values = g.tensor("values", shape, "INT4", scale=scale, zero_point=0, axis=0, data=packed)
+    out = g.tensor("out", [3, *shape[1:]], "FLOAT32")
+    g.op("EMBEDDING_LOOKUP", [idx, values], [out])
+    g.output(out)
+    check_levels(g.finish(), 3, level)
+
+
 def test_per_channel_hybrid_off_the_rows_is_reported():
     table = (np.arange(40).reshape(4, 10) - 20).astype(np.int8)
     node = unsupported_reason(per_row_model(table, axis=1), 8)
