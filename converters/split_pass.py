@@ -98,17 +98,25 @@ def split_graph(graph, fmt: str) -> int:
 
 
 def whole_regions(graph, verdicts: list) -> list:
-    """verdicts (one per node of graph) with every node of a split region unsupported when one of them is."""
+    """verdicts (one per node of graph) with every node of a split region unsupported when one of them is, or
+    when a node between its first and last stays on the CPU (partitions are runs of nodes in graph order: the
+    slices would have to cross a partition boundary, where only source tensors can)."""
     out = list(verdicts)
-    for members in {region for region, _ in graph.split_nodes.values()}:
-        bad = [k for k in sorted(members) if isinstance(verdicts[k], Unsupported)]
-        if not bad:
-            continue
-        first = verdicts[bad[0]]
-        for k in members - set(bad):
-            out[k] = Unsupported(first.reason, f"{graph.nodes[k].label()} is converted slice by slice together "
-                                               f"with node {bad[0]}, which is not: {first.detail}",
-                                 first.feature_level_needed)
+    regions = {region for region, _ in graph.split_nodes.values()}
+    changed = True
+    while changed:
+        changed = False
+        for members in regions:
+            span = range(min(members), max(members) + 1)
+            bad = [k for k in span if isinstance(out[k], Unsupported)]
+            if not bad or all(isinstance(out[k], Unsupported) for k in members):
+                continue
+            first = out[bad[0]]
+            for k in members - set(bad):
+                out[k] = Unsupported(first.reason, f"{graph.nodes[k].label()} is converted slice by slice together "
+                                                   f"with the nodes up to node {max(members)}, and node {bad[0]} is "
+                                                   f"not converted: {first.detail}", first.feature_level_needed)
+            changed = True
     return out
 
 

@@ -180,3 +180,22 @@ def test_unbind_as_slices_matches_onnxruntime():
     _complete_rank4(r)
     assert not parity(r, data)
     assert {u.reason_code for u in convert_onnx(model(True), 8).unsupported} == {"rank"}
+
+
+def test_a_cpu_node_inside_the_region_keeps_it_on_the_cpu(tmp_path):
+    """Partitions are runs of nodes in graph order: a node NNAPI cannot run between the region's first and last
+    node keeps the whole region on the CPU (slices never cross a partition boundary); partial parity holds."""
+    from converters.parity import check
+    nodes = [h.make_node("Reshape", ["x", "s5"], ["r"]), h.make_node("Transpose", ["r"], ["t"], perm=[2, 0, 3, 1, 4]),
+             h.make_node("Gather", ["t", "i0"], ["y0"], axis=0), h.make_node("Trilu", ["y0"], ["w"]),
+             h.make_node("Add", ["t", "w"], ["u"]),  # (in the region, after the Trilu)
+             h.make_node("Gather", ["u", "i1"], ["y1"], axis=0), h.make_node("Gather", ["u", "i2"], ["y2"], axis=0),
+             h.make_node("Relu", ["y2"], ["z"])]
+    inits = {"s5": I64(2, 6, 3, 4, 5), **{f"i{k}": np.array(k, np.int64) for k in range(3)}}
+    data = make_model(nodes, [("x", np.float32, [2, 6, 60])], ["y0", "y1", "z"], inits, opset=14)
+    r = convert_onnx(data, 8)
+    assert [u.index for u in r.unsupported] == list(range(7))
+    assert {u.reason_code for u in r.unsupported} == {"unsupported_operator"}
+    path = tmp_path / "cut.onnx"
+    path.write_bytes(data)
+    assert check(str(path), feature_level=8, partial=True).as_dict()["passed"]
