@@ -19,6 +19,7 @@ from .folding import fold_absorption, fold_source
 from .model_folds import fold_pads_into_convolutions, fold_reshape_chains, fold_reshapes_into_fully_connected
 from .registry import Reason, Supported, Unsupported, lookup
 from .shape_pass import name_extents, pin_bodies, resolve_node_shapes
+from .split_pass import split_graph, whole_regions
 from .squeeze_pass import squeeze_graph
 from .source_graph import SourceGraph, SourceModel, SourceNode
 
@@ -102,7 +103,6 @@ def new_context(source: SourceModel, g: int, feature_level: int, input_shapes) -
 
 def run_converter(node: SourceNode, ctx: ConversionContext) -> list:
     """Convert one node into ctx.model; returns the indexes of the operations it emitted."""
-    conv = lookup(ctx.fmt, node.op, node.version)
     before = len(ctx.model.operations)
     ctx.node, ctx.absorption = node, None
     if not ctx.applies_plans_itself:
@@ -111,7 +111,9 @@ def run_converter(node: SourceNode, ctx: ConversionContext) -> list:
             ctx.absorption = absorption
             return []
     try:
-        conv.convert(node, ctx)
+        for part in ctx.graph.split_nodes.get(node.index, (None, (node,)))[1]:  # (split_pass.py: per slice)
+            ctx.node = part
+            lookup(ctx.fmt, part.op, part.version).convert(part, ctx)
     except NnapiError as e:
         raise Unsupported(Reason.INVALID, f"the converter built an invalid operation: {e.message}") from None
     except (Unsupported, MemoryError):
@@ -178,6 +180,7 @@ def prepare_source(source: SourceModel, input_shapes=None) -> None:
         name_extents(source, input_shapes)  # for coverage's pins_needed and value_dependent (converters/pins.py)
     for graph in source.graphs:
         squeeze_graph(graph, source.format)  # rank > 4 tensors with unit axes: rank 4 (squeeze_pass.py)
+        split_graph(graph, source.format)  # what stays beyond rank 4 with a small axis: one tensor per slice
         # plans and support verdicts cached while folding saw the shapes before these passes
         graph.__dict__.pop("_plans", None)
 
@@ -292,7 +295,8 @@ def check_graph(source: SourceModel, feature_level: int, input_shapes=None, g: O
     prepare_source(source, input_shapes)
     g = source.main_index if g is None else g
     graph = source.graphs[g]
-    return [_node_result(g, n, graph, check_node(source, g, n, feature_level, input_shapes)) for n in graph.nodes]
+    verdicts = whole_regions(graph, [check_node(source, g, n, feature_level, input_shapes) for n in graph.nodes])
+    return [_node_result(g, n, graph, v) for n, v in zip(graph.nodes, verdicts)]
 
 
 def partition(graph: SourceGraph, results: list) -> tuple[list, list]:

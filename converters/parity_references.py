@@ -91,7 +91,9 @@ def reference_run(fmt: str, path: str, data: bytes, graph, steps: list, referenc
     try:
         if fmt == "tflite":
             return litert_steps(data, steps, reference, graph)
-        names = [t.name for t in graph.tensors if not t.is_constant] if want_all else []
+        # (the tensors the file's nodes write: not the per-slice ones converters/split_pass.py adds)
+        written = set(graph.inputs) | {o for n in graph.nodes for o in n.outputs if o >= 0}
+        names = [t.name for t in graph.tensors if not t.is_constant and t.index in written] if want_all else []
         # the path: external data lies beside it
         return [run_onnxruntime(path, inputs, graph, names, optimized=reference == "onnxruntime-optimized")
                 for inputs in steps]

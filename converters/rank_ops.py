@@ -167,6 +167,37 @@ def _matmul(graph, node, adj_x: bool = False, adj_y: bool = False) -> Optional[A
     return Axes(slots, frozenset({rows, cols, k}), frame=y)
 
 
+def _pick(graph, node, x: int, idx: int, axis: int, set_axis: Callable, set_index: Callable) -> Optional[Axes]:
+    """A gather of constant indices along `axis` of x (attention's q, k, v = qkv[0], qkv[1], qkv[2]; a mask
+    indexed by a [1, 1, 1, n] position table): the axis is pinned, the output holds x's other axes around the
+    index axes, which no other tensor holds (unit ones drop: the index constant is reshaped to match)."""
+    y = node.outputs[0]
+    r = _rank(graph, x)
+    if r is None or _const(graph, x) or not _const(graph, idx) or not -r <= axis < r:
+        return None
+    axis %= r
+    q = np.asarray(graph.tensors[idx].data).ndim
+    out = tuple(range(axis)) + tuple(range(r, r + q)) + tuple(range(axis + 1, r))
+    if _rank(graph, y) != len(out):
+        return None
+
+    def rewrite(plan):
+        set_axis(plan, [plan.axis(x, axis)])
+        runs = [axes for _, axes in plan.runs(y) if axis <= axes[0] < axis + q]
+        dims = graph.tensors[y].shape
+        set_index(plan, [int(np.prod([dims[a] for a in axes])) for axes in runs])
+    return Axes({x: tuple(range(r)), y: out}, frozenset({axis}), rewrite=rewrite, frame=x)
+
+
+def _reshape_input(node, k: int) -> Callable:
+    """set(plan, dims): a new constant for input k holding its data in that shape (a scalar for [])."""
+    def put(plan, dims):
+        data = np.asarray(plan.graph.tensors[node.inputs[k]].data)
+        if tuple(dims) != data.shape:
+            node.inputs[k] = plan.new_const(plan.graph.tensors[node.inputs[k]].name, data.reshape(dims))
+    return put
+
+
 def _full_cut(begin: int, end: int, step: int, n: int) -> bool:
     """Does begin:end:step keep the whole axis of extent n (n unknown: no)?"""
     return n > 0 and step == 1 and slice(begin, end, 1).indices(n) == (0, n, 1)
@@ -286,6 +317,9 @@ def _onnx(graph, node) -> Optional[Axes]:
         return _onnx_reduce(graph, node)
     if op == "MatMul":
         return _matmul(graph, node)
+    if op == "Gather":
+        return _pick(graph, node, node.inputs[0], _input(node, 1), int(node.attrs.get("axis", 0)),
+                     _set_attr(node, "axis", True), _reshape_input(node, 1))
     return None
 
 
@@ -377,6 +411,9 @@ def _tflite(graph, node) -> Optional[Axes]:
         return _reduce(graph, node, node.inputs[0], axis, False, _set_input(node, 1))
     if op == "BATCH_MATMUL":
         return _matmul(graph, node, bool(node.attrs.get("adj_x")), bool(node.attrs.get("adj_y")))
+    if op == "GATHER" and not node.attrs.get("batch_dims", 0):
+        return _pick(graph, node, node.inputs[0], _input(node, 1), int(node.attrs.get("axis", 0)),
+                     _set_attr(node, "axis", True), _reshape_input(node, 1))
     return None
 
 

@@ -105,6 +105,9 @@ class SourceGraph:
     inputs: list
     outputs: list
     state: list = field(default_factory=list)   # StateTensors: extra model inputs/outputs after these
+    # node index -> (its region's node indexes, the nodes it converts as): a rank > 4 region split into slices
+    # (converters/split_pass.py)
+    split_nodes: dict = field(default_factory=dict)
 
     @property
     def model_inputs(self) -> list:

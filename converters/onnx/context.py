@@ -136,8 +136,9 @@ class OnnxContext(FusionPlans, ConversionContext):
 
     def int32_indices(self, i: int) -> bool:
         """Run-time int64 tensor i holds indices NNAPI computes as int32: an ArgMax/ArgMin/TopK index output,
-        an int64 input of the main graph (given as int32, INPUT_NOTE), or the output of a node whose run-time int64
-        inputs all are such tensors (Unsqueeze, Gather, ...)."""
+        an int64 input of the main graph (given as int32, INPUT_NOTE), a run-time Cast to int64 from another type
+        (CAST_NOTE), or the output of a node whose run-time int64 inputs all are such tensors (Unsqueeze, Gather,
+        CumSum, ...)."""
         i = self.resolve(i)
         memo = self.plans.setdefault("int32_indices", {})
         if i not in memo:
@@ -340,12 +341,13 @@ class OnnxContext(FusionPlans, ConversionContext):
         return any(t >= 0 and self.layout.get(self.resolve(t)) is not None for t in node.inputs)
 
     def weight(self, i: int, perm: Optional[tuple] = None, what: str = "weights", rank: Optional[int] = None,
-               unsigned: bool = False) -> int:
+               unsigned: bool = False, data: Optional[np.ndarray] = None) -> int:
         """A constant operand of tensor i's data transposed by perm (quantization kept, channel axis moved);
         `rank` first prepends size-1 axes (numpy broadcasting) so perm can be a 4-D layout; `unsigned`
-        stores per-tensor int8 data as uint8 (+128) to pair with uint8 activations."""
+        stores per-tensor int8 data as uint8 (+128) to pair with uint8 activations; `data` stands for the
+        tensor's values (a part of them, in the same quantization and with the same channel extent)."""
         i = self.resolve(i)
-        data = self.const_value(i, what)
+        data = self.const_value(i, what) if data is None else data
         otype, cq = self.nnapi_type(i)  # constants are never in the layout plan: ONNX dimensions
         if unsigned and otype.code == C.TENSOR_QUANT8_ASYMM_SIGNED:
             otype = OperandType(C.TENSOR_QUANT8_ASYMM, otype.dimensions, otype.scale, otype.zero_point + 128)

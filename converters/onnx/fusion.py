@@ -92,7 +92,8 @@ def plan(graph) -> FusionPlan:
     p = FusionPlan()
     # nodes the driver reports unsupported up front (op, domain, opset) take part in no plan: their partner
     # would otherwise write or read a tensor across a CPU-fallback node
-    ok = {n.index for n in graph.nodes if accepted(n)}
+    # (nor do the nodes of a region split into slices, converters/split_pass.py: each converts per slice)
+    ok = {n.index for n in graph.nodes if accepted(n) and n.index not in graph.split_nodes}
     users = _users(graph)
     outputs = set(graph.outputs)
     producers = {o: n for n in graph.nodes for o in n.outputs if o >= 0}

@@ -45,8 +45,8 @@ class FusionPlans:
         chain = {node.index} if bn is None else {node.index, bn.index}
         tail = max(chain)
         act = self.fusion.activation_of.get(tail)
-        if act is None or not self.intact(chain | {act[0]}):
-            return self.graph.nodes[tail].outputs[k], FuseCode.NONE
+        if act is None or not self.intact(chain | {act[0]}):  # (node itself: it may be a slice's part)
+            return (node if tail == node.index else self.graph.nodes[tail]).outputs[k], FuseCode.NONE
         return self.graph.nodes[act[0]].outputs[0], act[1]
 
     def quantized_core(self, k: int) -> bool:

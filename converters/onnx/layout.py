@@ -55,7 +55,7 @@ FOLLOW = {"Relu", "Clip", "Sigmoid", "Tanh", "Floor", "Abs", "Exp", "Log", "Neg"
           "BatchNormalization", "Split", "Slice", "Pad", "Softmax", "LogSoftmax", "CumSum",
           # elementwise compositions (ops/activation_composed.py, ops/erf.py, ops/compare.py)
           "HardSigmoid", "HardSwish", "Gelu", "Erf", "Mish", "Softplus", "Softsign", "Selu", "Celu",
-          "ThresholdedRelu", "Reciprocal", "Ceil", "Sign", "Round", "Not"}
+          "ThresholdedRelu", "Reciprocal", "Ceil", "Sign", "Round", "Not", "IsNaN", "IsInf"}
 # several activation inputs of one rank, broadcast or joined: all take one layout
 BROADCAST = {"Add", "Sub", "Mul", "Div", "Pow", "PRelu", "Min", "Max", "Sum", "Mean", "QLinearAdd",
              "QLinearMul", "Concat", "QLinearConcat", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",

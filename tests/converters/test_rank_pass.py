@@ -314,3 +314,24 @@ def test_one_class_on_two_axes_of_a_tensor_stays_two_axes():
     r = assert_exact(data, {"x": R.normal(size=(3, 3, 4, 5)).astype(np.float32)})
     shapes = {t.name: t.shape for t in r.source.main.tensors if t.squeezed_from}
     assert shapes == {"r": (3, 3, 4, 5), "t": (3, 3, 4, 5), "a": (3, 3, 4, 5)}, shapes
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.bool_])
+def test_gather_by_a_constant_table_drops_the_unit_index_axes(dtype):
+    """torch's mask[positions] with a [1, 1, 1, 16] position table (the TorchScript exporter's BERT): the Gather's
+    rank-5 output loses its unit index axes (the table is reshaped to match); bool data through uint8."""
+    table = R.permutation(16).reshape(1, 1, 1, 16).astype(np.int64)
+    nodes = [h.make_node("Gather", ["m", "i"], ["g"], axis=0), h.make_node("Reshape", ["g", "s"], ["y"])]
+    if dtype == np.bool_:
+        nodes = [h.make_node("Greater", ["x", "zero"], ["m"])] + nodes
+        inits = {"zero": np.float32(0)}
+    else:
+        nodes = [h.make_node("Relu", ["x"], ["m"])] + nodes
+        inits = {}
+    data = make_model(nodes, [("x", np.float32, [16, 1])], ["y"], {"i": table, "s": I64(2, 8), **inits}, opset=13)
+    r = convert_onnx(data, 8)
+    assert r.complete, [(n.op, n.reason) for n in r.unsupported]
+    assert all(len(o.type.dimensions) <= 4 for o in r.model.operands)
+    x = R.normal(size=(16, 1)).astype(np.float32)
+    ref = _ort(data, {"x": x})[0]
+    assert np.array_equal(ref, run_converted(r, [x])[0].reshape(ref.shape))

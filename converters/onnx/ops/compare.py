@@ -1,16 +1,19 @@
 """Comparisons, logic, Where and Mod: Equal, Less, Greater, LessOrEqual, GreaterOrEqual (EQUAL, LESS, ...),
 And, Or, Xor, Not (LOGICAL_AND, LOGICAL_OR, NOT_EQUAL on bools, LOGICAL_NOT), Where (SELECT, operands
-broadcast first: SELECT does not broadcast), Mod with fmod=0 on int32 (a - b * floor(a / b); NNAPI's
+broadcast first: SELECT does not broadcast), IsNaN (NOT_EQUAL(x, x): only NaN differs from itself), IsInf
+(EQUAL with an infinity, of ABS(x) when both signs count), Mod with fmod=0 on int32 (a - b * floor(a / b); NNAPI's
 int32 DIV rounds toward negative infinity), and the truncating int32 Div ONNX specifies (used by
 elementwise.py). All feature level 3 (int32 Mod and Div: 4)."""
 from __future__ import annotations
+
+import numpy as np
 
 from nnapi import OperandCode as C
 from nnapi import OperationCode as Op
 
 from ...registry import Reason, Unsupported
 from ..common import OPSET_MAX, onnx_op
-from .compose import Chain, broadcast_to, known_shape
+from .compose import Chain, broadcast_to, known_shape, require_float
 
 BINARY = {"Equal": Op.EQUAL, "Less": Op.LESS, "Greater": Op.GREATER, "LessOrEqual": Op.LESS_EQUAL,
           "GreaterOrEqual": Op.GREATER_EQUAL, "And": Op.LOGICAL_AND, "Or": Op.LOGICAL_OR, "Xor": Op.NOT_EQUAL}
@@ -43,6 +46,29 @@ for _op in BINARY:
 def logical_not(node, ctx):
     """LOGICAL_NOT."""
     ctx.emit_form(Op.LOGICAL_NOT, "default", [ctx.output(node.outputs[0])], input=ctx.operand(node.inputs[0]))
+
+
+@onnx_op("IsNaN", versions=(9, OPSET_MAX))
+def is_nan(node, ctx):
+    """NOT_EQUAL(x, x): true exactly where x is NaN (float tensors)."""
+    x = node.inputs[0]
+    require_float(ctx, node, x)
+    src = ctx.operand(x)
+    ctx.emit_form(Op.NOT_EQUAL, "default", [ctx.output(node.outputs[0])], input1=src, input2=src)
+
+
+@onnx_op("IsInf", versions=(10, OPSET_MAX))
+def is_inf(node, ctx):
+    """IsInf as EQUAL(x, +inf), EQUAL(x, -inf), or EQUAL(ABS(x), +inf) for both signs (float tensors).
+
+    With neither sign detected, EQUAL with NaN: false everywhere."""
+    x, y = node.inputs[0], node.outputs[0]
+    require_float(ctx, node, x)
+    pos, neg = bool(node.attrs.get("detect_positive", 1)), bool(node.attrs.get("detect_negative", 1))
+    c, src = Chain(ctx, node, x), ctx.operand(x)
+    if pos and neg:
+        src = c.unary(Op.ABS, src)
+    c.binary(Op.EQUAL, src, c.scalar(np.inf if pos else -np.inf if neg else np.nan), out=ctx.output(y))
 
 
 @onnx_op("Where", versions=(9, OPSET_MAX))

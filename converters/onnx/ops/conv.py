@@ -87,17 +87,24 @@ def qlinear_conv(node, ctx):
 
 @onnx_op("ConvTranspose", versions=(1, OPSET_MAX))
 def conv_transpose(node, ctx):
-    """ConvTranspose (2-D, group 1, no dilation) as TRANSPOSE_CONV_2D with explicit padding."""
+    """ConvTranspose (2-D; groups, dilations, output_padding) as TRANSPOSE_CONV_2D with explicit padding.
+
+    Groups: one TRANSPOSE_CONV_2D per group on a SPLIT of the channels, joined by CONCATENATION (so a
+    depthwise-style ConvTranspose emits one per channel). Dilations: the kernel with zeros between its
+    taps (exact for finite inputs: each added product is 0)."""
     x, w = node.inputs[0], node.inputs[1]
     b = node.inputs[2] if len(node.inputs) > 2 else -1
     rank_of(ctx, x, (4,))
     wdata = ctx.const_value(w, "weights")
-    if wdata.ndim != 4 or int(node.attrs.get("group", 1)) != 1:
-        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: only 2-D ConvTranspose with group 1 maps to NNAPI")
-    if ints(node, "dilations", [1, 1]) != [1, 1]:
-        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: TRANSPOSE_CONV_2D has no dilation")
+    if wdata.ndim != 4:
+        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: only 2-D ConvTranspose maps to NNAPI")
+    group = int(node.attrs.get("group", 1))
+    if group < 1 or wdata.shape[0] % group:
+        raise Unsupported(Reason.INVALID, f"{node.label()}: {wdata.shape[0]} input channels in {group} groups")
+    wdata = _dilated(ctx, node, w, wdata)
     strides = ints(node, "strides", [1, 1])
-    _, n_out, kh, kw = wdata.shape
+    _, per_group, kh, kw = wdata.shape
+    n_out = per_group * group
     (_, _, h, wd), out_shape = ctx.source_shape(x), ctx.source_shape(node.outputs[0])
     if not (h and wd and len(out_shape) == 4 and out_shape[2] and out_shape[3]):
         raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: needs known input and output sizes")
@@ -123,27 +130,66 @@ def conv_transpose(node, ctx):
     (pt, pb), (pl, pr) = cuts
     check_bias_scale(ctx, node, x, w)
     inp = ctx.operand_as(x, NHWC)
-    flt = ctx.weight(w, DEPTHWISE, unsigned=ctx.model.operands[inp].type.code == C.TENSOR_QUANT8_ASYMM)
     fuse, out = ctx.fused_output(node)
-    bias = bias_operand(ctx, b, n_out, x, w)
-    geometry = dict(input=inp, filter=flt, pad_left=ctx.i32(pl), pad_right=ctx.i32(pr), pad_top=ctx.i32(pt),
-                    pad_bottom=ctx.i32(pb), stride_w=ctx.i32(strides[1]), stride_h=ctx.i32(strides[0]),
-                    layout=ctx.boolean(False))
+    geometry = dict(pad_left=ctx.i32(pl), pad_right=ctx.i32(pr), pad_top=ctx.i32(pt), pad_bottom=ctx.i32(pb),
+                    stride_w=ctx.i32(strides[1]), stride_h=ctx.i32(strides[0]), layout=ctx.boolean(False))
+    otype = ctx.model.operands[out].type
     if not any(grow):
-        ctx.emit_form(Op.TRANSPOSE_CONV_2D, "explicit", [out], bias=bias, fuse=fuse, **geometry)
+        _grouped(ctx, node, inp, wdata, b, group, out, fuse, geometry)
         return
     # output_padding / output_shape past the scatter: TRANSPOSE_CONV_2D without bias, PAD the rows and
     # columns it cannot write with zeros, then ADD the bias (with the fused activation) to every pixel
-    otype = ctx.model.operands[out].type
     if otype.code not in (C.TENSOR_FLOAT32, C.TENSOR_FLOAT16):
         raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: a quantized output larger than the transposed "
                                             f"convolution's (output_padding beyond the pads)")
     n, oh, ow, c = otype.dimensions
     scattered = ctx.temp(OperandType(otype.code, [n, oh - grow[0], ow - grow[1], c]), f"{ctx.tensor(node.outputs[0]).name}/scatter")
     padded = ctx.temp(OperandType(otype.code, [n, oh, ow, c]), f"{ctx.tensor(node.outputs[0]).name}/padded")
-    dtype = OperandType(otype.code).dtype
-    ctx.emit_form(Op.TRANSPOSE_CONV_2D, "explicit", [scattered], bias=ctx.const(np.zeros(n_out, dtype)),
-                  fuse=ctx.i32(0), **geometry)
+    _grouped(ctx, node, inp, wdata, None, group, scattered, ctx.i32(0), geometry)
     ctx.emit_form(Op.PAD, "default", [padded], input=scattered,
                   paddings=ctx.const(np.asarray([[0, 0], [0, grow[0]], [0, grow[1]], [0, 0]], np.int32)))
-    ctx.emit_form(Op.ADD, "default", [out], input1=padded, input2=bias, fuse=fuse)
+    ctx.emit_form(Op.ADD, "default", [out], input1=padded, input2=bias_operand(ctx, b, n_out, x, w), fuse=fuse)
+
+
+def _dilated(ctx, node, w: int, wdata: np.ndarray) -> np.ndarray:
+    """The weights with dilation folded in: taps (d - 1) apart, zeros (the zero point) between them."""
+    dil = ints(node, "dilations", [1, 1])
+    if dil == [1, 1]:
+        return wdata
+    if min(dil) < 1:
+        raise Unsupported(Reason.INVALID, f"{node.label()}: dilations {dil}")
+    cin, cout, kh, kw = wdata.shape
+    q = ctx.tensor(w).quant
+    zero = 0 if q is None or q.per_channel else q.zero_point
+    spread = np.full((cin, cout, (kh - 1) * dil[0] + 1, (kw - 1) * dil[1] + 1), zero, wdata.dtype)
+    spread[:, :, ::dil[0], ::dil[1]] = wdata
+    return spread
+
+
+def _grouped(ctx, node, inp: int, wdata: np.ndarray, b, group: int, out: int, fuse: int, geometry: dict) -> None:
+    """TRANSPOSE_CONV_2D of input `inp` by weights `wdata` ([in, out / group, h, w]) into `out`: one operation,
+    or per group one on its slice of the input channels, concatenated. b: the bias tensor (-1: zeros; None:
+    zeros even when the node has one, which the caller adds)."""
+    x, w = node.inputs[0], node.inputs[1]
+    per_in, per_out = wdata.shape[0] // group, wdata.shape[1]
+    unsigned = ctx.model.operands[inp].type.code == C.TENSOR_QUANT8_ASYMM
+    if group == 1:
+        parts, outs = [inp], [out]
+    else:
+        ctype, otype = ctx.model.operands[inp].type, ctx.model.operands[out].type
+        name = ctx.tensor(node.outputs[0]).name
+        parts = [ctx.temp(OperandType(ctype.code, (*ctype.dimensions[:3], per_in), ctype.scale, ctype.zero_point),
+                          f"{name}/group{g}_input") for g in range(group)]
+        outs = [ctx.temp(OperandType(otype.code, (*otype.dimensions[:3], per_out), otype.scale, otype.zero_point),
+                         f"{name}/group{g}") for g in range(group)]
+        ctx.emit_form(Op.SPLIT, "default", parts, input=inp, axis=ctx.i32(3), num_splits=ctx.i32(group))
+    for g, (part, dst) in enumerate(zip(parts, outs)):
+        flt = ctx.weight(w, DEPTHWISE, unsigned=unsigned, data=wdata[g * per_in:(g + 1) * per_in])
+        if b is not None and b >= 0:
+            bias = ctx.weight(b, data=ctx.const_value(b, "bias")[g * per_out:(g + 1) * per_out], what="bias")
+        else:
+            bias = bias_operand(ctx, -1, per_out, x, w)
+        ctx.emit_form(Op.TRANSPOSE_CONV_2D, "explicit", [dst], input=part, filter=flt, bias=bias, fuse=fuse,
+                      **geometry)
+    if group > 1:
+        ctx.emit_form(Op.CONCATENATION, "default", [out], inputs=outs, axis=ctx.i32(3))

@@ -7,6 +7,7 @@ import numpy as np
 from nnapi import OperandCode as C, OperandType, OperationCode as Op
 
 from ... import shuffle
+from ...bool_detour import via_uint8
 from ...registry import Reason, Unsupported
 from ..common import MS_DOMAIN_VERSIONS, OPSET_MAX, axes_of, axis_attr, const_ints, ints, known_rank, onnx_op
 from .. import layout
@@ -48,7 +49,12 @@ def reshape_to_output(node, ctx) -> None:
     if len(shape) > 4:
         raise Unsupported(Reason.RANK, f"{node.label()}: RESHAPE output {ctx.tensor(y).name!r} has rank {len(shape)}, "
                                        f"NNAPI takes 4 at most")
-    ctx.emit_form(Op.RESHAPE, "default", [ctx.output(y)], input=ctx.operand_data(x), shape=_i32(ctx, shape))
+    src, out = ctx.operand_data(x), ctx.output(y)
+    if ctx.model.operands[src].type.code == C.TENSOR_BOOL8:  # RESHAPE takes no TENSOR_BOOL8 (attention masks)
+        via_uint8(ctx, src, out, lambda u8, moved: ctx.emit_form(Op.RESHAPE, "default", [moved], input=u8,
+                                                                 shape=_i32(ctx, shape)))
+        return
+    ctx.emit_form(Op.RESHAPE, "default", [out], input=src, shape=_i32(ctx, shape))
 
 
 @onnx_op("Reshape", "Flatten", "Squeeze", "Unsqueeze", versions=(7, OPSET_MAX))
@@ -198,10 +204,18 @@ def gather(node, ctx):
             chain = Chain(ctx, node, idx)
             negative = chain.binary(Op.LESS, indices, chain.scalar(0), out_code=C.TENSOR_BOOL8)
             indices = chain.select(negative, chain.binary(Op.ADD, indices, chain.scalar(shape[axis])), indices)
-    if not scalar:
-        ctx.emit_form(Op.GATHER, "default", [ctx.output(y)], input=src, axis=ctx.i32(axis), indices=indices)
-        return
     out = ctx.output(y)
+    if ctx.model.operands[src].type.code == C.TENSOR_BOOL8:  # GATHER takes no TENSOR_BOOL8 (attention masks)
+        via_uint8(ctx, src, out, lambda u8, picked: _gather(ctx, y, u8, picked, shape, axis, indices, scalar))
+        return
+    _gather(ctx, y, src, out, shape, axis, indices, scalar)
+
+
+def _gather(ctx, y: int, src: int, out: int, shape, axis: int, indices: int, scalar: bool) -> None:
+    """GATHER into out (a scalar index: into a temporary keeping the axis at 1, then RESHAPE)."""
+    if not scalar:
+        ctx.emit_form(Op.GATHER, "default", [out], input=src, axis=ctx.i32(axis), indices=indices)
+        return
     otype = ctx.model.operands[out].type
     kept = list(shape)
     kept[axis] = 1

@@ -1,4 +1,4 @@
-"""DepthToSpace (DCR), SpaceToDepth and Resize (nearest / linear) on NHWC operands."""
+"""DepthToSpace (DCR; CRD as a channel GATHER before it), SpaceToDepth and Resize (nearest / linear) on NHWC operands."""
 from __future__ import annotations
 
 import numpy as np
@@ -20,13 +20,35 @@ NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 @onnx_op("DepthToSpace", "SpaceToDepth", versions=(7, OPSET_MAX))
 def block_rearrange(node, ctx):
-    """DEPTH_TO_SPACE (DCR mode; CRD orders channels differently) and SPACE_TO_DEPTH."""
+    """DEPTH_TO_SPACE and SPACE_TO_DEPTH; DepthToSpace CRD as a constant channel GATHER, then DEPTH_TO_SPACE.
+
+    NNAPI's DEPTH_TO_SPACE is DCR; the GATHER (feature level 3) reorders the channels into DCR order."""
     x = node.inputs[0]
     rank_of(ctx, x, (4,))
-    if node.attrs.get("mode", "DCR") != "DCR":
-        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: mode {node.attrs['mode']!r} (NNAPI is DCR)")
-    ctx.emit_form(BLOCK_OPS[node.op], "default", [ctx.output(node.outputs[0])], input=ctx.operand_as(x, NHWC),
-                  block_size=ctx.i32(int(node.attrs["blocksize"])))
+    block = int(node.attrs["blocksize"])
+    src = ctx.operand_as(x, NHWC)
+    mode = node.attrs.get("mode", "DCR")
+    if mode != "DCR" and (mode, node.op) != ("CRD", "DepthToSpace"):
+        raise Unsupported(Reason.ATTRIBUTE, f"{node.label()}: mode {mode!r} of {node.op} (NNAPI is DCR)")
+    channels = ctx.model.operands[src].type.dimensions[3]
+    if mode == "CRD" and channels // (block * block) > 1:
+        src = _crd_as_dcr(ctx, node, src, block, channels)
+    ctx.emit_form(BLOCK_OPS[node.op], "default", [ctx.output(node.outputs[0])], input=src,
+                  block_size=ctx.i32(block))
+
+
+def _crd_as_dcr(ctx, node, src: int, block: int, channels: int) -> int:
+    """The NHWC operand whose DCR rearrangement is src's CRD one: DCR reads output channel c of block offset
+    (i, j) from channel (i * block + j) * C' + c, CRD from c * block^2 + i * block + j."""
+    if not channels or channels % (block * block):
+        raise Unsupported(Reason.INVALID, f"{node.label()}: {channels} channels for blocksize {block}")
+    depth = channels // (block * block)
+    offset, c = np.divmod(np.arange(channels), depth)  # the DCR order: offset-major
+    t = ctx.model.operands[src].type
+    out = ctx.temp(t, f"{ctx.tensor(node.inputs[0]).name}/crd_as_dcr")
+    ctx.emit_form(Op.GATHER, "default", [out], input=src, axis=ctx.i32(3),
+                  indices=ctx.const((c * block * block + offset).astype(np.int32)))
+    return out
 
 
 @onnx_op("Resize", versions=(10, OPSET_MAX))

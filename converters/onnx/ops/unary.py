@@ -2,6 +2,9 @@
 (Identity, Dropout in inference)."""
 from __future__ import annotations
 
+import numpy as np
+
+from nnapi import OperandCode as C
 from nnapi import OperationCode as Op
 
 from ...registry import Reason, Unsupported
@@ -38,9 +41,38 @@ def dropout(node, ctx):
 
 @onnx_op("Cast", versions=(7, OPSET_MAX))
 def cast(node, ctx):
-    """Cast as CAST (feature level 3); a cast to the same NNAPI type is the identity."""
+    """Cast as CAST (level 3), the identity to the same type; bool: SELECT(x, 1, 0) from it, NOT_EQUAL(x, 0) to it.
+
+    NNAPI CAST has no bool form. SELECT does not broadcast, so its 1 and 0 are constants of the output's
+    (static) shape; NOT_EQUAL(x, 0) makes NaN true, as ONNX does."""
     x, y = node.inputs[0], node.outputs[0]
-    if ctx.nnapi_type(ctx.resolve(x))[0].code == ctx.nnapi_type(ctx.resolve(y))[0].code and not ctx.is_const(x):
+    src, dst = ctx.nnapi_type(ctx.resolve(x))[0].code, ctx.nnapi_type(ctx.resolve(y))[0].code
+    if src == dst and not ctx.is_const(x):
         ctx.forward(x, y)
         return
+    if C.TENSOR_BOOL8 in (src, dst):
+        _cast_bool(node, ctx, x, y, src == C.TENSOR_BOOL8)
+        return
     ctx.emit_form(Op.CAST, "default", [ctx.output(y)], input=ctx.operand(x))
+
+
+def _cast_bool(node, ctx, x: int, y: int, from_bool: bool) -> None:
+    """Cast between bool and a number type, compared or selected on the stored values (a quantized tensor's
+    stored value is not its ONNX value, so those are refused)."""
+    number = y if from_bool else x
+    if ctx.tensor(number).quant is not None:
+        raise Unsupported(Reason.OPERAND_TYPE, f"{node.label()}: Cast between bool and quantized "
+                                               f"{ctx.tensor(number).name!r}")
+    otype = ctx.nnapi_type(ctx.resolve(number))[0]
+    if not from_bool:
+        zero = ctx.const(np.zeros(1, otype.dtype), otype.code, scale=otype.scale, zero_point=otype.zero_point)
+        ctx.emit_form(Op.NOT_EQUAL, "default", [ctx.output(y)], input1=ctx.operand(x), input2=zero)
+        return
+    out = ctx.output(y)
+    dims = ctx.model.operands[out].type.dimensions
+    if not dims or 0 in dims:  # SELECT does not broadcast: its 1 and 0 need the output's shape
+        raise Unsupported(Reason.DYNAMIC_SHAPE, f"{node.label()}: Cast from bool needs the static shape of "
+                                                f"{ctx.tensor(y).name!r}, has {list(dims)}")
+    one, zero = (ctx.const(np.full(dims, v, otype.dtype), otype.code, scale=otype.scale, zero_point=otype.zero_point)
+                 for v in (1, 0))
+    ctx.emit_form(Op.SELECT, "default", [out], condition=ctx.operand_as(x, ctx.perm_of(y)), input1=one, input2=zero)

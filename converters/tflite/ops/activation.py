@@ -6,13 +6,15 @@ import math
 
 import numpy as np
 
+import nnapi
 from nnapi import FuseCode, OperandCode as C, OperationCode as Op
+from nnapi.ops import SPECS
 
 from ...compositions import erf
 from ...registry import Reason, Unsupported, converter
 from .common import name, otype
 from .unary_emit import (DTYPES, F32, FLOAT_LEVEL, FLOATS, QUANT8, const_like, elementwise, emit, is_quantized,
-                         negate, requantize, same_quant, step, temp)
+                         negate, requantize, same_quant, step, temp, via_float)
 
 # TFLite clamp -> the NNAPI clamps applied in order (RELU_0_TO_1 = RELU(RELU1(x)), exact)
 _CLAMPS = {"RELU": [FuseCode.RELU], "RELU_N1_TO_1": [FuseCode.RELU1], "RELU6": [FuseCode.RELU6],
@@ -38,9 +40,26 @@ def relu(node, ctx):
 
 @converter("tflite", "LOGISTIC", "TANH", versions=(1, 3))
 def sigmoid_tanh(node, ctx):
-    """LOGISTIC / TANH; the NNAPI specs check the fixed quantized output scales (1/256, 1/128)."""
+    """LOGISTIC / TANH; a quantized TANH output off NNAPI's fixed scale (PT2E int8 models) in float, then QUANTIZE.
+
+    LiteRT maps each quantized input value through quantize(tanh(dequantize(q))); so does the float form. (Its
+    quantized LOGISTIC takes only the output scale NNAPI fixes, so the spec's refusal stands for it.)"""
     op = Op.LOGISTIC if node.op == "LOGISTIC" else Op.TANH
-    emit(ctx, op, [ctx.operand(node.inputs[0])], ctx.output(node.outputs[0]))
+    x_t, out_t = node.inputs[0], node.outputs[0]
+    if op == Op.TANH and is_quantized(ctx, out_t) and not _fixed_scale(op, ctx.nnapi_type(x_t)[0],
+                                                                        ctx.nnapi_type(out_t)[0]):
+        via_float(ctx, node, node.op, lambda c, xs, y: emit(c, op, xs, y))
+        return
+    emit(ctx, op, [ctx.operand(x_t)], ctx.output(out_t))
+
+
+def _fixed_scale(op: Op, x_type, out_type) -> bool:
+    """Does NNAPI's `op` take this quantized output (its spec fixes the output scale and zero point)?"""
+    m = nnapi.Model()
+    ins = m.add_operand(x_type)
+    outs = m.add_operand(out_type)
+    m.add_operation(op, [ins], [outs])
+    return not any("must have scale" in p for p in SPECS[op].problems(m, 0))
 
 
 def _elu_body(ctx, xs, out):

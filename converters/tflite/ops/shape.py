@@ -266,6 +266,10 @@ def broadcast_to(node, ctx):
     if any(s not in (1, t) for s, t in zip(shape, target)):
         raise Unsupported(Reason.INVALID, f"{name(ctx, x)} of shape {shape} does not broadcast to {target}")
     src = ctx.operand(x)
+    if otype(ctx, src).code == C.TENSOR_BOOL8:  # TILE takes no bool: AND with all-true broadcasts it exactly
+        ctx.emit_form(Op.LOGICAL_AND, "default", [ctx.output(node.outputs[0])], input1=src,
+                      input2=ctx.const(np.ones(target, bool)))
+        return
     if len(shape) != rank and any(s != t for s, t in zip(shape, target)):
         aligned = temp(ctx, x, shape, "aligned")
         reshape(ctx, src, aligned, shape)

@@ -105,9 +105,33 @@ def test_resize_cubic_is_reported():
     assert node.reason_code == "unsupported_attribute" and "cubic" in node.reason
 
 
-def test_depth_to_space_crd_is_reported():
-    data = model([h.make_node("Concat", ["in", "in"], ["c"], axis=1),
-                  h.make_node("DepthToSpace", ["c"], ["y"], blocksize=2, mode="CRD")])
+@pytest.mark.parametrize("channels,block", [(8, 2), (18, 3), (4, 2), (32, 4)])
+@pytest.mark.parametrize("conv_first", [False, True])
+def test_depth_to_space_crd(channels, block, conv_first):
+    """CRD as a channel GATHER then DEPTH_TO_SPACE (DCR); with one output channel the orders agree."""
+    nodes = [h.make_node("DepthToSpace", ["c"], ["y"], blocksize=block, mode="CRD")]
+    inits = {}
+    if conv_first:  # the input arrives NHWC from a Conv
+        nodes.insert(0, h.make_node("Conv", ["x", "w"], ["c"]))
+        inits["w"] = RNG.normal(size=(channels, 3, 1, 1)).astype(np.float32)
+    data = make_model(nodes, [("x" if conv_first else "c", np.float32, [1, 3 if conv_first else channels, 2, 3])],
+                      ["y"], inits, opset=13)
+    r = verify_levels(data, levels=(3, 8), need_level=3)[8]
+    ops = [o.code.name for o in r.model.operations]
+    assert ops.count("GATHER") == (channels > block * block) and "DEPTH_TO_SPACE" in ops
+
+
+def test_depth_to_space_crd_quantized():
+    p = {"s": np.float32(0.02), "z": np.uint8(120)}
+    nodes = [h.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             h.make_node("DepthToSpace", ["q"], ["d"], blocksize=2, mode="CRD"),
+             h.make_node("DequantizeLinear", ["d", "s", "z"], ["y"])]
+    verify_levels(make_model(nodes, [("x", np.float32, [1, 8, 2, 3])], ["y"], p, opset=13), levels=(3, 4, 8),
+                  need_level=3)
+
+
+def test_space_to_depth_mode_is_reported():
+    data = model([h.make_node("SpaceToDepth", ["in"], ["y"], blocksize=1, mode="CRD")])
     assert "CRD" in convert(data, 8).unsupported[0].reason
 
 

@@ -35,6 +35,15 @@ def test_logistic_tanh(op, type_name, out_q, need):
     check_levels(op_model(op, [type_name], type_name, out_q=out_q), need)
 
 
+@pytest.mark.parametrize("level", (3, 4, 8))
+@pytest.mark.parametrize("type_name,out_q", [("int8", dict(scale=0.0035, zero_point=-32)),
+                                             ("uint8", dict(scale=0.01, zero_point=100))])
+def test_tanh_with_another_output_scale_runs_in_float(type_name, out_q, level):
+    """PT2E int8 models give TANH their own output scale, which LiteRT takes and NNAPI's TANH does not."""
+    check_levels(op_model("TANH", [type_name], type_name, out_q=out_q), 3, levels=(level,),
+                 expect_ops=["DEQUANTIZE", "TANH", "QUANTIZE"])
+
+
 def test_logistic_with_another_output_scale_is_reported():
     data = op_model("LOGISTIC", ["uint8"], "uint8", out_q=dict(scale=1 / 128, zero_point=0))
     assert unsupported_reason(data, 8).reason_code == "quantization_type"

@@ -74,3 +74,17 @@ def test_bool_shape_ops_match_litert(how, level):
 
 def test_bool_reshape_below_level_3_is_too_low():
     assert unsupported_reason(bool_movement("RESHAPE"), 2).reason_code == "feature_level_too_low"
+
+
+@pytest.mark.parametrize("level", [3, 8])
+def test_bool_broadcast_to_matches_litert(level):
+    """BROADCAST_TO of a bool mask (litert-torch's ViT): LOGICAL_AND with all-true (TILE takes no bool)."""
+    g = GraphBuilder()
+    x = g.input("x", [1, 1, 5], "FLOAT32")
+    c = g.tensor("c", [1, 1, 5], "BOOL")
+    g.op("LESS", [x, g.const("zero", np.array(0.0, np.float32))], [c])
+    out = g.tensor("out", [2, 3, 5], "BOOL")
+    g.op("BROADCAST_TO", [c, g.const("shape", np.asarray([2, 3, 5], np.int32))], [out], version=2)
+    g.output(out)
+    result = assert_matches_litert(g.finish(), level, seeds=(0, 1, 2))
+    assert result.nodes[1].nnapi_ops == ["LOGICAL_AND"]

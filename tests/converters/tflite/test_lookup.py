@@ -54,6 +54,87 @@ def test_hybrid_embedding_lookup_with_zero_point_is_reported():
     assert node.reason_code == "quantization_type" and "'values'" in node.reason
 
 
+def gather_nd_model(params_shape, idx_shape, type_name="float32", const_idx=None):
+    """GATHER_ND of float32 / quantized params by run-time int32 indices (the harness draws them from [0, 4))
+    or by constant ones."""
+    dt, q = TYPES[type_name]
+    g = GraphBuilder()
+    params = g.input("params", params_shape, dt, **q)
+    idx = g.input("indices", idx_shape, "INT32") if const_idx is None else g.const("indices", const_idx)
+    k = idx_shape[-1]
+    out = g.tensor("out", [*idx_shape[:-1], *params_shape[k:]], dt, **q)
+    g.op("GATHER_ND", [params, idx], [out], "GatherNdOptions")
+    g.output(out)
+    return g.finish()
+
+
+@pytest.mark.parametrize("level", (3, 4, 8))
+@pytest.mark.parametrize("params_shape,idx_shape", [([4, 4, 3], [2, 2]), ([4, 5, 4], [3, 1]), ([4, 4, 4], [2, 2, 3]),
+                                                    ([4, 6], [2])])
+def test_gather_nd(params_shape, idx_shape, level):
+    const = np.random.default_rng(5).integers(0, 4, idx_shape).astype(np.int32)
+    check_levels(gather_nd_model(params_shape, idx_shape, const_idx=const), 3, level)
+    # one index component is the row itself; more need int32 MUL / ADD (feature level 4)
+    check_levels(gather_nd_model(params_shape, idx_shape), 3 if idx_shape[-1] == 1 else 4, level)
+
+
+@pytest.mark.parametrize("type_name", ["uint8", "int8", "int32"])
+def test_gather_nd_types(type_name):
+    check_levels(gather_nd_model([4, 4, 3], [2, 2], type_name), 4, 8)
+
+
+def test_gather_nd_out_of_range_is_reported():
+    node = unsupported_reason(gather_nd_model([4, 4, 3], [1, 2], const_idx=np.array([[1, -1]], np.int32)), 8)
+    assert node.reason_code == "invalid_node" and "outside" in node.reason
+
+
+def per_row_model(table, axis=0):
+    """EMBEDDING_LOOKUP of int8 rows with one scale per row (AI Edge Quantizer's hybrid form), float output."""
+    g = GraphBuilder()
+    idx = g.input("indices", [3], "INT32")
+    scales = np.linspace(0.03, 2.5, table.shape[axis]).astype(np.float32)
+    values = g.const("values", table, "INT8", scale=scales, zero_point=0, axis=axis)
+    out = g.tensor("out", [3, *table.shape[1:]], "FLOAT32")
+    g.op("EMBEDDING_LOOKUP", [idx, values], [out])
+    g.output(out)
+    return g.finish()
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("shape", [(4, 10), (4, 5, 2), (4, 3, 2, 2)])
+def test_per_row_hybrid_embedding_lookup(shape, level):
+    table = (np.arange(np.prod(shape)).reshape(shape) * 37 % 255 - 127).astype(np.int8)
+    result = check_levels(per_row_model(table), 3, level)
+    if result is not None:
+        assert result.nodes[0].nnapi_ops == ["EMBEDDING_LOOKUP", "DEQUANTIZE", "EMBEDDING_LOOKUP", "MUL"]
+
+
+@pytest.mark.parametrize("level", (3, 4, 8))
+@pytest.mark.parametrize("per_row", [True, False])
+@pytest.mark.parametrize("shape", [(4, 6), (4, 5), (4, 3, 3)])
+def test_int4_hybrid_embedding_lookup(shape, per_row, level):
+    """INT4 values two to a byte (low nibble first; with an odd row length LiteRT starts row r at byte
+    floor(r * cols / 2)), per-row or per-tensor scales: unpacked to an int8 table at conversion."""
+    vals = np.random.default_rng(7).integers(-8, 8, size=shape).astype(np.int8)
+    nibbles = vals.reshape(-1).astype(np.uint8) & 0xF
+    nibbles = np.concatenate([nibbles, np.zeros(len(nibbles) % 2, np.uint8)])
+    packed = (nibbles[0::2] | (nibbles[1::2] << 4)).astype(np.uint8)
+    g = GraphBuilder()
+    idx = g.input("indices", [3], "INT32")
+    scale = np.linspace(0.03, 2.5, shape[0]).astype(np.float32) if per_row else 0.37
+    values = g.tensor("values", shape, "INT4", scale=scale, zero_point=0, axis=0, data=packed)
+    out = g.tensor("out", [3, *shape[1:]], "FLOAT32")
+    g.op("EMBEDDING_LOOKUP", [idx, values], [out])
+    g.output(out)
+    check_levels(g.finish(), 3, level)
+
+
+def test_per_channel_hybrid_off_the_rows_is_reported():
+    table = (np.arange(40).reshape(4, 10) - 20).astype(np.int8)
+    node = unsupported_reason(per_row_model(table, axis=1), 8)
+    assert node.reason_code == "quantization_type" and "one per row" in node.reason
+
+
 def hashtable_model(type_name, keys=(0, 1, 3, 7)):
     dt, q = TYPES[type_name]
     g = GraphBuilder()

@@ -188,6 +188,12 @@ def test_cast(src, dst, version):
     check_levels(data, 3, inputs=seeded_inputs(data, low=-100, high=100))
 
 
+def test_cast_to_bool_of_nan_inf_and_zeros():
+    """NOT_EQUAL(x, 0): NaN and infinities are true, -0.0 is false, as in LiteRT."""
+    x = np.array([np.nan, 0.0, -0.0, np.inf, -np.inf, 1e-30, -2.0, 0.5, 0.0, np.nan] * 3, np.float32)
+    assert_matches_litert(op_model("CAST", ["float32"], "bool"), 8, inputs=[x.reshape(SHAPE)])
+
+
 def test_cast_of_int8_is_reported():
     node = unsupported_reason(op_model("CAST", ["int8"], "float32", version=3), 8)
     assert node.reason_code == "operand_type"
