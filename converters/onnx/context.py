@@ -35,7 +35,7 @@ from ..pins import pin_hint
 INDEX_OUTPUTS = {"ArgMax": (0,), "ArgMin": (0,), "TopK": (1,)}
 INDEX_NOTE = "int64 -> int32: NNAPI indices are int32"
 INPUT_NOTE = "int64 -> int32: NNAPI has no int64 tensors (the values must lie in int32's range)"
-CAST_NOTE = "int64 computed at run time -> int32: NNAPI has no int64 tensors (the values must lie in int32's range)"
+CAST_NOTE = "int64 -> int32: computed at run time, and NNAPI has no int64 tensors (the values must lie in int32's range)"
 
 
 class OnnxContext(FusionPlans, ConversionContext):

@@ -101,7 +101,7 @@ def test_int64_position_ids_computed_at_run_time_are_int32():
     assert result.complete, [(n.op, n.reason) for n in result.unsupported]
     assert not parity(result, data, inputs=[ids])
     cast = result.nodes[2]
-    assert cast.note.startswith("int64 computed at run time -> int32") and "'mask' and what is computed" in cast.note
+    assert cast.note.startswith("int64 -> int32: computed at run time") and "'mask' and what is computed" in cast.note
 
 
 def _loop(body_nodes, initializers=()):
