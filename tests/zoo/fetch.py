@@ -2,10 +2,13 @@
 
 Wheels are downloaded with `pip download --no-deps PACKAGE==VERSION` into the cache folder
 (`NNAPI_ZOO_CACHE`, by default `~/.cache/nnapi-zoo`) and the member is read straight out of the wheel
-into `<cache>/models/`. Nothing is written half: every file lands through a rename.
+into `<cache>/models/`. Nothing is written half: every file lands through a rename. Light models are
+materialised into a temporary folder for one run and deleted after it (`model_file`): their random
+weights would otherwise fill the cache (vgg19 alone is 575 MB).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -40,17 +43,17 @@ def _atomic_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+def _cached_wheels(pin: str) -> list[Path]:
+    package, version = pin.split("==")
+    stem = package.replace("-", "_").lower() + "-" + version + "-"
+    return sorted(p for p in (cache_dir() / "wheels").glob("*.whl") if p.name.lower().startswith(stem))
+
+
 def wheel_path(pin: str) -> Path:
     """The downloaded wheel of `pin` (PACKAGE==VERSION), fetched once."""
-    package, version = pin.split("==")
     folder = cache_dir() / "wheels"
     folder.mkdir(parents=True, exist_ok=True)
-    stem = package.replace("-", "_").lower() + "-" + version + "-"
-
-    def found():
-        return sorted(p for p in folder.glob("*.whl") if p.name.lower().startswith(stem))
-
-    if not found():
+    if not _cached_wheels(pin):
         with tempfile.TemporaryDirectory(dir=folder) as tmp:
             proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
                                    "-q", "-d", tmp, pin], capture_output=True, text=True)
@@ -59,9 +62,9 @@ def wheel_path(pin: str) -> Path:
                 raise FetchError(f"pip download {pin} failed: {why}")
             for p in Path(tmp).glob("*.whl"):
                 os.replace(p, folder / p.name)
-    wheels = found()
+    wheels = _cached_wheels(pin)
     if not wheels:
-        raise FetchError(f"pip download {pin} gave no wheel named {stem}*.whl")
+        raise FetchError(f"pip download {pin} gave no wheel named like {pin.replace('==', '-')}*.whl")
     return wheels[-1]
 
 
@@ -79,14 +82,35 @@ def wheel_member(pin: str, member: str) -> Path:
     return target
 
 
-def model_path(model: ZooModel) -> Path:
-    """The file to run for `model`: its committed or extracted file, materialised if it is light."""
+def stored_path(model: ZooModel) -> Path:
+    """`model`'s committed or extracted file, as stored (a light model not yet materialised)."""
     if model.file:
         path = ZOO_DIR / model.file
         if not path.exists():
             raise FetchError(f"{model.id}: {model.file} is missing (regenerate it with {model.script})")
-    else:
-        path = wheel_member(model.wheel, model.member)
+        return path
+    return wheel_member(model.wheel, model.member)
+
+
+@contextlib.contextmanager
+def model_file(model: ZooModel):
+    """The file to run for `model` while the block runs; a light model is materialised into a temporary
+    folder that is deleted afterwards."""
+    path = stored_path(model)
+    if not model.light:
+        yield path
+        return
+    from .light import materialise
+    with tempfile.TemporaryDirectory(prefix="nnapi-zoo-light-") as tmp:
+        target = Path(tmp) / (model.id.replace("/", "__") + ".onnx")
+        target.write_bytes(materialise(path.read_bytes(), seed_text=model.id))
+        yield target
+
+
+def model_path(model: ZooModel) -> Path:
+    """The file to run for `model`, kept: a light model is materialised once into `<cache>/light/`
+    (for `benchmarks.run --zoo`, which times it many times; the zoo's own runs use `model_file`)."""
+    path = stored_path(model)
     if model.light:
         from .light import materialise
         target = cache_dir() / "light" / (model.id.replace("/", "__") + ".onnx")
@@ -94,3 +118,44 @@ def model_path(model: ZooModel) -> Path:
             _atomic_bytes(target, materialise(path.read_bytes(), seed_text=model.id))
         path = target
     return path
+
+
+def in_ci() -> bool:
+    """CI sets CI=true; there the zoo is never skipped (it is online by definition)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def missing_wheels(pins: set[str]) -> str | None:
+    """Fetch every wheel of `pins`; None when all are in the cache, else one line saying what is needed
+    (the first download that failed stops the rest: offline, each would fail the same way)."""
+    for pin in sorted(pins):
+        try:
+            wheel_path(pin)
+        except FetchError as e:
+            rest = sorted(p for p in pins if not _cached_wheels(p))
+            return (f"the zoo needs {len(rest)} pinned wheel(s) from PyPI ({', '.join(rest)}) in "
+                    f"NNAPI_ZOO_CACHE={cache_dir()} and could not download them ({e})")
+    return None
+
+
+
+def skip_offline(why: str) -> None:
+    """In a test: skip, saying what the zoo needs; under CI (online by definition) fail instead."""
+    import pytest
+    if in_ci():
+        pytest.fail(f"{why} (CI is online: the zoo never skips there)")
+    pytest.skip(f"offline: {why}")
+
+
+def member_for_test(package: str, member_name: str) -> Path:
+    """The file of the zoo model whose wheel is `package` and whose member is named `member_name`, fetched
+    into NNAPI_ZOO_CACHE (the manifest holds the pin); offline, the test skips (fails under CI)."""
+    from .manifest import load
+    found = [m for m in load() if m.wheel and m.wheel.split("==")[0] == package
+             and m.member.rsplit("/", 1)[-1] == member_name]
+    if not found:
+        raise LookupError(f"no zoo model from {package} has a member named {member_name}")
+    try:
+        return stored_path(found[0])
+    except FetchError as e:
+        skip_offline(f"{found[0].id} needs {found[0].wheel} from PyPI in NNAPI_ZOO_CACHE={cache_dir()}: {e}")

@@ -16,7 +16,7 @@ MANIFEST_DIR = ZOO_DIR / "manifest"
 STATUSES = ("full", "partial", "none")
 _KEYS = {"id", "category", "file", "script", "wheel", "member", "light", "licence", "input_shapes", "dims",
          "inputs", "steps", "expect", "expect_reasons", "why", "notes", "feature_level", "samples",
-         "reference"}
+         "reference", "known_gap"}
 
 
 class ManifestError(ValueError):
@@ -42,9 +42,10 @@ class ZooModel:
     expect_reasons: dict = field(default_factory=dict)
     why: str = ""
     notes: str = ""
-    feature_level: int = 8
-    samples: int = 1
+    feature_level: int = 8             # coverage, convert and parity's --feature-level
+    samples: int = 3                   # parity's --samples (seeded random inputs, or draws of `inputs`)
     reference: Optional[str] = None    # parity's --reference, where the default cannot run the model
+    known_gap: str = ""                # what keeps the model from its `expect` today (shown in the table)
 
     @property
     def format(self) -> str:
@@ -76,6 +77,11 @@ def _check_entry(raw: dict, where: str) -> ZooModel:
         raise ManifestError(f"{where}: expect = \"none\" needs `why`")
     if raw["expect"] == "partial" and not raw.get("expect_reasons"):
         raise ManifestError(f"{where}: expect = \"partial\" needs `expect_reasons` (reason code -> node count)")
+    if "known_gap" in raw and (not isinstance(raw["known_gap"], str) or not raw["known_gap"].strip()):
+        raise ManifestError(f"{where}: `known_gap` must say what is missing (a non-empty string)")
+    for key, low, high in (("samples", 1, 100), ("feature_level", 1, 8), ("steps", 1, 10000)):
+        if key in raw and not (type(raw[key]) is int and low <= raw[key] <= high):
+            raise ManifestError(f"{where}: `{key}` must be an integer from {low} to {high}")
     for name, spec in (raw.get("inputs") or {}).items():
         if not isinstance(spec, dict) or len(spec) != 1 or next(iter(spec)) not in ("range", "value"):
             raise ManifestError(f"{where}: inputs.{name} must be {{range = [lo, hi]}} or {{value = V}}")
