@@ -58,7 +58,7 @@ def wheel_path(pin: str) -> Path:
             proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
                                    "-q", "-d", tmp, pin], capture_output=True, text=True)
             if proc.returncode != 0:
-                why = proc.stderr.strip().splitlines()[-1:] or proc.returncode
+                why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
                 raise FetchError(f"pip download {pin} failed: {why}")
             for p in Path(tmp).glob("*.whl"):
                 os.replace(p, folder / p.name)

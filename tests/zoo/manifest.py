@@ -6,7 +6,7 @@ not a model that silently runs without its pins.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
@@ -93,13 +93,17 @@ def _check_entry(raw: dict, where: str) -> ZooModel:
 
 
 def load(directory: Path = MANIFEST_DIR) -> list[ZooModel]:
-    """Every manifest entry, in file-name then file order; ids are unique."""
-    models, seen = [], {}
+    """Every manifest entry, in file-name then file order; ids are unique. A file's `[known_gaps]` table
+    (model id -> what is missing) gives `known_gap` to models whose manifest a script writes."""
+    models, seen, gaps = [], {}, {}
     for path in sorted(Path(directory).glob("*.toml")):
         try:
             data = tomllib.loads(path.read_text())
         except tomllib.TOMLDecodeError as e:
             raise ManifestError(f"{path.name}: not valid TOML ({e})") from None
+        unknown = set(data) - {"model", "known_gaps"}
+        if unknown:
+            raise ManifestError(f"{path.name}: unknown table(s) {sorted(unknown)} (known: model, known_gaps)")
         for k, raw in enumerate(data.get("model", [])):
             where = f"{path.name}: model {k} ({raw.get('id', '?')})"
             m = _check_entry(raw, where)
@@ -107,6 +111,17 @@ def load(directory: Path = MANIFEST_DIR) -> list[ZooModel]:
                 raise ManifestError(f"{where}: id {m.id!r} is already used in {seen[m.id]}")
             seen[m.id] = path.name
             models.append(m)
+        gaps.update({model_id: (path.name, text) for model_id, text in data.get("known_gaps", {}).items()})
+    for model_id, (name, text) in gaps.items():
+        k = next((k for k, m in enumerate(models) if m.id == model_id), None)
+        where = f"{name}: known_gaps.{model_id}"
+        if k is None:
+            raise ManifestError(f"{where}: no model has this id")
+        if not isinstance(text, str) or not text.strip():
+            raise ManifestError(f"{where}: must say what is missing (a non-empty string)")
+        if models[k].known_gap:
+            raise ManifestError(f"{where}: {models[k].manifest} gives this model a known_gap already")
+        models[k] = replace(models[k], known_gap=text)
     return models
 
 

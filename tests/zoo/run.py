@@ -111,13 +111,14 @@ def _reasons(nodes: list) -> dict:
 
 def _worst_error(report: dict) -> tuple[float | None, float | None]:
     """The largest error over every output (or partition output), and the worst error as a ratio of its
-    allowance: over those outputs, or, under the local verdict, over the operations (stored units)."""
+    allowance: over those outputs, or, under the local verdict, over the operations."""
     outs = list(report.get("outputs") or [])
     for p in report.get("partitions") or []:
         outs += p.get("outputs") or []
     worst = max((o["max_abs_error"] for o in outs if o.get("max_abs_error") is not None), default=None)
-    if (report.get("verdict") or {}).get("rule") == "local":
-        pairs = [(e.get("max_units"), e.get("allowed")) for e in report.get("local") or []]
+    if (report.get("verdict") or {}).get("rule") == "local":   # stored units where the operation has them
+        pairs = [(e["max_units"] if e.get("max_units") is not None else e.get("max_abs_error"), e.get("allowed"))
+                 for e in report.get("local") or []]
     else:
         pairs = [(o.get("max_abs_error"), o.get("allowed")) for o in outs]
     ratio = max((err / allowed for err, allowed in pairs if err is not None and allowed), default=None)

@@ -296,3 +296,26 @@ def test_only_fetch_py_knows_where_the_zoo_cache_is():
                for p in (repo / folder).rglob("*.py")
                if default in p.read_text() and p != repo / "tests" / "zoo" / "fetch.py"]
     assert not spelled, f"{spelled} spell out the zoo cache; use tests.zoo.fetch (cache_dir, member_for_test)"
+
+
+def test_the_worst_error_ratio_reads_the_verdict_that_judges():
+    outputs = [{"max_abs_error": 46.0, "allowed": 1.0}]
+    local = [{"max_units": 1.0, "max_abs_error": 0.05, "allowed": 1.0},
+             {"max_units": None, "max_abs_error": 0.000239, "allowed": 4.64e-05}]   # a float operation
+    worst, ratio = run._worst_error({"outputs": outputs, "local": local, "verdict": {"rule": "local"}})
+    assert worst == 46.0 and ratio == pytest.approx(0.000239 / 4.64e-05)
+    worst, ratio = run._worst_error({"outputs": [], "partitions": [{"outputs": [{"max_abs_error": 2e-6,
+                                                                               "allowed": 1e-5}]}]})
+    assert worst == 2e-6 and ratio == pytest.approx(0.2)
+
+
+def test_known_gaps_table_reaches_the_models_of_generated_manifests(tmp_path):
+    (tmp_path / "b.toml").write_text('[known_gaps]\n"x/y" = "the custom op has no NNAPI form yet"\n')
+    (m,) = manifest.load(_write(tmp_path, GOOD))
+    assert m.known_gap == "the custom op has no NNAPI form yet"
+    (tmp_path / "b.toml").write_text('[known_gaps]\n"x/z" = "?"\n')
+    with pytest.raises(manifest.ManifestError, match="known_gaps.x/z: no model has this id"):
+        manifest.load(tmp_path)
+    (tmp_path / "b.toml").write_text('[known_gaps]\n"x/y" = "again"\n')
+    with pytest.raises(manifest.ManifestError, match="already"):
+        manifest.load(_write(tmp_path, GOOD + 'known_gap = "inline"\n'))
