@@ -90,7 +90,9 @@ def main(argv=None) -> int:
     elif args.doc:
         table.write_text(Path(args.doc), table.render(rows))
     if args.update_baseline:
-        data, refusals = ratchet.update(rows, baseline, set(args.accept_regression), {m.id for m in everything})
+        # read again: another run may have recorded other models meanwhile
+        data, refusals = ratchet.update(rows, ratchet.load(), set(args.accept_regression),
+                                        {m.id for m in everything})
         if refusals:
             print("not updating tests/zoo/baseline.json: it would loosen these (rerun with --accept-regression "
                   "MODEL for each one you mean to accept, and say why in the change's note):", file=sys.stderr)

@@ -92,9 +92,13 @@ def compare(row: dict, base: Optional[dict]) -> tuple[list[str], list[str]]:
     if mf is not None and bmf is not None and abs(mf - bmf) > 1e-6:
         (worse if mf < bmf else better).append(f"MACs on NNAPI {mf:.2%} (baseline {bmf:.2%})")
     _lower("partitions", now["partitions"], base.get("partitions"), worse, better)
-    if now["status"] != "error":   # a run that stopped early says nothing about reasons and pins
-        _counts("reason", now["reasons"], base.get("reasons") or {}, worse, better)
-        _counts("pins needed for", now["pins_needed"], base.get("pins_needed") or {}, worse, better)
+    for name, what in (("reasons", "reason"), ("pins_needed", "pins needed for")):
+        if now["status"] == "error":   # a run that stopped early says nothing about reasons and pins
+            continue
+        if name not in base:           # an entry from before the figure was recorded
+            better.append(f"{name} now recorded: record them")
+        else:
+            _counts(what, now[name], base[name], worse, better)
     rank, base_rank = _PARITY_RANK[now["parity"]], _PARITY_RANK[base.get("parity", "n/a")]
     if rank != base_rank:
         (worse if rank < base_rank else better).append(

@@ -111,17 +111,15 @@ def _reasons(nodes: list) -> dict:
 
 def _worst_error(report: dict) -> tuple[float | None, float | None]:
     """The largest error over every output (or partition output), and the worst error as a ratio of its
-    allowance: over those outputs, or, under the local verdict, over the operations."""
+    allowance: over those outputs or, under the local verdict, over the operations it judges (`allowed`
+    bounds `max_abs_error` in both: stored units for integer tensors, values for float ones)."""
     outs = list(report.get("outputs") or [])
     for p in report.get("partitions") or []:
         outs += p.get("outputs") or []
     worst = max((o["max_abs_error"] for o in outs if o.get("max_abs_error") is not None), default=None)
-    if (report.get("verdict") or {}).get("rule") == "local":   # stored units where the operation has them
-        pairs = [(e["max_units"] if e.get("max_units") is not None else e.get("max_abs_error"), e.get("allowed"))
-                 for e in report.get("local") or []]
-    else:
-        pairs = [(o.get("max_abs_error"), o.get("allowed")) for o in outs]
-    ratio = max((err / allowed for err, allowed in pairs if err is not None and allowed), default=None)
+    judged = report.get("local") or [] if (report.get("verdict") or {}).get("rule") == "local" else outs
+    ratio = max((e["max_abs_error"] / e["allowed"] for e in judged
+                 if e.get("max_abs_error") is not None and e.get("allowed")), default=None)
     return worst, ratio
 
 

@@ -300,10 +300,13 @@ def test_only_fetch_py_knows_where_the_zoo_cache_is():
 
 def test_the_worst_error_ratio_reads_the_verdict_that_judges():
     outputs = [{"max_abs_error": 46.0, "allowed": 1.0}]
-    local = [{"max_units": 1.0, "max_abs_error": 0.05, "allowed": 1.0},
-             {"max_units": None, "max_abs_error": 0.000239, "allowed": 4.64e-05}]   # a float operation
+    local = [{"max_units": 1.0, "max_abs_error": 1.0, "allowed": 1.0},           # an int8 operation
+             {"max_units": None, "max_abs_error": 0.000239, "allowed": 4.64e-05},  # a float operation
+             {"max_units": 0.0366, "max_abs_error": 9.7e-05, "allowed": 7.7e-04}]  # a recurrent state
     worst, ratio = run._worst_error({"outputs": outputs, "local": local, "verdict": {"rule": "local"}})
     assert worst == 46.0 and ratio == pytest.approx(0.000239 / 4.64e-05)
+    worst, ratio = run._worst_error({"outputs": outputs, "local": local[::2], "verdict": {"rule": "local"}})
+    assert ratio == 1.0
     worst, ratio = run._worst_error({"outputs": [], "partitions": [{"outputs": [{"max_abs_error": 2e-6,
                                                                                "allowed": 1e-5}]}]})
     assert worst == 2e-6 and ratio == pytest.approx(0.2)
