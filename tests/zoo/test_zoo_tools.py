@@ -272,6 +272,20 @@ def test_a_light_model_is_materialised_for_one_run_and_deleted(monkeypatch, tmp_
     assert not any((tmp_path / "cache").rglob("*.onnx"))                  # nothing left in the cache
 
 
+def test_a_wheel_member_is_read_for_one_run_and_only_the_wheel_is_kept(monkeypatch, tmp_path):
+    import zipfile
+    monkeypatch.setenv("NNAPI_ZOO_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "cache" / "wheels").mkdir(parents=True)
+    with zipfile.ZipFile(tmp_path / "cache" / "wheels" / "pkg-1.0-py3-none-any.whl", "w") as z:
+        z.writestr("pkg/models/m.onnx", _light_model())
+    m = manifest.ZooModel(id="x/wheel", category="c", licence="MIT", expect="full", manifest="a.toml",
+                          wheel="pkg==1.0", member="pkg/models/m.onnx")
+    with fetch.model_file(m) as path:
+        assert path.name == "m.onnx" and path.read_bytes() == _light_model()
+    assert not path.exists()
+    assert [p.name for p in (tmp_path / "cache").rglob("*") if p.is_file()] == ["pkg-1.0-py3-none-any.whl"]
+
+
 def test_offline_the_zoo_says_in_one_line_what_it_needs(monkeypatch, tmp_path):
     monkeypatch.setenv("NNAPI_ZOO_CACHE", str(tmp_path))
     monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")      # nothing listens there: offline

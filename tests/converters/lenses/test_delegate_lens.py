@@ -270,7 +270,7 @@ def test_cli_lens_json_and_side_by_side(tmp_path, capsys):
 def _zoo(package, member):
     """A zoo model's bytes, fetched into NNAPI_ZOO_CACHE as the zoo does (offline: skipped, failed under CI)."""
     from tests.zoo.fetch import member_for_test
-    return member_for_test(package, member).read_bytes()
+    return member_for_test(package, member)
 
 
 @pytest.mark.parametrize("wheel,member,op", [("mediapipe", "face_landmark.tflite", "PRELU"),
