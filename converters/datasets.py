@@ -159,7 +159,7 @@ def npz_samples(path: str, graph) -> list[list[np.ndarray]]:
         counts = {a.shape[0] for a in arrays}
         if len(counts) != 1:
             raise DatasetError(f"{path}: the arrays' leading sample axes differ ({sorted(counts)})")
-        return [[a[s] for a in arrays] for s in range(counts.pop())]
+        return [[np.asarray(a[s]) for a in arrays] for s in range(counts.pop())]   # a rank-0 input stays an array
     if any(stacked):
         names = [graph.tensors[i].name for i, s in zip(graph.inputs, stacked) if s]
         raise DatasetError(f"{path}: only some arrays have a leading sample axis ({names}); give every input one "

@@ -16,6 +16,7 @@ Reproduce one saved input:  python -m fuzz.fuzz_readers --target T --replay FILE
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import multiprocessing as mp
 import os
 import signal
@@ -60,6 +61,9 @@ def make_input(target: str, seed: int, k: int, corpus: list[tuple[str, bytes]]) 
 
 def _worker(conn, target: str, memory_bytes: int, workdir: str) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # a crash here is a finding the parent reports; a faulthandler inherited from the parent (pytest
+    # enables one) would also dump "Fatal Python error" and a traceback onto the terminal
+    faulthandler.disable()
     if memory_bytes:
         targets.set_memory_limit(memory_bytes)
     import warnings

@@ -97,3 +97,15 @@ def test_folder_errors_name_the_problem(tmp_path):
     with pytest.raises(ParityError, match="--preprocess applies"):
         check(str(SAMPLES / "mobilenet_float.tflite"), preprocess="scale=1")
     assert main(["parity", str(SAMPLES / "mobilenet_float.tflite"), "--inputs", str(empty)]) == 3
+
+
+def test_a_scalar_input_along_a_leading_sample_axis_stays_an_array(tmp_path):
+    # a rank-0 input (Silero VAD's sample rate) stacked over samples is a 1-D array; each sample must get a
+    # 0-d array back, not a numpy scalar (onnxruntime refuses "object of type numpy.int64")
+    from converters.datasets import npz_samples
+    from converters.source_graph import SourceGraph, SourceTensor
+    graph = SourceGraph("g", [SourceTensor(0, "sr", (), np.dtype(np.int64))], [], [0], [0])
+    np.savez(tmp_path / "in.npz", sr=np.array([16000, 16000, 8000], np.int64))
+    samples = npz_samples(str(tmp_path / "in.npz"), graph)
+    assert [type(x) for (x,) in samples] == [np.ndarray] * 3
+    assert [x.shape for (x,) in samples] == [()] * 3 and int(samples[2][0]) == 8000

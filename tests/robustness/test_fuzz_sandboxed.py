@@ -48,3 +48,18 @@ def test_sandbox_reports_crashes_hangs_and_memory(monkeypatch, fake, status):
     assert [s for s, _ in results] == [status, status], results
     if status == "crash":
         assert "SIGSEGV" in results[0][1]
+
+
+def _faulthandler_state(target, data, workdir):
+    import faulthandler
+    return "ok", f"faulthandler enabled: {faulthandler.is_enabled()}"
+
+
+def test_the_sandboxed_worker_does_not_inherit_faulthandler(monkeypatch):
+    # pytest enables faulthandler; a forked worker that kept it would print "Fatal Python error:
+    # Segmentation fault" and a traceback for every crash the sandbox exists to catch and report
+    monkeypatch.setattr(targets, "check", _faulthandler_state)
+    import faulthandler
+    assert faulthandler.is_enabled()          # under pytest: the premise of this test
+    results = fuzz_readers.run_batch("nnapi", [b"x"], timeout_s=5.0, memory_mb=MEMORY_MB)
+    assert results == [("ok", "faulthandler enabled: False")]

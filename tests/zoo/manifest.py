@@ -6,7 +6,7 @@ not a model that silently runs without its pins.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
@@ -16,7 +16,7 @@ MANIFEST_DIR = ZOO_DIR / "manifest"
 STATUSES = ("full", "partial", "none")
 _KEYS = {"id", "category", "file", "script", "wheel", "member", "light", "licence", "input_shapes", "dims",
          "inputs", "steps", "expect", "expect_reasons", "why", "notes", "feature_level", "samples",
-         "reference"}
+         "reference", "known_gap"}
 
 
 class ManifestError(ValueError):
@@ -42,9 +42,10 @@ class ZooModel:
     expect_reasons: dict = field(default_factory=dict)
     why: str = ""
     notes: str = ""
-    feature_level: int = 8
-    samples: int = 1
+    feature_level: int = 8             # coverage, convert and parity's --feature-level
+    samples: int = 3                   # parity's --samples (seeded random inputs, or draws of `inputs`)
     reference: Optional[str] = None    # parity's --reference, where the default cannot run the model
+    known_gap: str = ""                # what keeps the model from its `expect` today (shown in the table)
 
     @property
     def format(self) -> str:
@@ -76,6 +77,11 @@ def _check_entry(raw: dict, where: str) -> ZooModel:
         raise ManifestError(f"{where}: expect = \"none\" needs `why`")
     if raw["expect"] == "partial" and not raw.get("expect_reasons"):
         raise ManifestError(f"{where}: expect = \"partial\" needs `expect_reasons` (reason code -> node count)")
+    if "known_gap" in raw and (not isinstance(raw["known_gap"], str) or not raw["known_gap"].strip()):
+        raise ManifestError(f"{where}: `known_gap` must say what is missing (a non-empty string)")
+    for key, low, high in (("samples", 1, 100), ("feature_level", 1, 8), ("steps", 1, 10000)):
+        if key in raw and not (type(raw[key]) is int and low <= raw[key] <= high):
+            raise ManifestError(f"{where}: `{key}` must be an integer from {low} to {high}")
     for name, spec in (raw.get("inputs") or {}).items():
         if not isinstance(spec, dict) or len(spec) != 1 or next(iter(spec)) not in ("range", "value"):
             raise ManifestError(f"{where}: inputs.{name} must be {{range = [lo, hi]}} or {{value = V}}")
@@ -87,13 +93,17 @@ def _check_entry(raw: dict, where: str) -> ZooModel:
 
 
 def load(directory: Path = MANIFEST_DIR) -> list[ZooModel]:
-    """Every manifest entry, in file-name then file order; ids are unique."""
-    models, seen = [], {}
+    """Every manifest entry, in file-name then file order; ids are unique. A file's `[known_gaps]` table
+    (model id -> what is missing) gives `known_gap` to models whose manifest a script writes."""
+    models, seen, gaps = [], {}, {}
     for path in sorted(Path(directory).glob("*.toml")):
         try:
             data = tomllib.loads(path.read_text())
         except tomllib.TOMLDecodeError as e:
             raise ManifestError(f"{path.name}: not valid TOML ({e})") from None
+        unknown = set(data) - {"model", "known_gaps"}
+        if unknown:
+            raise ManifestError(f"{path.name}: unknown table(s) {sorted(unknown)} (known: model, known_gaps)")
         for k, raw in enumerate(data.get("model", [])):
             where = f"{path.name}: model {k} ({raw.get('id', '?')})"
             m = _check_entry(raw, where)
@@ -101,6 +111,17 @@ def load(directory: Path = MANIFEST_DIR) -> list[ZooModel]:
                 raise ManifestError(f"{where}: id {m.id!r} is already used in {seen[m.id]}")
             seen[m.id] = path.name
             models.append(m)
+        gaps.update({model_id: (path.name, text) for model_id, text in data.get("known_gaps", {}).items()})
+    for model_id, (name, text) in gaps.items():
+        k = next((k for k, m in enumerate(models) if m.id == model_id), None)
+        where = f"{name}: known_gaps.{model_id}"
+        if k is None:
+            raise ManifestError(f"{where}: no model has this id")
+        if not isinstance(text, str) or not text.strip():
+            raise ManifestError(f"{where}: must say what is missing (a non-empty string)")
+        if models[k].known_gap:
+            raise ManifestError(f"{where}: {models[k].manifest} gives this model a known_gap already")
+        models[k] = replace(models[k], known_gap=text)
     return models
 
 
