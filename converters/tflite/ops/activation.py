@@ -7,12 +7,13 @@ import math
 import numpy as np
 
 from nnapi import FuseCode, OperandCode as C, OperationCode as Op
+from nnapi.ops.activation import FIXED_OUTPUT_QUANT
 
 from ...compositions import erf
 from ...registry import Reason, Unsupported, converter
 from .common import name, otype
 from .unary_emit import (DTYPES, F32, FLOAT_LEVEL, FLOATS, QUANT8, const_like, elementwise, emit, is_quantized,
-                         negate, requantize, same_quant, step, temp)
+                         negate, requantize, same_quant, step, temp, via_float)
 
 # TFLite clamp -> the NNAPI clamps applied in order (RELU_0_TO_1 = RELU(RELU1(x)), exact)
 _CLAMPS = {"RELU": [FuseCode.RELU], "RELU_N1_TO_1": [FuseCode.RELU1], "RELU6": [FuseCode.RELU6],
@@ -38,9 +39,22 @@ def relu(node, ctx):
 
 @converter("tflite", "LOGISTIC", "TANH", versions=(1, 3))
 def sigmoid_tanh(node, ctx):
-    """LOGISTIC / TANH; the NNAPI specs check the fixed quantized output scales (1/256, 1/128)."""
+    """LOGISTIC / TANH. A quantized output at NNAPI's fixed quantization (1/256, 1/128) is the op itself;
+    at any other LiteRT accepts, its table (round(f(dequantize(q)) / scale) + zero point) is computed the
+    same way in float: DEQUANTIZE, the float op, QUANTIZE. TANH at 1/128 followed by a requantization
+    would round twice, which is not LiteRT's result."""
     op = Op.LOGISTIC if node.op == "LOGISTIC" else Op.TANH
-    emit(ctx, op, [ctx.operand(node.inputs[0])], ctx.output(node.outputs[0]))
+    out_t = node.outputs[0]
+    out_type = ctx.nnapi_type(out_t)[0]
+    fixed = FIXED_OUTPUT_QUANT[op].get(out_type.code)
+    scale_fixed = fixed is not None and abs(out_type.scale - fixed[0]) <= 1e-9
+    # LiteRT's LOGISTIC too requires the scale 1/256 (its int8 zero point is free): other scales stay
+    # refused by the NNAPI spec's rule
+    if fixed is not None and (op is Op.TANH or scale_fixed) and \
+            not (scale_fixed and out_type.zero_point == fixed[1]):
+        via_float(ctx, node, node.op, lambda c, xs, y: emit(c, op, xs, y))
+        return
+    emit(ctx, op, [ctx.operand(node.inputs[0])], ctx.output(out_t))
 
 
 def _elu_body(ctx, xs, out):
