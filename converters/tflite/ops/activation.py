@@ -39,8 +39,10 @@ def relu(node, ctx):
 
 @converter("tflite", "LOGISTIC", "TANH", versions=(1, 3))
 def sigmoid_tanh(node, ctx):
-    """LOGISTIC / TANH. A quantized output at NNAPI's fixed quantization (1/256, 1/128) is the op itself;
-    at any other LiteRT accepts, its table (round(f(dequantize(q)) / scale) + zero point) is computed the
+    """LOGISTIC / TANH (a quantized output off NNAPI's fixed quantization: in float, as LiteRT's table).
+
+    A quantized output at NNAPI's fixed quantization (1/256, 1/128) is the op itself; at any other LiteRT
+    accepts, its table (round(f(dequantize(q)) / scale) + zero point) is computed the
     same way in float: DEQUANTIZE, the float op, QUANTIZE. TANH at 1/128 followed by a requantization
     would round twice, which is not LiteRT's result."""
     op = Op.LOGISTIC if node.op == "LOGISTIC" else Op.TANH

@@ -36,9 +36,6 @@ def reshape(ctx, x: int, out: int, shape: Sequence[int], int32_level: Optional[i
                                                 f"{int32_level}", int32_level)
     if list(shape).count(0) == 1:  # one extent the source leaves unknown (a dynamic batch): RESHAPE infers it
         shape = [-1 if d == 0 else d for d in shape]
-    if otype(ctx, x).code == C.TENSOR_BOOL8:
-        _reshape_bool(ctx, x, out, shape)
-        return
     ctx.emit_form(Op.RESHAPE, "default", [out], input=x, shape=ctx.const(np.asarray(shape, np.int32)))
 
 
@@ -50,23 +47,6 @@ def require_arity(node, inputs: int, outputs: int = 0, exact: bool = False) -> N
         raise Unsupported(Reason.INVALID, f"{node.label()} has {n_in} inputs and {n_out} outputs; {node.op} takes "
                                           f"{'' if exact else 'at least '}{inputs} inputs"
                                           + (f" and {outputs} outputs" if outputs else ""))
-
-
-def _reshape_bool(ctx, x: int, out: int, shape: Sequence[int]) -> None:
-    """RESHAPE takes no TENSOR_BOOL8: the values go through uint8 0/1 (SELECT), are reshaped, and
-    come back as bool (NOT_EQUAL 0), which is exact (level 3, where TENSOR_BOOL8 begins)."""
-    dims = otype(ctx, x).dimensions
-    if not all(dims):
-        raise Unsupported(Reason.DYNAMIC_SHAPE, f"the reshape of bool operand {ctx.model.operands[x].name!r} "
-                                                f"needs its static shape, has {list(dims)}")
-    q8 = dict(code=C.TENSOR_QUANT8_ASYMM, scale=1.0, zero_point=0)
-    as_u8 = ctx.temp(OperandType(q8["code"], dims, 1.0, 0), f"{ctx.model.operands[x].name}/as_uint8")
-    ctx.emit_form(Op.SELECT, "default", [as_u8], condition=x, input1=ctx.const(np.ones(dims, np.uint8), **q8),
-                  input2=ctx.const(np.zeros(dims, np.uint8), **q8))
-    moved = ctx.temp(OperandType(q8["code"], tuple(int(d) for d in shape) or (1,), 1.0, 0),
-                     f"{ctx.model.operands[out].name}/as_uint8")
-    ctx.emit_form(Op.RESHAPE, "default", [moved], input=as_u8, shape=ctx.const(np.asarray(shape, np.int32)))
-    ctx.emit_form(Op.NOT_EQUAL, "default", [out], input1=moved, input2=ctx.const(np.zeros(1, np.uint8), **q8))
 
 
 def adopt(ctx, t: int, operand: int) -> int:

@@ -1,0 +1,57 @@
+"""Bool tensors (attention masks) through Reshape, Flatten, Unsqueeze, Transpose, Gather, Concat, Tile,
+Expand and Slice: NNAPI's moves take no TENSOR_BOOL8, so they run on uint8 0/1 (converters/bool_moves.py);
+compared with onnxruntime."""
+import numpy as np
+import pytest
+from onnx import helper as h
+
+from converters.onnx.authoring import make_model
+from tests.converters.onnx.harness import verify_levels
+
+X = ("x", np.float32, [1, 2, 3, 4])
+MOVES = {
+    "Reshape": ([h.make_node("Reshape", ["m", "shape"], ["y"])], {"shape": np.array([2, 12], np.int64)}),
+    "Flatten": ([h.make_node("Flatten", ["m"], ["y"], axis=2)], {}),
+    "Unsqueeze": ([h.make_node("Flatten", ["m"], ["f"], axis=2), h.make_node("Unsqueeze", ["f", "axes"], ["y"])],
+                  {"axes": np.array([1], np.int64)}),
+    "Transpose": ([h.make_node("Transpose", ["m"], ["y"], perm=[0, 3, 1, 2])], {}),
+    "Gather": ([h.make_node("Gather", ["m", "idx"], ["y"], axis=2)], {"idx": np.array([2, 0], np.int64)}),
+    "Concat": ([h.make_node("Not", ["m"], ["n"]), h.make_node("Concat", ["m", "n"], ["y"], axis=1)], {}),
+    "Tile": ([h.make_node("Tile", ["m", "reps"], ["y"])], {"reps": np.array([1, 1, 2, 1], np.int64)}),
+    "Expand": ([h.make_node("Expand", ["m", "to"], ["y"])], {"to": np.array([3, 2, 3, 4], np.int64)}),
+    "Slice": ([h.make_node("Slice", ["m", "starts", "ends", "axes"], ["y"])],
+              {"starts": np.array([1], np.int64), "ends": np.array([4], np.int64), "axes": np.array([3], np.int64)}),
+}
+
+
+@pytest.mark.parametrize("move", sorted(MOVES))
+def test_bool_mask_moves(move):
+    nodes, inits = MOVES[move]
+    data = make_model([h.make_node("Greater", ["x", "zero"], ["m"]), *nodes], [X], ["y"],
+                      dict(inits, zero=np.float32(0)))
+    r = verify_levels(data, need_level=3, seeds=(0, 1, 2))[8]
+    ops = [o.code.name for o in r.model.operations]
+    if move != "Expand":  # Expand of a bool is LOGICAL_AND with true, no move
+        assert ops[-1] == "NOT_EQUAL" and "SELECT" in ops, ops
+
+
+def test_bool_mask_reshape_then_logic():
+    """The moved mask feeds bool logic (And), as BERT's extended attention mask does."""
+    nodes = [h.make_node("Greater", ["x", "zero"], ["m"]), h.make_node("Reshape", ["m", "shape"], ["r"]),
+             h.make_node("Less", ["x2", "zero"], ["k"]), h.make_node("And", ["r", "k"], ["y"])]
+    data = make_model(nodes, [X, ("x2", np.float32, [2, 12])], ["y"],
+                      {"zero": np.float32(0), "shape": np.array([2, 12], np.int64)})
+    verify_levels(data, need_level=3, seeds=(0, 1, 2))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.bool_])
+def test_gather_to_rank_5_drops_the_unit_axes_of_its_constant_indices(dtype):
+    """TorchScript BERT's mask pick: Gather of [16, 1] by constant [1, 1, 1, 16] indices is [1, 1, 1, 16, 1]
+    (rank 5), reshaped to [16]: the rank pass drops index axes of extent 1 and reshapes the indices."""
+    x = ("x", np.float32, [1, 16])
+    first = h.make_node("Greater", ["x", "zero"], ["m"]) if dtype == np.bool_ else h.make_node("Relu", ["x"], ["m"])
+    nodes = [first, h.make_node("Flatten", ["m"], ["f"], axis=2), h.make_node("Gather", ["f", "idx"], ["g"], axis=0),
+             h.make_node("Reshape", ["g", "shape"], ["y"])]
+    idx = np.arange(16, dtype=np.int64)[::-1].reshape(1, 1, 1, 16).copy()
+    data = make_model(nodes, [x], ["y"], {"zero": np.float32(0), "idx": idx, "shape": np.array([16], np.int64)})
+    verify_levels(data, levels=(4, 8), seeds=(0, 1, 2))
