@@ -79,7 +79,7 @@ def test_bool_reshape_below_level_3_is_too_low():
 @pytest.mark.parametrize("op", ["TILE", "CONCATENATION", "TRANSPOSE", "GATHER"])
 def test_bool_moves_through_uint8(op):
     """TILE (litert-torch's BROADCAST_TO of a mask), CONCATENATION, TRANSPOSE and GATHER of bool tensors: NNAPI's
-    take no TENSOR_BOOL8, so they run on uint8 0/1 (converters/bool_moves.py)."""
+    take no TENSOR_BOOL8, so they run on uint8 0/1 (converters/typed_moves.py)."""
     g = GraphBuilder()
     x = g.input("x", [1, 3, 5, 2], "FLOAT32")
     m = g.tensor("m", [1, 3, 5, 2], "BOOL")

@@ -1,5 +1,5 @@
 """Bool tensors (attention masks) through Reshape, Flatten, Unsqueeze, Transpose, Gather, Concat, Tile,
-Expand and Slice: NNAPI's moves take no TENSOR_BOOL8, so they run on uint8 0/1 (converters/bool_moves.py);
+Expand and Slice: NNAPI's moves take no TENSOR_BOOL8, so they run on uint8 0/1 (converters/typed_moves.py);
 compared with onnxruntime."""
 import numpy as np
 import pytest
@@ -55,3 +55,34 @@ def test_gather_to_rank_5_drops_the_unit_axes_of_its_constant_indices(dtype):
     idx = np.arange(16, dtype=np.int64)[::-1].reshape(1, 1, 1, 16).copy()
     data = make_model(nodes, [x], ["y"], {"zero": np.float32(0), "idx": idx, "shape": np.array([16], np.int64)})
     verify_levels(data, levels=(4, 8), seeds=(0, 1, 2))
+
+
+EMB = np.random.default_rng(3).normal(size=(40, 8)).astype(np.float32)
+INT_MOVES = {  # run-time int64 ids (int32 on NNAPI) through a move whose NNAPI op takes no TENSOR_INT32
+    "Concat": (h.make_node("Concat", ["a", "ids"], ["e"], axis=1), {}),
+    "Slice": (h.make_node("Slice", ["a", "st", "en", "ax"], ["e"]),
+              {"st": np.array([2], np.int64), "en": np.array([9], np.int64), "ax": np.array([1], np.int64)}),
+    "Transpose": (h.make_node("Transpose", ["a"], ["e"], perm=[1, 0]), {}),
+}
+
+
+@pytest.mark.parametrize("move", sorted(INT_MOVES))
+def test_runtime_int64_ids_move_as_float32(move):
+    node, inits = INT_MOVES[move]
+    nodes = [h.make_node("Add", ["ids", "one"], ["a"]), node, h.make_node("Gather", ["emb", "e"], ["y"])]
+    data = make_model(nodes, [("ids", np.int64, [1, 16])], ["y"], dict(inits, emb=EMB, one=np.int64(1)))
+    r = verify_levels(data, levels=(4, 8), seeds=(0, 1, 2))[8]
+    notes = " ".join(n.note or "" for n in r.nodes)
+    assert "exact while every |value| <= 16777216" in notes, notes
+    ops = [o.code.name for o in r.model.operations]
+    assert ops.count("CAST") >= 2, ops
+
+
+def test_int32_concat_beyond_float_range_is_what_the_note_warns():
+    """The float32 move is exact only up to 2^24 (the note's bound): 2^24 + 1 comes back as 2^24."""
+    nodes = [h.make_node("Add", ["ids", "big"], ["a"]), h.make_node("Concat", ["a", "ids"], ["y"], axis=1)]
+    data = make_model(nodes, [("ids", np.int64, [1, 2])], ["y"], {"big": np.int64(2 ** 24)})
+    from converters.onnx import convert
+    from tests.converters.onnx.harness import run_converted
+    got = run_converted(convert(data, feature_level=8), [np.array([[1, 0]], np.int64)])[0]
+    assert got.ravel().tolist()[:2] == [2 ** 24, 2 ** 24]
