@@ -3,8 +3,8 @@ slices, splits, ...), moved in a type they take:
 - bool (no move takes TENSOR_BOOL8) as uint8 0/1 (scale 1, zero point 0): SELECT before, NOT_EQUAL 0 after;
   exact.
 - int32 (CONCATENATION, STRIDED_SLICE, TRANSPOSE, SQUEEZE, ... take no TENSOR_INT32; ids and positions that
-  were int64 in the model) as float32: CAST before and after;
-  exact while |value| <= 2^24, which a note states.
+  were int64 in the model): CONCATENATION exactly as GATHER, MUL and ADD (feature level 4); the others as
+  float32: CAST before and after, exact while |value| <= 2^24, which a note states.
 These operations only copy values (PAD and SPACE_TO_BATCH_ND, which also write a fill value, are left out).
 Both importers reach this through ConversionContext.emit, so every converter that moves a tensor gets it."""
 from __future__ import annotations
@@ -78,9 +78,55 @@ def _to(ctx, i: int, code) -> int:
     return moved
 
 
+def gather_const(ctx, x: int, axis: int, indices, out: int) -> None:
+    """GATHER along axis by constant indices."""
+    ctx.emit_form(Op.GATHER, "default", [out], input=x, axis=ctx.i32(axis),
+                  indices=ctx.const(np.asarray(indices, np.int32)))
+
+
+def concat_int32(ctx, parts: Sequence[int], axis: int, out: int) -> None:
+    """NNAPI's CONCATENATION has no int32 form (the begin vector of a SLICE at a WHILE body's loop counter,
+    Keras 3's recurrent layers): each part is gathered along axis to the output's extent (indices clamped into
+    the part), multiplied by a 0/1 mask keeping its own span, and the terms added. Exact: one term of each sum is
+    not zero. GATHER, MUL and ADD of int32 (level 4)."""
+    ctx.require(Op.MUL, "int32 CONCATENATION (as GATHER, MUL and ADD)", T=_I32)
+    dims = list(ctx.model.operands[out].type.dimensions)
+    if any(len(ctx.model.operands[p].type.dimensions) != len(dims) for p in parts) or not 0 <= axis < len(dims):
+        raise Unsupported(Reason.INVALID, f"CONCATENATION axis {axis} does not fit its operands' rank {len(dims)}")
+    extents = [ctx.model.operands[p].type.dimensions[axis] for p in parts]
+    if not all(dims) or not all(extents):
+        raise Unsupported(Reason.DYNAMIC_SHAPE, "an int32 CONCATENATION needs static extents (NNAPI has no int32 "
+                                                "CONCATENATION; it is built from GATHER, MUL and ADD)")
+    if len(parts) == 1:
+        gather_const(ctx, parts[0], axis, np.arange(extents[0]), out)
+        return
+    otype_ = OperandType(_I32, tuple(dims))
+    total, start, acc = sum(extents), 0, None
+    for k, (p, n) in enumerate(zip(parts, extents)):
+        span = np.arange(total) - start  # the output positions, counted from this part's first
+        gathered, term = ctx.temp(otype_, f"concat_int32/part{k}"), ctx.temp(otype_, f"concat_int32/term{k}")
+        gather_const(ctx, p, axis, np.clip(span, 0, n - 1), gathered)
+        mask_shape = [1] * len(dims)
+        mask_shape[axis] = total
+        mask = ((span >= 0) & (span < n)).astype(np.int32).reshape(mask_shape)
+        ctx.emit_form(Op.MUL, "default", [term], input1=gathered, input2=ctx.const(mask), fuse=ctx.i32(0))
+        if acc is not None:
+            summed = out if k == len(parts) - 1 else ctx.temp(otype_, f"concat_int32/sum{k}")
+            ctx.emit_form(Op.ADD, "default", [summed], input1=acc, input2=term, fuse=ctx.i32(0))
+            term = summed
+        acc = term
+        start += n
+
+
+
 def emit_in_other_type(ctx, code: Op, inputs: Sequence[int], outputs: Sequence[int]) -> int:
-    """Emit `code` with each bool / int32 operand replaced by its moved copy; returns the move's index."""
+    """Emit `code` with each bool / int32 operand replaced by its moved copy; returns the move's index
+    (an int32 CONCATENATION: its exact form, returning the last operation's index)."""
     model = ctx.model
+    if code is Op.CONCATENATION and model.operands[outputs[0]].type.code == _I32:
+        axis = model.operands[inputs[-1]].value
+        concat_int32(ctx, list(inputs[:-1]), int(np.asarray(axis).ravel()[0]), outputs[0])
+        return len(model.operations) - 1
     data = _data_inputs(code, inputs)
     moved_in = [i if k not in data or i < 0 or _moved_code(ctx, code, i) is None
                 else _to(ctx, i, _moved_code(ctx, code, i)) for k, i in enumerate(inputs)]

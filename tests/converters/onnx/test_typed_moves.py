@@ -6,7 +6,7 @@ import pytest
 from onnx import helper as h
 
 from converters.onnx.authoring import make_model
-from tests.converters.onnx.harness import verify_levels
+from tests.converters.onnx.harness import run_converted, verify_levels
 
 X = ("x", np.float32, [1, 2, 3, 4])
 MOVES = {
@@ -59,7 +59,6 @@ def test_gather_to_rank_5_drops_the_unit_axes_of_its_constant_indices(dtype):
 
 EMB = np.random.default_rng(3).normal(size=(40, 8)).astype(np.float32)
 INT_MOVES = {  # run-time int64 ids (int32 on NNAPI) through a move whose NNAPI op takes no TENSOR_INT32
-    "Concat": (h.make_node("Concat", ["a", "ids"], ["e"], axis=1), {}),
     "Slice": (h.make_node("Slice", ["a", "st", "en", "ax"], ["e"]),
               {"st": np.array([2], np.int64), "en": np.array([9], np.int64), "ax": np.array([1], np.int64)}),
     "Transpose": (h.make_node("Transpose", ["a"], ["e"], perm=[1, 0]), {}),
@@ -78,11 +77,24 @@ def test_runtime_int64_ids_move_as_float32(move):
     assert ops.count("CAST") >= 2, ops
 
 
-def test_int32_concat_beyond_float_range_is_what_the_note_warns():
+def _int_move(node) -> bytes:
+    nodes = [h.make_node("Add", ["ids", "big"], ["a"]), node]
+    return make_model(nodes, [("ids", np.int64, [1, 2])], ["y"], {"big": np.int64(2 ** 24)})
+
+
+def test_int32_transpose_beyond_float_range_is_what_the_note_warns():
     """The float32 move is exact only up to 2^24 (the note's bound): 2^24 + 1 comes back as 2^24."""
-    nodes = [h.make_node("Add", ["ids", "big"], ["a"]), h.make_node("Concat", ["a", "ids"], ["y"], axis=1)]
-    data = make_model(nodes, [("ids", np.int64, [1, 2])], ["y"], {"big": np.int64(2 ** 24)})
     from converters.onnx import convert
-    from tests.converters.onnx.harness import run_converted
+    data = _int_move(h.make_node("Transpose", ["a"], ["y"], perm=[1, 0]))
     got = run_converted(convert(data, feature_level=8), [np.array([[1, 0]], np.int64)])[0]
-    assert got.ravel().tolist()[:2] == [2 ** 24, 2 ** 24]
+    assert got.ravel().tolist() == [2 ** 24, 2 ** 24]
+
+
+def test_int32_concat_is_exact_gather_mul_add():
+    """Concat of run-time int ids (position ids, token-type ids) has an exact form: GATHER, MUL by a 0/1 mask
+    and ADD (level 4), so values beyond 2^24 survive and no note is needed."""
+    data = _int_move(h.make_node("Concat", ["a", "ids"], ["y"], axis=1))
+    inputs = [np.array([[1, 7]], np.int64)]
+    r = verify_levels(data, levels=(4, 8), need_level=4)[8]
+    assert run_converted(r, inputs)[0].ravel().tolist() == [2 ** 24 + 1, 2 ** 24 + 7, 1, 7]
+    assert "CAST" not in [o.code.name for o in r.model.operations] and not any(n.note for n in r.nodes)
