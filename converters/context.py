@@ -15,6 +15,7 @@ import nnapi
 from nnapi import FuseCode, OperandCode as C, OperandType, OperationCode as Op
 from nnapi.ops import SPECS, level_for
 
+from . import typed_moves
 from .folding import refused_upstream
 from .registry import Reason, Unsupported
 from .source_graph import SourceGraph, SourceNode, SourceTensor
@@ -344,6 +345,8 @@ class ConversionContext:
 
     # -- operations ----------------------------------------------------------------
     def emit(self, code: Op, inputs: Sequence[int], outputs: Sequence[int]) -> int:
+        if typed_moves.needs_other_type(self, code, inputs, outputs):  # bool / int32 the move never takes
+            return typed_moves.emit_in_other_type(self, code, inputs, outputs)
         return self.model.add_operation(code, list(inputs), list(outputs))
 
     def emit_form(self, code: Op, form: str, outputs: Sequence[int], **named) -> int:

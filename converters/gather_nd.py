@@ -23,7 +23,6 @@ import numpy as np
 
 from nnapi import FuseCode, OperandCode as C, OperandType, OperationCode as Op
 
-from .bool_detour import via_uint8
 from .registry import Reason, Unsupported
 
 
@@ -109,10 +108,6 @@ def emit_gather_nd(ctx, label: str, data: int, shape: Sequence[int], indices: Un
     constant array or a run-time int32 operand of shape idx_shape."""
     shape, idx_shape = tuple(int(d) for d in shape), tuple(int(d) for d in idx_shape)
     check_shapes(label, shape, idx_shape, batch_dims)
-    if ctx.model.operands[data].type.code == C.TENSOR_BOOL8:  # (an attention mask)
-        via_uint8(ctx, data, out, lambda src, dst: emit_gather_nd(ctx, label, src, shape, indices, idx_shape,
-                                                                  batch_dims, dst, negative))
-        return
     k = idx_shape[-1]
     rest = shape[batch_dims + k:]
     if isinstance(indices, np.ndarray):

@@ -17,11 +17,15 @@ for _code, _doc in ((Op.RELU, "max(0, input)"), (Op.RELU1, "min(1, max(-1, input
                     (Op.RELU6, "min(6, max(0, input))")):
     unary(_code, _levels(), rules=[same_quant("input", "output")], max_rank=4, doc=f"output = {_doc}")
 
+# the quantized output (scale, zero point) NNAPI fixes for LOGISTIC and TANH, by operand code
+FIXED_OUTPUT_QUANT = {Op.LOGISTIC: {Q8: (1.0 / 256, 0), Q8S: (1.0 / 256, -128)},
+                      Op.TANH: {Q8: (1.0 / 128, 128), Q8S: (1.0 / 128, 0)}}
+
 unary(Op.LOGISTIC, _levels(), max_rank=4,
-      rules=[fixed_output_quant("output", {Q8: (1.0 / 256, 0), Q8S: (1.0 / 256, -128)})],
+      rules=[fixed_output_quant("output", FIXED_OUTPUT_QUANT[Op.LOGISTIC])],
       doc="output = 1 / (1 + exp(-input)); quantized outputs have scale 1/256")
 unary(Op.TANH, _levels(q8=3), max_rank=4,
-      rules=[fixed_output_quant("output", {Q8: (1.0 / 128, 128), Q8S: (1.0 / 128, 0)})],
+      rules=[fixed_output_quant("output", FIXED_OUTPUT_QUANT[Op.TANH])],
       doc="output = tanh(input); quantized outputs have scale 1/128")
 unary(Op.HARD_SWISH, _levels(4, 4, 4, 4),
       doc="output = input * relu6(input + 3) / 6; quantized output scale may differ from the input's")

@@ -7,7 +7,6 @@ import numpy as np
 from nnapi import OperandCode as C, OperandType, OperationCode as Op
 
 from ... import shuffle
-from ...bool_detour import via_uint8
 from ...registry import Reason, Unsupported
 from ..common import MS_DOMAIN_VERSIONS, OPSET_MAX, axes_of, axis_attr, const_ints, ints, known_rank, onnx_op
 from .. import layout
@@ -50,10 +49,6 @@ def reshape_to_output(node, ctx) -> None:
         raise Unsupported(Reason.RANK, f"{node.label()}: RESHAPE output {ctx.tensor(y).name!r} has rank {len(shape)}, "
                                        f"NNAPI takes 4 at most")
     src, out = ctx.operand_data(x), ctx.output(y)
-    if ctx.model.operands[src].type.code == C.TENSOR_BOOL8:  # RESHAPE takes no TENSOR_BOOL8 (attention masks)
-        via_uint8(ctx, src, out, lambda u8, moved: ctx.emit_form(Op.RESHAPE, "default", [moved], input=u8,
-                                                                 shape=_i32(ctx, shape)))
-        return
     ctx.emit_form(Op.RESHAPE, "default", [out], input=src, shape=_i32(ctx, shape))
 
 
@@ -205,9 +200,6 @@ def gather(node, ctx):
             negative = chain.binary(Op.LESS, indices, chain.scalar(0), out_code=C.TENSOR_BOOL8)
             indices = chain.select(negative, chain.binary(Op.ADD, indices, chain.scalar(shape[axis])), indices)
     out = ctx.output(y)
-    if ctx.model.operands[src].type.code == C.TENSOR_BOOL8:  # GATHER takes no TENSOR_BOOL8 (attention masks)
-        via_uint8(ctx, src, out, lambda u8, picked: _gather(ctx, y, u8, picked, shape, axis, indices, scalar))
-        return
     _gather(ctx, y, src, out, shape, axis, indices, scalar)
 
 

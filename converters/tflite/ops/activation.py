@@ -6,9 +6,8 @@ import math
 
 import numpy as np
 
-import nnapi
 from nnapi import FuseCode, OperandCode as C, OperationCode as Op
-from nnapi.ops import SPECS
+from nnapi.ops.activation import FIXED_OUTPUT_QUANT
 
 from ...compositions import erf
 from ...registry import Reason, Unsupported, converter
@@ -40,26 +39,24 @@ def relu(node, ctx):
 
 @converter("tflite", "LOGISTIC", "TANH", versions=(1, 3))
 def sigmoid_tanh(node, ctx):
-    """LOGISTIC / TANH; a quantized TANH output off NNAPI's fixed scale (PT2E int8 models) in float, then QUANTIZE.
+    """LOGISTIC / TANH (a quantized output off NNAPI's fixed quantization: in float, as LiteRT's table).
 
-    LiteRT maps each quantized input value through quantize(tanh(dequantize(q))); so does the float form. (Its
-    quantized LOGISTIC takes only the output scale NNAPI fixes, so the spec's refusal stands for it.)"""
+    A quantized output at NNAPI's fixed quantization (1/256, 1/128) is the op itself; at any other LiteRT
+    accepts, its table (round(f(dequantize(q)) / scale) + zero point) is computed the
+    same way in float: DEQUANTIZE, the float op, QUANTIZE. TANH at 1/128 followed by a requantization
+    would round twice, which is not LiteRT's result."""
     op = Op.LOGISTIC if node.op == "LOGISTIC" else Op.TANH
-    x_t, out_t = node.inputs[0], node.outputs[0]
-    if op == Op.TANH and is_quantized(ctx, out_t) and not _fixed_scale(op, ctx.nnapi_type(x_t)[0],
-                                                                        ctx.nnapi_type(out_t)[0]):
+    out_t = node.outputs[0]
+    out_type = ctx.nnapi_type(out_t)[0]
+    fixed = FIXED_OUTPUT_QUANT[op].get(out_type.code)
+    scale_fixed = fixed is not None and abs(out_type.scale - fixed[0]) <= 1e-9
+    # LiteRT's LOGISTIC too requires the scale 1/256 (its int8 zero point is free): other scales stay
+    # refused by the NNAPI spec's rule
+    if fixed is not None and (op is Op.TANH or scale_fixed) and \
+            not (scale_fixed and out_type.zero_point == fixed[1]):
         via_float(ctx, node, node.op, lambda c, xs, y: emit(c, op, xs, y))
         return
-    emit(ctx, op, [ctx.operand(x_t)], ctx.output(out_t))
-
-
-def _fixed_scale(op: Op, x_type, out_type) -> bool:
-    """Does NNAPI's `op` take this quantized output (its spec fixes the output scale and zero point)?"""
-    m = nnapi.Model()
-    ins = m.add_operand(x_type)
-    outs = m.add_operand(out_type)
-    m.add_operation(op, [ins], [outs])
-    return not any("must have scale" in p for p in SPECS[op].problems(m, 0))
+    emit(ctx, op, [ctx.operand(node.inputs[0])], ctx.output(out_t))
 
 
 def _elu_body(ctx, xs, out):

@@ -10,7 +10,6 @@ import numpy as np
 
 from nnapi import OperandCode as C, OperandType, OperationCode as Op
 
-from ...bool_detour import via_uint8
 from ...registry import Reason, Unsupported
 
 
@@ -37,9 +36,6 @@ def reshape(ctx, x: int, out: int, shape: Sequence[int], int32_level: Optional[i
                                                 f"{int32_level}", int32_level)
     if list(shape).count(0) == 1:  # one extent the source leaves unknown (a dynamic batch): RESHAPE infers it
         shape = [-1 if d == 0 else d for d in shape]
-    if otype(ctx, x).code == C.TENSOR_BOOL8:  # RESHAPE takes no TENSOR_BOOL8
-        via_uint8(ctx, x, out, lambda src, dst: reshape(ctx, src, dst, shape))
-        return
     ctx.emit_form(Op.RESHAPE, "default", [out], input=x, shape=ctx.const(np.asarray(shape, np.int32)))
 
 

@@ -13,6 +13,7 @@ from nnapi import OperandCode as C, OperandType, OperationCode as Op
 
 from ...folding import folder as _shared_folder
 from ...registry import Reason, Unsupported
+from ...typed_moves import gather_const  # noqa: F401  (the movement converters import it from here)
 from ...context import stored
 from .common import adopt, name, otype, reshape, temp
 
@@ -129,44 +130,8 @@ def constant_output(ctx, t: int, array: np.ndarray) -> None:
 # -- emission patterns ---------------------------------------------------------------------
 
 def concat(ctx, parts: Sequence[int], axis: int, out: int) -> None:
-    if ctx.model.operands[out].type.code == C.TENSOR_INT32 and not ctx.has(Op.CONCATENATION, T=C.TENSOR_INT32):
-        _concat_int32(ctx, parts, axis, out)
-        return
+    """CONCATENATION (int32 too: converters/typed_moves.py gives it its exact form)."""
     ctx.emit(Op.CONCATENATION, list(parts) + [ctx.i32(axis)], [out])
-
-
-def _concat_int32(ctx, parts: Sequence[int], axis: int, out: int) -> None:
-    """NNAPI's CONCATENATION has no int32 form (the begin vector of a SLICE at a WHILE body's loop counter,
-    Keras 3's recurrent layers): each part is gathered along axis to the output's extent (indices clamped into
-    the part), multiplied by a 0/1 mask keeping its own span, and the terms added. Exact: one term of each sum is
-    not zero. GATHER, MUL and ADD of int32 (level 4)."""
-    ctx.require(Op.MUL, "int32 CONCATENATION (as GATHER, MUL and ADD)", T=C.TENSOR_INT32)
-    dims = list(ctx.model.operands[out].type.dimensions)
-    if any(len(ctx.model.operands[p].type.dimensions) != len(dims) for p in parts) or not 0 <= axis < len(dims):
-        raise Unsupported(Reason.INVALID, f"CONCATENATION axis {axis} does not fit its operands' rank {len(dims)}")
-    extents = [ctx.model.operands[p].type.dimensions[axis] for p in parts]
-    if not all(dims) or not all(extents):
-        raise Unsupported(Reason.DYNAMIC_SHAPE, "an int32 CONCATENATION needs static extents (NNAPI has no int32 "
-                                                "CONCATENATION; it is built from GATHER, MUL and ADD)")
-    if len(parts) == 1:
-        gather_const(ctx, parts[0], axis, np.arange(extents[0]), out)
-        return
-    otype_ = OperandType(C.TENSOR_INT32, tuple(dims))
-    total, start, acc = sum(extents), 0, None
-    for k, (p, n) in enumerate(zip(parts, extents)):
-        span = np.arange(total) - start  # the output positions, counted from this part's first
-        gathered, term = ctx.temp(otype_, f"concat_int32/part{k}"), ctx.temp(otype_, f"concat_int32/term{k}")
-        gather_const(ctx, p, axis, np.clip(span, 0, n - 1), gathered)
-        mask_shape = [1] * len(dims)
-        mask_shape[axis] = total
-        mask = ((span >= 0) & (span < n)).astype(np.int32).reshape(mask_shape)
-        ctx.emit_form(Op.MUL, "default", [term], input1=gathered, input2=ctx.const(mask), fuse=ctx.i32(0))
-        if acc is not None:
-            summed = out if k == len(parts) - 1 else ctx.temp(otype_, f"concat_int32/sum{k}")
-            ctx.emit_form(Op.ADD, "default", [summed], input1=acc, input2=term, fuse=ctx.i32(0))
-            term = summed
-        acc = term
-        start += n
 
 
 def strided_slice(ctx, x: int, out: int, begin, end, strides, end_mask: int = 0, shrink: int = 0,
@@ -189,11 +154,6 @@ def slice_static(ctx, x: int, out: int, begin: Sequence[int], size: Sequence[int
     else:
         strided_slice(ctx, x, out, begin, [b + s for b, s in zip(begin, size)], [1] * len(begin),
                       int32_level=ctx.level_of(Op.SLICE))
-
-
-def gather_const(ctx, x: int, axis: int, indices: Sequence[int], out: int) -> None:
-    ctx.emit_form(Op.GATHER, "default", [out], input=x, axis=ctx.i32(axis),
-                  indices=ctx.const(np.asarray(indices, np.int32)))
 
 
 def tile(ctx, like: int, x: int, shape: Sequence[int], multiples: Sequence[int], out: int) -> None:

@@ -88,3 +88,33 @@ def test_bool_broadcast_to_matches_litert(level):
     g.output(out)
     result = assert_matches_litert(g.finish(), level, seeds=(0, 1, 2))
     assert result.nodes[1].nnapi_ops == ["LOGICAL_AND"]
+
+
+@pytest.mark.parametrize("op", ["TILE", "CONCATENATION", "TRANSPOSE", "GATHER"])
+def test_bool_moves_through_uint8(op):
+    """TILE (litert-torch's BROADCAST_TO of a mask), CONCATENATION, TRANSPOSE and GATHER of bool tensors: NNAPI's
+    take no TENSOR_BOOL8, so they run on uint8 0/1 (converters/typed_moves.py)."""
+    g = GraphBuilder()
+    x = g.input("x", [1, 3, 5, 2], "FLOAT32")
+    m = g.tensor("m", [1, 3, 5, 2], "BOOL")
+    g.op("GREATER_EQUAL", [x, g.const("threshold", np.array(0.25, np.float32))], [m])
+    if op == "TILE":
+        out = g.tensor("out", [2, 3, 10, 2], "BOOL")
+        g.op("TILE", [m, g.const("multiples", np.array([2, 1, 2, 1], np.int32))], [out])
+    elif op == "CONCATENATION":
+        n = g.tensor("n", [1, 3, 5, 2], "BOOL")
+        g.op("LOGICAL_NOT", [m], [n])
+        out = g.tensor("out", [1, 6, 5, 2], "BOOL")
+        g.op("CONCATENATION", [m, n], [out], "ConcatenationOptions", axis=1)
+    elif op == "TRANSPOSE":
+        out = g.tensor("out", [1, 2, 3, 5], "BOOL")
+        g.op("TRANSPOSE", [m, g.const("perm", np.array([0, 3, 1, 2], np.int32))], [out])
+    else:
+        out = g.tensor("out", [1, 3, 3, 2], "BOOL")
+        g.op("GATHER", [m, g.const("indices", np.array([4, 0, 2], np.int32))], [out], "GatherOptions", axis=2)
+    g.output(out)
+    data = g.finish()
+    rng = np.random.default_rng(5)
+    for level in (4, 8):
+        result = assert_matches_litert(data, level, inputs=[rng.uniform(-1, 1, (1, 3, 5, 2)).astype(np.float32)])
+        assert result.nodes[-1].nnapi_ops[-1] == "NOT_EQUAL", result.nodes[-1].nnapi_ops

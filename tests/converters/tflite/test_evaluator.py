@@ -165,9 +165,10 @@ def test_a_while_body_that_changes_shapes_keeps_them_dynamic():
 def test_coverage_names_the_pin_a_dynamic_batch_waits_on():
     from converters.pins import for_result, sentences
     found = for_result(convert(flatten_model()))
+    # SHAPE, REDUCE_PROD, RESHAPE, FULLY_CONNECTED (the STRIDED_SLICEs move their int32 values as float32)
     assert found["pins_needed"] == [{"input": "x", "axes": [0], "dims": [None], "input_shape": "?,4,4,3",
-                                     "nodes": 6, "macs_fraction": 1.0}]
-    assert sentences(found)[0].startswith("pin x (axis 0): 6 node(s) and 100% of MACs wait on it")
+                                     "nodes": 4, "macs_fraction": 1.0}]
+    assert sentences(found)[0].startswith("pin x (axis 0): 4 node(s) and 100% of MACs wait on it")
     assert not for_result(convert(flatten_model(), input_shapes=PIN))["pins_needed"]
 
 
