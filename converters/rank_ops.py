@@ -297,31 +297,8 @@ def _onnx_reshape(graph, node) -> Optional[Axes]:
     return Axes({x: (), y: ()}, free=True, rewrite=rewrite)
 
 
-def _onnx_gather(graph, node) -> Optional[Axes]:
-    """Gather with constant indices: the output holds the data's axes before and after `axis` (pinned) with
-    the indices' axes in between, which only the output holds; the constant indices are reshaped to them."""
-    x, idx, y = node.inputs[0], _input(node, 1), node.outputs[0]
-    r, k = _rank(graph, x), _rank(graph, idx)
-    axis = int(node.attrs.get("axis", 0))
-    if r is None or k is None or _const(graph, x) or not _const(graph, idx) or not -r <= axis < r \
-            or _rank(graph, y) != r - 1 + k:
-        return None
-    axis %= r
-
-    def rewrite(plan):
-        dims = graph.tensors[y].shape
-        between = [int(np.prod([dims[a] for a in axes])) for _, axes in plan.runs(y)
-                   if all(axis <= a < axis + k for a in axes)]
-        node.inputs[1] = plan.const(idx, np.asarray(graph.tensors[idx].data).reshape(between))
-        node.attrs["axis"] = plan.axis(x, axis)
-    y_slots = tuple(range(axis)) + tuple(range(r, r + k)) + tuple(range(axis + 1, r))
-    return Axes({x: tuple(range(r)), y: y_slots}, frozenset({axis}), rewrite=rewrite, frame=y)
-
-
 def _onnx(graph, node) -> Optional[Axes]:
     op = node.op
-    if op == "Gather":
-        return _onnx_gather(graph, node)
     if op in ONNX_QDQ:
         return _onnx_qdq(graph, node)
     if op == "Concat":
