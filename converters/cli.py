@@ -376,9 +376,10 @@ def main(argv=None) -> int:
         print(f"nnapi {args.command}: error: {advice(optional_module(e.name))}", file=sys.stderr)
         return EXIT_MISSING_DEPENDENCY
     except OSError as e:
-        if e.errno not in USER_OS_ERRORS or not e.filename:  # not the environment's answer about a path
+        if e.errno is not None and e.errno not in USER_OS_ERRORS:  # not the environment's answer (disk, rights)
             return internal_error(args.command, e)
-        print(f"nnapi {args.command}: error: cannot write or read {e.filename}: {e.strerror}", file=sys.stderr)
+        where = e.filename or getattr(args, "output", None) or "a file"  # (a failed write() names no file)
+        print(f"nnapi {args.command}: error: cannot write or read {where}: {e.strerror or e}", file=sys.stderr)
         return EXIT_INVALID
     except MemoryError:
         print(f"nnapi {args.command}: error: out of memory (the model needs more memory than is available)",

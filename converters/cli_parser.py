@@ -43,7 +43,7 @@ def feature_level(text: str) -> int:
             t = t[len(prefix):]
             break
     else:
-        if t.isdigit() and 1 <= int(t) <= MAX_FEATURE_LEVEL:
+        if t.isdigit() and int(t) in range(1, MAX_FEATURE_LEVEL + 1):  # (the levels are 1..8)
             return int(t)
     if t.isdigit() and int(t) in ANDROID_API_FEATURE_LEVELS:
         return ANDROID_API_FEATURE_LEVELS[int(t)]

@@ -203,7 +203,11 @@ def unpinned_inputs(model_path, input_shapes: dict, dims: dict) -> dict:
         import onnx
 
         from .onnx.shapes import declared_inputs
-        for name, have in declared_inputs(onnx.load(str(model_path), load_external_data=False)).items():
+        try:
+            proto = onnx.load(str(model_path), load_external_data=False)
+        except Exception:  # noqa: BLE001 (not a protobuf: the reader's own read names what is wrong, exit 3)
+            return {}
+        for name, have in declared_inputs(proto).items():
             declared[name] = [None if d is None or (isinstance(d, int) and d <= 0) else d for d in have or [None]]
     elif fmt == "tflite":
         from .tflite.reader import read_tflite

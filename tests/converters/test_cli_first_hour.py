@@ -92,7 +92,7 @@ def test_help_and_readme_list_exit_code_5(capsys):
 
 # -- 2. -o paths -----------------------------------------------------------------------------------------
 
-def test_convert_refuses_to_overwrite_its_input(tmp_path, capsys):
+def test_convert_refuses_to_overwrite_its_input(tmp_path, capsys, monkeypatch):
     model = tmp_path / "self.tflite"
     shutil.copy(DEMO_TFLITE, model)
     before = model.read_bytes()
@@ -100,7 +100,7 @@ def test_convert_refuses_to_overwrite_its_input(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "overwrite" in err and str(model) in err, err
     assert model.read_bytes() == before
-    os.chdir(tmp_path)   # the same file by another spelling
+    monkeypatch.chdir(tmp_path)   # the same file by another spelling
     assert main(["convert", "self.tflite", "-o", "./../" + tmp_path.name + "/self.tflite"]) == 3
     assert model.read_bytes() == before
 

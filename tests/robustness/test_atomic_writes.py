@@ -128,15 +128,15 @@ def models(tmp_path):
 @pytest.mark.parametrize("argv", [
     ["convert", "{d}/float.tflite", "-o", "{d}/out.nnapi"],
     ["convert", "{d}/float.tflite", "--partial", "-o", "{d}/out.nnapi"],
-    ["inspect", "{d}/demo.nnapi", "-o", "{d}/out.nnapi"],
-    ["inspect", "{d}/demo.nnapi", "--format", "json", "-o", "{d}/out.nnapi"],
-    ["coverage", "{d}/quant.tflite", "--format", "json", "-o", "{d}/out.nnapi"],
-    ["coverage", "{d}/quant.tflite", "--format", "html", "-o", "{d}/out.nnapi"],
-    ["run", "{d}/demo.nnapi", "-o", "{d}/out.nnapi"],
+    ["inspect", "{d}/demo.nnapi", "-o", "{d}/out.txt"],
+    ["inspect", "{d}/demo.nnapi", "--format", "json", "-o", "{d}/out.json"],
+    ["coverage", "{d}/quant.tflite", "--format", "json", "-o", "{d}/out.json"],
+    ["coverage", "{d}/quant.tflite", "--format", "html", "-o", "{d}/out.html"],
+    ["run", "{d}/demo.nnapi", "-o", "{d}/out.npz"],
 ], ids=["convert", "convert-partial", "inspect", "inspect-json", "coverage-json", "coverage-html", "run"])
 @pytest.mark.parametrize("where", ["write", "fsync", "replace"])
 def test_cli_interrupted_while_writing(models, monkeypatch, argv, where):
-    target = models / "out.nnapi"
+    target = Path(argv[argv.index("-o") + 1].format(d=models))  # (each command's own kind of file, -o's rules)
     target.write_bytes(OLD)
     interrupt_at(monkeypatch, where)
     code, err = run_cli_argv([a.format(d=models) for a in argv])
@@ -158,11 +158,11 @@ def test_cli_error_while_writing_is_one_line(models, monkeypatch):
 @pytest.mark.parametrize("argv", [
     ["convert", "{d}/bad.tflite", "-o", "{d}/out.nnapi"],
     ["convert", "{d}/custom.tflite", "-o", "{d}/out.nnapi"],  # unsupported node: exit 2, nothing written
-    ["coverage", "{d}/bad.tflite", "-o", "{d}/out.nnapi"],
-    ["inspect", "{d}/bad.tflite", "-o", "{d}/out.nnapi"],
+    ["coverage", "{d}/bad.tflite", "-o", "{d}/out.txt"],
+    ["inspect", "{d}/bad.tflite", "-o", "{d}/out.txt"],
 ])
 def test_cli_failure_leaves_existing_output_alone(models, argv):
-    target = models / "out.nnapi"
+    target = Path(argv[argv.index("-o") + 1].format(d=models))
     target.write_bytes(OLD)
     code, err = run_cli_argv([a.format(d=models) for a in argv])
     assert code in (2, 3) and err, err

@@ -116,7 +116,7 @@ def test_cli_device_and_own_profile(tmp_path, capsys):
 
 def test_zoo_melspectrogram_on_armnn(tmp_path):
     p = tmp_path / "mel.tflite"
-    p.write_bytes(_zoo("pyopen_wakeword-", "melspectrogram.tflite"))
+    p.write_bytes(_zoo("pyopen-wakeword", "melspectrogram.tflite"))
     r = device_report(read_source(p), device("armnn"), 8)
     refused = {n["op"] for n in r["nodes"] if n["reason_code"] == "device_unsupported"}
     # Arm NN lists LOG (FLOAT32, FLOAT16) since android-nn-driver 2d71002 (2021): the device runs every operation
@@ -127,7 +127,7 @@ def test_zoo_melspectrogram_on_armnn(tmp_path):
 
 def test_zoo_face_detection_fully_on_armnn(tmp_path):
     p = tmp_path / "fd.tflite"
-    p.write_bytes(_zoo("mediapipe-", "face_detection_short_range.tflite"))
+    p.write_bytes(_zoo("mediapipe", "face_detection_short_range.tflite"))
     r = device_report(read_source(p), device("armnn"), 8)
     assert r["summary"]["supported_fraction"] == 1.0 and r["summary"]["partitions"] == 1
 
