@@ -175,11 +175,11 @@ def refuse_unpinned_onnx(path: str, input_shapes, dims) -> None:
     """refuse_unpinned from an ONNX file's input declarations alone, before the shape pass (which takes long on a
     model left dynamic): the reader's own first steps (shapes.pin, shapes.name_input_dims) say what stays open;
     the advice is coverage's pin_how, without the node counts that need the shape pass."""
-    import onnx
-
     from .onnx import shapes
-    from .pins import pin_dims, pin_how
-    proto = onnx.load(path, load_external_data=False)
+    from .pins import onnx_declarations, pin_dims, pin_how
+    proto = onnx_declarations(path)
+    if proto is None:
+        return
     shapes.pin(proto, input_shapes, dims)
     axes_of: dict = {}
     for sym, places in shapes.name_input_dims(proto).items():

@@ -193,6 +193,16 @@ def unpinned_advice(loose: dict, what: str) -> tuple:
             f"dimensions)", [f"input {name!r} is declared {shown}" for name, shown in loose.items()])
 
 
+def onnx_declarations(model_path):
+    """The ONNX file's graph without its external weights, for the checks made from its declarations before the
+    reader runs; None for a file that is no ONNX protobuf (the reader's own read then names what is wrong, exit 3)."""
+    import onnx
+    try:
+        return onnx.load(str(model_path), load_external_data=False)
+    except Exception:  # noqa: BLE001 (google.protobuf's DecodeError and friends)
+        return None
+
+
 def unpinned_inputs(model_path, input_shapes: dict, dims: dict) -> dict:
     """{input name: its declared dimensions, e.g. '[batch, 3, ?, ?]'} of the inputs with a dynamic extent that
     neither --input-shape nor --dim pins, read from the model's declarations alone (no conversion)."""
@@ -200,12 +210,9 @@ def unpinned_inputs(model_path, input_shapes: dict, dims: dict) -> dict:
     fmt = detect_format(model_path)
     declared: dict = {}
     if fmt == "onnx":
-        import onnx
-
         from .onnx.shapes import declared_inputs
-        try:
-            proto = onnx.load(str(model_path), load_external_data=False)
-        except Exception:  # noqa: BLE001 (not a protobuf: the reader's own read names what is wrong, exit 3)
+        proto = onnx_declarations(model_path)
+        if proto is None:
             return {}
         for name, have in declared_inputs(proto).items():
             declared[name] = [None if d is None or (isinstance(d, int) and d <= 0) else d for d in have or [None]]

@@ -63,3 +63,13 @@ def test_bench_macs_of_an_nnapi_model_are_not_known(tmp_path, capsys):
     assert [i["shape"] for i in r["inputs"]] == [[2, 8]]
     assert main(["bench", str(nn), "--runs", "2", "--warmup", "0"]) == 0
     assert "n/a MACs" in " ".join(capsys.readouterr().out.split())
+
+
+def test_bench_on_a_file_that_is_no_onnx_protobuf_is_invalid_input(tmp_path, capsys):
+    """The early pin check reads the declarations; an unreadable file is left to the reader's exit-3 message
+    (it was an internal error, exit 5, from the declarations' onnx.load)."""
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"garbage-not-protobuf\x08\x01\xff\xff")
+    assert main(["bench", str(bad)]) == 3
+    err = capsys.readouterr().err
+    assert "not a valid ONNX protobuf" in err and "internal error" not in err, err
